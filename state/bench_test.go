@@ -1,0 +1,81 @@
+package state
+
+import (
+	"fmt"
+	"testing"
+)
+
+const benchN = 10_000
+
+func benchResources() []Resource {
+	rs := make([]Resource, benchN)
+	for i := range rs {
+		ns := fmt.Sprintf("team-%03d", i%500)
+		rs[i] = sampleResource(ns, "StorageAccount", fmt.Sprintf("sa%05d", i), StatusTrue)
+	}
+	return rs
+}
+
+// BenchmarkUpdate10k writes 10,000 resources in one Update (one fsync).
+func BenchmarkUpdate10k(b *testing.B) {
+	db, _ := openTemp(b)
+	rs := benchResources()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := db.Update(func(w *Writer) error {
+			for _, r := range rs {
+				if err := w.PutResource(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResources10k reads and decodes all 10,000 resources.
+func BenchmarkResources10k(b *testing.B) {
+	db, _ := openTemp(b)
+	rs := benchResources()
+	if err := db.Update(func(w *Writer) error {
+		for _, r := range rs {
+			if err := w.PutResource(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		got, err := db.Resources(Filter{})
+		if err != nil || len(got) != benchN {
+			b.Fatalf("got %d, %v", len(got), err)
+		}
+	}
+}
+
+// BenchmarkResourcesNamespace reads one namespace's 20 resources out of 10,000.
+func BenchmarkResourcesNamespace(b *testing.B) {
+	db, _ := openTemp(b)
+	rs := benchResources()
+	if err := db.Update(func(w *Writer) error {
+		for _, r := range rs {
+			if err := w.PutResource(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		got, err := db.Resources(Filter{Namespace: "team-250"})
+		if err != nil || len(got) != benchN/500 {
+			b.Fatalf("got %d, %v", len(got), err)
+		}
+	}
+}
