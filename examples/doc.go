@@ -1,0 +1,9 @@
+// Package examples holds runnable example repositories of ASO v2 manifests for gitaso, and the tests
+// that keep them valid. It has no Go API.
+//
+//   - onboarding/: the platform-team onboarding scenario of shared/seeds: a platform namespace with a
+//     subscription-wide credential creates a team's identity, federated credential, resource group and role
+//     assignments; the team's namespace, with its own workload-identity credential, creates a Service Bus
+//     queue/topic/subscription, a PostgreSQL database and a storage account. See onboarding/README.md for the
+//     placeholders (onboarding/placeholders.txt) that `make demo` fills in for the emulator.
+package examples
