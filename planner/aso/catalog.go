@@ -1,0 +1,251 @@
+package aso
+
+import (
+	"bytes"
+	"compress/gzip"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+)
+
+//go:embed catalog/catalog.json.gz
+var catalogGz []byte
+
+// Scopes of a kind, as in kinds.json.
+const (
+	ScopeResourceGroup = "resourceGroup" // under a resource group (possibly nested under other resources)
+	ScopeExtension     = "extension"     // {owner ARM ID}/providers/{ARMType}/{name}
+	ScopeLocation      = "location"      // ResourceGroup itself: /subscriptions/{sub}/resourceGroups/{name}
+	ScopeTenant        = "tenant"        // subscription Alias: /providers/Microsoft.Subscription/aliases/{name}
+)
+
+// Kind is one ASO kind in one CRD version.
+type Kind struct {
+	Group, Version, Kind  string // e.g. "storage.azure.com", "v1api20230101", "StorageAccount"
+	APIVersion            string // ARM api-version
+	ARMType               string // e.g. "Microsoft.Storage/storageAccounts/blobServices" (the kind's own casing)
+	Scope                 string // "resourceGroup" | "extension" | "location" (ResourceGroup) | "tenant"
+	OwnerGroup, OwnerKind string
+	ArbitraryOwner        bool   // extension resources: owner may be any kind or an armId
+	Singleton             string // fixed azureName ("default"), "" otherwise
+	Hooks                 []string
+	Operations            []string // PUT/GET/DELETE/HEAD
+
+	Status        string // latest | released | supported | deprecated | next | unlisted ...
+	SupportedFrom string // ASO release that introduced the kind version, e.g. "v2.4.0"
+	// Generated is false for ASO's hand-written non-ARM kinds (mysql/postgres/sql
+	// User, entra SecurityGroup): they are known but cannot be converted.
+	Generated bool
+	// AzureNameField tells whether the spec has an azureName field.
+	AzureNameField bool
+	// UUIDv5 is "ownerScopedLegacy" or "ownerScoped" for kinds whose azureName
+	// defaults to a UUIDv5 (RoleAssignment, RoleDefinition, SqlRoleAssignment).
+	UUIDv5 string
+	// RandomNaming tells whether operatorSpec.namingConvention: random exists.
+	RandomNaming bool
+	SpecType     string // root spec type in the package schema
+	IDTemplate   string // the ARM ID as ASO builds it, with {placeholders}
+
+	pkgKey string
+}
+
+// APIGroupVersion returns "group/version", the manifest's apiVersion.
+func (k *Kind) APIGroupVersion() string { return k.Group + "/" + k.Version }
+
+// String returns "group/version Kind".
+func (k *Kind) String() string { return k.Group + "/" + k.Version + " " + k.Kind }
+
+// HasHook reports whether ASO implements the named hand-written hook for k.
+func (k *Kind) HasHook(name string) bool {
+	for _, h := range k.Hooks {
+		if h == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Provenance says where the embedded catalog comes from.
+type Provenance struct {
+	Source           string `json:"source"`
+	License          string `json:"license"`
+	Commit           string `json:"commit"`
+	CommitDate       string `json:"commitDate"`
+	Generator        string `json:"generator"`
+	GeneratedAt      string `json:"generatedAt"`
+	FactsSHA256      string `json:"factsSha256"`
+	Kinds            int    `json:"kinds"`
+	ConvertibleKinds int    `json:"convertibleKinds"`
+	Packages         int    `json:"packages"`
+	SchemaVersion    int    `json:"schemaVersion"`
+}
+
+type kindJSON struct {
+	Group          string   `json:"g"`
+	Version        string   `json:"v"`
+	Kind           string   `json:"k"`
+	Status         string   `json:"status"`
+	SupportedFrom  string   `json:"from"`
+	NotGenerated   bool     `json:"notGenerated"`
+	APIVersion     string   `json:"api"`
+	ARMType        string   `json:"armType"`
+	IDTemplate     string   `json:"idTemplate"`
+	Scope          string   `json:"scope"`
+	OwnerGroup     string   `json:"ownerGroup"`
+	OwnerKind      string   `json:"ownerKind"`
+	ArbitraryOwner bool     `json:"arbitraryOwner"`
+	Singleton      string   `json:"singleton"`
+	AzureNameField bool     `json:"azureNameField"`
+	UUIDv5         string   `json:"uuidv5"`
+	RandomNaming   bool     `json:"randomNaming"`
+	Hooks          []string `json:"hooks"`
+	Operations     []string `json:"ops"`
+	SpecType       string   `json:"spec"`
+	Package        string   `json:"pkg"`
+}
+
+type catalog struct {
+	prov     Provenance
+	kinds    []*Kind
+	byGVK    map[gvk]*Kind
+	packages map[string]*pkgEntry
+}
+
+type gvk struct{ g, v, k string }
+
+type pkgEntry struct {
+	raw  json.RawMessage
+	once sync.Once
+	pkg  *pkg
+	err  error
+}
+
+var (
+	catOnce sync.Once
+	cat     *catalog
+	catErr  error
+)
+
+func loadCatalog() (*catalog, error) {
+	catOnce.Do(func() {
+		cat, catErr = decodeCatalog(catalogGz)
+	})
+	return cat, catErr
+}
+
+func mustCatalog() *catalog {
+	c, err := loadCatalog()
+	if err != nil {
+		// The catalog is embedded and checked by tests; failing to decode it is a build defect.
+		panic(fmt.Sprintf("aso: embedded catalog: %v", err))
+	}
+	return c
+}
+
+func decodeCatalog(gz []byte) (*catalog, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, fmt.Errorf("open catalog: %w", err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		return nil, fmt.Errorf("decompress catalog: %w", err)
+	}
+	var in struct {
+		Provenance Provenance                 `json:"provenance"`
+		Kinds      []kindJSON                 `json:"kinds"`
+		Packages   map[string]json.RawMessage `json:"packages"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("decode catalog: %w", err)
+	}
+	c := &catalog{prov: in.Provenance, byGVK: make(map[gvk]*Kind, len(in.Kinds)), packages: make(map[string]*pkgEntry, len(in.Packages))}
+	for key, p := range in.Packages {
+		c.packages[key] = &pkgEntry{raw: p}
+	}
+	for _, kj := range in.Kinds {
+		k := &Kind{
+			Group: kj.Group, Version: kj.Version, Kind: kj.Kind, APIVersion: kj.APIVersion, ARMType: kj.ARMType,
+			Scope: kj.Scope, OwnerGroup: kj.OwnerGroup, OwnerKind: kj.OwnerKind, ArbitraryOwner: kj.ArbitraryOwner,
+			Singleton: kj.Singleton, Hooks: kj.Hooks, Operations: kj.Operations, Status: kj.Status,
+			SupportedFrom: kj.SupportedFrom, Generated: !kj.NotGenerated, AzureNameField: kj.AzureNameField,
+			UUIDv5: kj.UUIDv5, RandomNaming: kj.RandomNaming, SpecType: kj.SpecType, IDTemplate: kj.IDTemplate,
+			pkgKey: kj.Package,
+		}
+		c.kinds = append(c.kinds, k)
+		c.byGVK[gvk{k.Group, k.Version, k.Kind}] = k
+	}
+	sort.Slice(c.kinds, func(i, j int) bool {
+		a, b := c.kinds[i], c.kinds[j]
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Version < b.Version
+	})
+	return c, nil
+}
+
+// Lookup finds a kind by API group, CRD version and kind, all matched exactly
+// (as the Kubernetes API server does).
+func Lookup(group, version, kind string) (*Kind, bool) {
+	k, ok := mustCatalog().byGVK[gvk{group, version, kind}]
+	return k, ok
+}
+
+// LookupAPIVersion is Lookup for a manifest's "group/version" apiVersion.
+func LookupAPIVersion(apiVersion, kind string) (*Kind, bool) {
+	g, v, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		return nil, false
+	}
+	return Lookup(g, v, kind)
+}
+
+// Kinds returns every kind of the catalog, sorted by group, kind and version.
+// The slice is shared: do not modify it.
+func Kinds() []*Kind { return mustCatalog().kinds }
+
+// IsASOGroup reports whether group is an ASO API group (*.azure.com).
+func IsASOGroup(group string) bool { return strings.HasSuffix(group, ".azure.com") }
+
+// CatalogProvenance returns where the embedded catalog comes from.
+func CatalogProvenance() Provenance { return mustCatalog().prov }
+
+// schema returns the decoded package of k, decoding it on first use.
+func (k *Kind) schema() (*pkg, error) {
+	if !k.Generated {
+		return nil, fmt.Errorf("%s: %w", k, ErrNotConvertible)
+	}
+	e := mustCatalog().packages[k.pkgKey]
+	if e == nil {
+		return nil, fmt.Errorf("%s: catalog has no package %s", k, k.pkgKey)
+	}
+	e.once.Do(func() {
+		e.pkg, e.err = decodePackage(e.raw)
+		if e.err != nil {
+			e.err = fmt.Errorf("catalog package %s: %w", k.pkgKey, e.err)
+		}
+		e.raw = nil
+	})
+	return e.pkg, e.err
+}
+
+// spec returns the root spec type of k.
+func (k *Kind) spec() (*typeDef, error) {
+	p, err := k.schema()
+	if err != nil {
+		return nil, err
+	}
+	t := p.types[k.SpecType]
+	if t == nil {
+		return nil, fmt.Errorf("%s: spec type %s missing from catalog", k, k.SpecType)
+	}
+	return t, nil
+}

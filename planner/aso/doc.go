@@ -1,0 +1,36 @@
+// Package aso is gitaso's model of Azure Service Operator v2 resources: which
+// kinds exist in which CRD versions, how they are named, where they live in
+// ARM, what they depend on, and how their spec becomes the exact JSON body that
+// ASO sends to ARM.
+//
+// Nothing here is a hand-written table per kind. The facts come from
+// ../shared/aso-schema (read from ASO's generated code, see its README) and are
+// compiled by the generator in ./gen into catalog/catalog.json.gz, which is
+// embedded in the binary and decoded lazily: the kinds table on first use, each
+// API package's types the first time one of its kinds is converted. Regenerate
+// it with
+//
+//	go run ./planner/aso/gen -schema ../shared/aso-schema -out planner/aso/catalog/catalog.json.gz
+//
+// A typical use, for one object of a Git snapshot:
+//
+//	k, ok := aso.Lookup("storage.azure.com", "v1api20230101", "StorageAccount")
+//	name, err := aso.AzureName(k, "default", "mystorage", spec)
+//	id, err := aso.ARMID(k, subscriptionID, ownerARMID, name)
+//	deps, err := aso.Dependencies(k, spec)       // references, secrets, config maps → DAG edges
+//	body, err := aso.Convert(k, spec, name, resolver)
+//	// PUT id?api-version=k.APIVersion with body.JSON
+//
+// Convert reproduces ASO's ConvertToARM followed by Go's encoding/json: ARM
+// struct field order, sorted map keys, HTML escaping, omitted unset fields,
+// explicit nulls and empty collections where ASO's payload type asks for them,
+// one-of unions flattened to the chosen variant, references resolved to ARM IDs,
+// secrets and *FromConfig values resolved through a Resolver. Values that come
+// from secrets are listed in Body.Secrets and values only known after another
+// resource is applied are written as UnknownValue and listed in Body.Unknown.
+//
+// Behaviour that lives in ASO's hand-written hooks (kinds.json "hooks") is not
+// part of the conversion, except RoleAssignment's wellKnownName, which is
+// resolved when the Resolver implements RoleDefinitionResolver and otherwise
+// passed through as ASO's generated code does.
+package aso

@@ -1,0 +1,456 @@
+// Command gen turns the ASO conversion facts in ../shared/aso-schema into the
+// catalog that package aso embeds (planner/aso/catalog/catalog.json.gz).
+//
+// Usage (from the repository root):
+//
+//	go run ./planner/aso/gen -schema ../shared/aso-schema -out planner/aso/catalog/catalog.json.gz
+//
+// The generator reads kinds.json, schema/<group>/<version>.json, exceptions.json
+// and provenance.json, checks that every fact is consistent (every referenced
+// type exists, every ARM pointer resolves through the ARM payload types, every
+// generated kind has its spec type) and writes one gzip-compressed JSON
+// document: provenance, the kinds table and one entry per API package.
+// The output is deterministic for a given input and -date.
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "gen:", err)
+		os.Exit(1)
+	}
+}
+
+// kindIn is one row of kinds.json (only the fields the catalog keeps).
+type kindIn struct {
+	Group          string          `json:"group"`
+	CRDVersion     string          `json:"crdVersion"`
+	Kind           string          `json:"kind"`
+	Status         string          `json:"status"`
+	SupportedFrom  string          `json:"supportedFrom"`
+	Generated      *bool           `json:"generated"`
+	APIVersion     *string         `json:"armApiVersion"`
+	ARMType        string          `json:"armType"`
+	ARMIDTemplate  string          `json:"armIdTemplate"`
+	Scope          string          `json:"scope"`
+	Owner          json.RawMessage `json:"owner"`
+	OwnerKind      string          `json:"ownerKind"`
+	OwnerGroup     string          `json:"ownerGroup"`
+	Singleton      *string         `json:"singletonName"`
+	AzureNameField bool            `json:"azureNameField"`
+	AzureNameDef   *struct {
+		UUIDv5 string `json:"uuidv5"`
+		Random bool   `json:"namingConventionRandom"`
+	} `json:"azureNameDefault"`
+	Hooks      []string `json:"hooks"`
+	Operations []string `json:"operations"`
+	SpecType   string   `json:"specType"`
+	SchemaFile string   `json:"schemaFile"`
+}
+
+// kindOut is one kind in the catalog; keep in sync with package aso.
+type kindOut struct {
+	Group          string   `json:"g"`
+	Version        string   `json:"v"`
+	Kind           string   `json:"k"`
+	Status         string   `json:"status,omitempty"`
+	SupportedFrom  string   `json:"from,omitempty"`
+	NotGenerated   bool     `json:"notGenerated,omitempty"`
+	APIVersion     string   `json:"api,omitempty"`
+	ARMType        string   `json:"armType,omitempty"`
+	IDTemplate     string   `json:"idTemplate,omitempty"`
+	Scope          string   `json:"scope,omitempty"`
+	OwnerGroup     string   `json:"ownerGroup,omitempty"`
+	OwnerKind      string   `json:"ownerKind,omitempty"`
+	ArbitraryOwner bool     `json:"arbitraryOwner,omitempty"`
+	Singleton      string   `json:"singleton,omitempty"`
+	AzureNameField bool     `json:"azureNameField,omitempty"`
+	UUIDv5         string   `json:"uuidv5,omitempty"`
+	RandomNaming   bool     `json:"randomNaming,omitempty"`
+	Hooks          []string `json:"hooks,omitempty"`
+	Operations     []string `json:"ops,omitempty"`
+	SpecType       string   `json:"spec,omitempty"`
+	Package        string   `json:"pkg,omitempty"`
+}
+
+type provenanceOut struct {
+	Source        string `json:"source"`
+	License       string `json:"license"`
+	Commit        string `json:"commit"`
+	CommitDate    string `json:"commitDate"`
+	Generator     string `json:"generator"`
+	GeneratedAt   string `json:"generatedAt"`
+	FactsSHA256   string `json:"factsSha256"`
+	Kinds         int    `json:"kinds"`
+	ConvertKinds  int    `json:"convertibleKinds"`
+	Packages      int    `json:"packages"`
+	SchemaVersion int    `json:"schemaVersion"`
+}
+
+type catalogOut struct {
+	Provenance provenanceOut              `json:"provenance"`
+	Kinds      []kindOut                  `json:"kinds"`
+	Packages   map[string]json.RawMessage `json:"packages"`
+}
+
+// schemaFile is the shape of schema/<group>/<version>.json, checked but
+// otherwise copied.
+type schemaFile struct {
+	Group      string                     `json:"group"`
+	CRDVersion string                     `json:"crdVersion"`
+	APIVersion string                     `json:"armApiVersion"`
+	Kinds      map[string]json.RawMessage `json:"kinds"`
+	Types      map[string]typeIn          `json:"types"`
+	ARMTypes   map[string]armTypeIn       `json:"armTypes"`
+}
+
+type typeIn struct {
+	ARM        string              `json:"arm,omitempty"`
+	OneOf      int                 `json:"oneOf,omitempty"`
+	Name       string              `json:"name,omitempty"`
+	PushName   []string            `json:"pushName,omitempty"`
+	Prec       map[string][]string `json:"prec,omitempty"`
+	EmptyIfNil []string            `json:"emptyIfNil,omitempty"`
+	Ctr        json.RawMessage     `json:"ctr,omitempty"`
+	F          map[string]fieldIn  `json:"f"`
+}
+
+type fieldIn struct {
+	T         string `json:"t"`
+	C         string `json:"c,omitempty"`
+	R         string `json:"r,omitempty"`
+	E         []any  `json:"e,omitempty"`
+	Req       int    `json:"req,omitempty"`
+	A         string `json:"a,omitempty"`
+	ARMRef    string `json:"armRef,omitempty"`
+	Pair      string `json:"pair,omitempty"`
+	Conv      string `json:"conv,omitempty"`
+	X         string `json:"x,omitempty"`
+	OwnerKind string `json:"ownerKind,omitempty"`
+}
+
+type armTypeIn struct {
+	F     [][]any         `json:"f"`
+	OneOf json.RawMessage `json:"oneOf,omitempty"`
+}
+
+func run(args []string) error {
+	fset := flag.NewFlagSet("gen", flag.ContinueOnError)
+	schemaDir := fset.String("schema", "../shared/aso-schema", "directory holding kinds.json, schema/, exceptions.json, provenance.json")
+	out := fset.String("out", "planner/aso/catalog/catalog.json.gz", "catalog file to write")
+	date := fset.String("date", time.Now().UTC().Format("2006-01-02"), "generation date recorded in the provenance")
+	if err := fset.Parse(args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	h := sha256.New()
+	read := func(rel string) ([]byte, error) {
+		b, err := os.ReadFile(filepath.Join(*schemaDir, rel))
+		if err != nil {
+			return nil, fmt.Errorf("read facts: %w", err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
+		h.Write(b)
+		return b, nil
+	}
+
+	var prov struct {
+		Source     string `json:"source"`
+		License    string `json:"license"`
+		Commit     string `json:"commit"`
+		CommitDate string `json:"commitDate"`
+		KindCount  int    `json:"kindEntries"`
+	}
+	b, err := read("provenance.json")
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &prov); err != nil {
+		return fmt.Errorf("provenance.json: %w", err)
+	}
+	b, err = read("kinds.json")
+	if err != nil {
+		return err
+	}
+	var kinds []kindIn
+	if err := json.Unmarshal(b, &kinds); err != nil {
+		return fmt.Errorf("kinds.json: %w", err)
+	}
+	if prov.KindCount != 0 && prov.KindCount != len(kinds) {
+		return fmt.Errorf("kinds.json has %d entries, provenance.json says %d", len(kinds), prov.KindCount)
+	}
+	excb, err := read("exceptions.json")
+	if err != nil {
+		return err
+	}
+
+	// Schema files, sorted for a deterministic hash.
+	var files []string
+	err = filepath.WalkDir(filepath.Join(*schemaDir, "schema"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".json") {
+			rel, _ := filepath.Rel(*schemaDir, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list schema files: %w", err)
+	}
+	sort.Strings(files)
+	pkgs := map[string]*schemaFile{}
+	pkgOut := map[string]json.RawMessage{}
+	var problems []error
+	for _, rel := range files {
+		b, err := read(rel)
+		if err != nil {
+			return err
+		}
+		var s schemaFile
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		key := s.Group + "/" + s.CRDVersion
+		pkgs[key] = &s
+		problems = append(problems, checkPackage(key, &s)...)
+		// Copy only what the runtime needs.
+		compact, err := json.Marshal(struct {
+			APIVersion string               `json:"api"`
+			Types      map[string]typeIn    `json:"types"`
+			ARMTypes   map[string]armTypeIn `json:"armTypes"`
+		}{s.APIVersion, s.Types, s.ARMTypes})
+		if err != nil {
+			return fmt.Errorf("%s: %w", rel, err)
+		}
+		pkgOut[key] = compact
+	}
+	problems = append(problems, checkExceptions(excb, pkgs)...)
+
+	var outKinds []kindOut
+	convertible := 0
+	for _, k := range kinds {
+		o := kindOut{Group: k.Group, Version: k.CRDVersion, Kind: k.Kind, Status: k.Status, SupportedFrom: k.SupportedFrom}
+		if k.Generated != nil && !*k.Generated {
+			o.NotGenerated = true
+			outKinds = append(outKinds, o)
+			continue
+		}
+		if k.APIVersion != nil {
+			o.APIVersion = *k.APIVersion
+		}
+		o.ARMType, o.IDTemplate, o.Scope = k.ARMType, k.ARMIDTemplate, k.Scope
+		o.OwnerGroup, o.OwnerKind = k.OwnerGroup, k.OwnerKind
+		if len(k.Owner) > 0 && string(k.Owner) != "null" {
+			var ow struct {
+				Arbitrary bool   `json:"arbitrary"`
+				Group     string `json:"group"`
+				Kind      string `json:"kind"`
+			}
+			if err := json.Unmarshal(k.Owner, &ow); err != nil {
+				return fmt.Errorf("kinds.json %s/%s %s owner: %w", k.Group, k.CRDVersion, k.Kind, err)
+			}
+			o.ArbitraryOwner = ow.Arbitrary
+			if o.OwnerGroup == "" {
+				o.OwnerGroup, o.OwnerKind = ow.Group, ow.Kind
+			}
+		}
+		if k.Singleton != nil {
+			o.Singleton = *k.Singleton
+		}
+		o.AzureNameField = k.AzureNameField
+		if k.AzureNameDef != nil {
+			o.UUIDv5, o.RandomNaming = k.AzureNameDef.UUIDv5, k.AzureNameDef.Random
+		}
+		o.Hooks, o.Operations, o.SpecType = k.Hooks, k.Operations, k.SpecType
+		o.Package = k.Group + "/" + k.CRDVersion
+		p, ok := pkgs[o.Package]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Errorf("kind %s %s: no schema package %s", o.Package, k.Kind, o.Package))
+		case p.Types[k.SpecType].F == nil:
+			problems = append(problems, fmt.Errorf("kind %s %s: spec type %q missing", o.Package, k.Kind, k.SpecType))
+		case p.APIVersion != o.APIVersion:
+			problems = append(problems, fmt.Errorf("kind %s %s: api-version %q, package says %q", o.Package, k.Kind, o.APIVersion, p.APIVersion))
+		default:
+			convertible++
+		}
+		if o.Scope == "" {
+			problems = append(problems, fmt.Errorf("kind %s %s: no scope", o.Package, k.Kind))
+		}
+		outKinds = append(outKinds, o)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("inconsistent facts:\n%w", errors.Join(problems...))
+	}
+
+	cat := catalogOut{
+		Provenance: provenanceOut{
+			Source: prov.Source, License: prov.License, Commit: prov.Commit, CommitDate: prov.CommitDate,
+			Generator:   "github.com/gitaso/gitaso/planner/aso/gen",
+			GeneratedAt: *date, FactsSHA256: hex.EncodeToString(h.Sum(nil)),
+			Kinds: len(outKinds), ConvertKinds: convertible, Packages: len(pkgOut), SchemaVersion: 1,
+		},
+		Kinds:    outKinds,
+		Packages: pkgOut,
+	}
+	raw, err := json.Marshal(cat)
+	if err != nil {
+		return fmt.Errorf("encode catalog: %w", err)
+	}
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return err
+	}
+	if _, err := zw.Write(raw); err != nil {
+		return fmt.Errorf("compress catalog: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return fmt.Errorf("compress catalog: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
+		return fmt.Errorf("create output dir: %w", err)
+	}
+	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write catalog: %w", err)
+	}
+	log.Info("catalog written", "out", *out, "kinds", len(outKinds), "convertible", convertible,
+		"packages", len(pkgOut), "jsonBytes", len(raw), "gzipBytes", buf.Len(), "commit", prov.Commit)
+	return nil
+}
+
+// checkPackage verifies that the facts of one package are self-consistent.
+func checkPackage(key string, s *schemaFile) []error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(key+": "+format, a...)) }
+	for an, at := range s.ARMTypes {
+		for _, f := range at.F {
+			if len(f) == 0 {
+				bad("arm type %s: empty field", an)
+				continue
+			}
+			if _, ok := f[0].(string); !ok {
+				bad("arm type %s: field name %v", an, f[0])
+			}
+			if len(f) > 1 {
+				if c, ok := f[1].(string); ok && c != "" {
+					if _, ok := s.ARMTypes[c]; !ok {
+						bad("arm type %s.%v: child %s missing", an, f[0], c)
+					}
+				}
+			}
+		}
+	}
+	for tn, t := range s.Types {
+		if t.ARM != "" {
+			if _, ok := s.ARMTypes[t.ARM]; !ok {
+				bad("type %s: arm type %s missing", tn, t.ARM)
+				continue
+			}
+		}
+		for fn, f := range t.F {
+			if f.R != "" {
+				if _, ok := s.Types[f.R]; !ok {
+					bad("type %s.%s: type %s missing", tn, fn, f.R)
+				}
+			}
+			if f.A == "" || t.ARM == "" {
+				continue
+			}
+			if _, err := resolvePointer(s, t.ARM, f.A); err != nil {
+				bad("type %s.%s: %v", tn, fn, err)
+			}
+		}
+		for p := range t.Prec {
+			if _, err := resolvePointer(s, t.ARM, p); err != nil {
+				bad("type %s prec: %v", tn, err)
+			}
+		}
+	}
+	return errs
+}
+
+// resolvePointer walks a JSON pointer through the ARM payload types.
+func resolvePointer(s *schemaFile, arm, ptr string) (string, error) {
+	if !strings.HasPrefix(ptr, "/") {
+		return "", fmt.Errorf("pointer %q does not start with /", ptr)
+	}
+	cur := arm
+	toks := strings.Split(ptr[1:], "/")
+	for i, tok := range toks {
+		at, ok := s.ARMTypes[cur]
+		if !ok {
+			return "", fmt.Errorf("pointer %q: arm type %q missing", ptr, cur)
+		}
+		found := false
+		for _, f := range at.F {
+			if f[0] == tok {
+				found = true
+				if i < len(toks)-1 {
+					c, _ := f[1].(string)
+					if len(f) < 2 || c == "" {
+						return "", fmt.Errorf("pointer %q: %s is not an object", ptr, tok)
+					}
+					cur = c
+				}
+				break
+			}
+		}
+		if !found {
+			return "", fmt.Errorf("pointer %q: %s not in arm type %s", ptr, tok, cur)
+		}
+	}
+	return cur, nil
+}
+
+// checkExceptions cross-checks exceptions.json against the packages: every
+// listed one-of type must be marked oneOf and every rename must be mapped.
+func checkExceptions(b []byte, pkgs map[string]*schemaFile) []error {
+	var ex struct {
+		Renames [][]any `json:"renames"`
+		OneOf   [][]any `json:"oneOf"`
+	}
+	if err := json.Unmarshal(b, &ex); err != nil {
+		return []error{fmt.Errorf("exceptions.json: %w", err)}
+	}
+	var errs []error
+	for _, o := range ex.OneOf {
+		pkg, _ := o[0].(string)
+		tn, _ := o[1].(string)
+		p := pkgs[pkg]
+		if p == nil || p.Types[tn].OneOf != 1 {
+			errs = append(errs, fmt.Errorf("exceptions.json: one-of %s %s not marked in schema", pkg, tn))
+		}
+	}
+	for _, r := range ex.Renames {
+		pkg, _ := r[0].(string)
+		tn, _ := r[1].(string)
+		fn, _ := r[2].(string)
+		ptr, _ := r[3].(string)
+		p := pkgs[pkg]
+		if p == nil || p.Types[tn].F[fn].A != ptr {
+			errs = append(errs, fmt.Errorf("exceptions.json: rename %s %s.%s → %s not in schema", pkg, tn, fn, ptr))
+		}
+	}
+	return errs
+}
