@@ -1,0 +1,401 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/gitaso/gitaso/state"
+)
+
+// Options configures the handler.
+type Options struct {
+	// Sync triggers a reconcile and returns without waiting for it. Nil makes
+	// POST /api/v1/sync answer 503.
+	Sync func(ctx context.Context) error
+	// Ready reports whether the daemon is ready (nil error) or why not. Nil
+	// means always ready.
+	Ready func() error
+	// Logger receives one record per request; nil uses slog.Default().
+	Logger *slog.Logger
+	// Token, when not empty, is required as "Authorization: Bearer <Token>"
+	// on mutating endpoints (POST /api/v1/sync).
+	Token string
+	// UI, when set, serves every path not matched by the API (the web page).
+	UI http.Handler
+}
+
+// DefaultRunsLimit is how many runs GET /api/v1/runs returns without ?limit.
+const DefaultRunsLimit = 50
+
+// MaxRunsLimit is the largest ?limit accepted by GET /api/v1/runs.
+const MaxRunsLimit = 10000
+
+// Resource is a resource as the API shows it: secret exports by name only,
+// never the applied-body hash.
+type Resource struct {
+	Namespace  string          `json:"namespace"`
+	Group      string          `json:"group"`
+	Version    string          `json:"version,omitempty"`
+	Kind       string          `json:"kind"`
+	Name       string          `json:"name"`
+	ARMID      string          `json:"armId,omitempty"`
+	APIVersion string          `json:"apiVersion,omitempty"`
+	File       string          `json:"file,omitempty"`
+	Credential string          `json:"credential,omitempty"`
+	Policy     string          `json:"policy,omitempty"`
+	Generation int64           `json:"generation"`
+	Revision   string          `json:"revision,omitempty"`
+	UpdatedAt  time.Time       `json:"updatedAt"`
+	Ready      state.Condition `json:"ready"`
+	// Outputs are the non-secret exported values, "configmap/key" → value.
+	Outputs map[string]string `json:"outputs"`
+	// SecretOutputs names the exported secret values, "secret/key"; values
+	// are never served.
+	SecretOutputs []string `json:"secretOutputs"`
+	// AppliedBody (secret values redacted) is only in the single-resource GET.
+	AppliedBody json.RawMessage `json:"appliedBody,omitempty"`
+}
+
+// ErrorBody is the shape of every API error: {"error":{"code","message"}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is a machine-readable code and a human message.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error codes.
+const (
+	CodeBadRequest       = "bad_request"
+	CodeNotFound         = "not_found"
+	CodeAmbiguous        = "ambiguous_kind"
+	CodeUnauthorized     = "unauthorized"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeUnavailable      = "unavailable"
+	CodeInternal         = "internal"
+)
+
+type server struct {
+	db     *state.DB
+	opts   Options
+	log    *slog.Logger
+	tokenH [32]byte
+}
+
+// New returns the HTTP handler serving gitaso's API over db. See the package
+// documentation for routes and response shapes.
+func New(db *state.DB, opts Options) http.Handler {
+	s := &server{db: db, opts: opts, log: opts.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if opts.Token != "" {
+		s.tokenH = sha256.Sum256([]byte(opts.Token))
+	}
+	r := mux.NewRouter()
+	// Methods are dispatched by byMethod rather than mux's Methods matcher:
+	// in mux v1.8.1 a later non-matching route in a subrouter turns a method
+	// mismatch into a 404.
+	r.Handle("/healthz", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.healthz, http.MethodHead: s.healthz}))
+	r.Handle("/readyz", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.readyz, http.MethodHead: s.readyz}))
+	r.Handle("/metrics", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.metrics}))
+
+	v1 := r.PathPrefix("/api/v1").Subrouter()
+	v1.Handle("/resources", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.listResources}))
+	v1.Handle("/resources/{namespace}/{kind}/{name}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.getResource}))
+	v1.Handle("/resources/{namespace}/{group}/{kind}/{name}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.getResource}))
+	v1.Handle("/runs", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.listRuns}))
+	v1.Handle("/plan", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.plan}))
+	v1.Handle("/sync", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.auth(http.HandlerFunc(s.sync)).ServeHTTP}))
+	v1.NotFoundHandler = http.HandlerFunc(s.notFound)
+
+	if opts.UI != nil {
+		r.PathPrefix("/").Handler(opts.UI)
+	}
+	r.NotFoundHandler = http.HandlerFunc(s.notFound)
+	return s.logRequests(s.recoverPanics(r))
+}
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeText(w, http.StatusOK, "ok\n")
+}
+
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(); err != nil {
+			writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
+			return
+		}
+	}
+	writeText(w, http.StatusOK, "ok\n")
+}
+
+func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ready, err := state.ParseReady(q.Get("ready"))
+	if err != nil {
+		s.writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("invalid ready=%q: want true, false or unknown", q.Get("ready")))
+		return
+	}
+	rs, err := s.db.Resources(state.Filter{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Ready: ready})
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	items := make([]Resource, len(rs))
+	for i, res := range rs {
+		items[i] = view(res, false)
+	}
+	s.writeJSON(w, http.StatusOK, struct {
+		Items []Resource `json:"items"`
+	}{items})
+}
+
+func (s *server) getResource(w http.ResponseWriter, r *http.Request) {
+	v := mux.Vars(r)
+	ns, group, kind, name := v["namespace"], v["group"], v["kind"], v["name"]
+	kindFilter := kind
+	if group != "" {
+		kindFilter = group + "/" + kind
+	}
+	rs, err := s.db.Resources(state.Filter{Namespace: ns, Kind: kindFilter})
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	var found []state.Resource
+	for _, res := range rs {
+		if res.Name == name {
+			found = append(found, res)
+		}
+	}
+	switch len(found) {
+	case 0:
+		s.writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("resource %s/%s/%s not found", ns, kindFilter, name))
+	case 1:
+		s.writeJSON(w, http.StatusOK, view(found[0], true))
+	default:
+		var kinds []string
+		for _, f := range found {
+			kinds = append(kinds, f.Group+"/"+f.Kind)
+		}
+		s.writeError(w, http.StatusConflict, CodeAmbiguous, fmt.Sprintf(
+			"kind %q in %s matches %s; ask for /api/v1/resources/%s/<group>/<Kind>/%s", kind, ns, strings.Join(kinds, ", "), ns, name))
+	}
+}
+
+func view(r state.Resource, withBody bool) Resource {
+	out := Resource{
+		Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
+		ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: r.Policy,
+		Generation: r.Generation, Revision: r.Revision, UpdatedAt: r.UpdatedAt, Ready: r.Ready,
+		Outputs: r.Outputs, SecretOutputs: slices.Clone(r.SecretOutputs),
+	}
+	if out.Outputs == nil {
+		out.Outputs = map[string]string{}
+	}
+	if out.SecretOutputs == nil {
+		out.SecretOutputs = []string{}
+	}
+	if withBody {
+		out.AppliedBody = r.AppliedBody
+	}
+	return out
+}
+
+func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
+	limit := DefaultRunsLimit
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > MaxRunsLimit {
+			s.writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("invalid limit=%q: want 1..%d", l, MaxRunsLimit))
+			return
+		}
+		limit = n
+	}
+	runs, err := s.db.Runs(limit)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if runs == nil {
+		runs = []state.Run{}
+	}
+	s.writeJSON(w, http.StatusOK, struct {
+		Items []state.Run `json:"items"`
+	}{runs})
+}
+
+func (s *server) plan(w http.ResponseWriter, r *http.Request) {
+	p, err := s.db.Plan()
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if p == nil {
+		s.writeError(w, http.StatusNotFound, CodeNotFound, "no plan yet: the first reconcile has not finished planning")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(p)
+}
+
+func (s *server) sync(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Sync == nil {
+		s.writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "sync is not available in this process")
+		return
+	}
+	if err := s.opts.Sync(r.Context()); err != nil {
+		s.writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "sync not triggered: "+err.Error())
+		return
+	}
+	s.writeJSON(w, http.StatusAccepted, struct {
+		Status string `json:"status"`
+	}{"accepted"})
+}
+
+// auth requires the bearer token when one is configured.
+func (s *server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Token == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		gotH := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !ok || subtle.ConstantTimeCompare(gotH[:], s.tokenH[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gitaso"`)
+			s.writeError(w, http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, http.StatusNotFound, CodeNotFound, "no route for "+r.URL.Path)
+}
+
+// byMethod dispatches on the request method and answers 405 with an Allow
+// header for the others.
+func (s *server) byMethod(h map[string]http.HandlerFunc) http.Handler {
+	allowed := slices.Sorted(maps.Keys(h))
+	allow := strings.Join(allowed, ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f, ok := h[r.Method]; ok {
+			f(w, r)
+			return
+		}
+		w.Header().Set("Allow", allow)
+		s.writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, r.Method+" is not allowed on "+r.URL.Path+"; use "+allow)
+	})
+}
+
+func (s *server) internal(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.ErrorContext(r.Context(), "api request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	s.writeError(w, http.StatusInternalServerError, CodeInternal, "internal error reading state; see the gitaso log")
+}
+
+func (s *server) writeError(w http.ResponseWriter, status int, code, msg string) {
+	s.writeJSON(w, status, ErrorBody{ErrorDetail{Code: code, Message: msg}})
+}
+
+func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("api: encode response", "error", err)
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"encoding the response failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeText(w http.ResponseWriter, status int, s string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(s))
+}
+
+// statusRecorder captures the status code for the access log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (rec *statusRecorder) WriteHeader(code int) {
+	if rec.status == 0 {
+		rec.status = code
+	}
+	rec.ResponseWriter.WriteHeader(code)
+}
+
+func (rec *statusRecorder) Write(b []byte) (int, error) {
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return rec.ResponseWriter.Write(b)
+}
+
+func (rec *statusRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
+
+// logRequests logs method, path, status and duration of every request; probes
+// and scrapes (/healthz, /readyz, /metrics) at Debug, the rest at Info.
+// Headers (and so tokens) are never logged.
+func (s *server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		level := slog.LevelInfo
+		switch r.URL.Path {
+		case "/healthz", "/readyz", "/metrics":
+			level = slog.LevelDebug
+		}
+		s.log.LogAttrs(r.Context(), level, "http request",
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status),
+			slog.Duration("duration", time.Since(start)))
+	})
+}
+
+func (s *server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+					panic(v)
+				}
+				s.log.ErrorContext(r.Context(), "api handler panicked", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v))
+				s.writeError(w, http.StatusInternalServerError, CodeInternal, "internal error; see the gitaso log")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
