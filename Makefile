@@ -1,0 +1,42 @@
+# gitaso — see README.md. Every target works on a fresh machine with Go 1.26 and git.
+GO      ?= go
+BIN     := bin/gitaso
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/gitaso/gitaso/internal/cli.Version=$(VERSION)
+SHARED  ?= $(abspath ../shared)
+
+.PHONY: all build test test-short lint bench fuzz demo catalog clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/gitaso
+
+## test: every test with the race detector (conformance tests read $(SHARED) and skip without it)
+test:
+	GITASO_SHARED=$(SHARED) $(GO) test -race -count=1 -timeout 30m ./...
+
+test-short:
+	GITASO_SHARED=$(SHARED) $(GO) test -count=1 -short ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## bench: benchmarks named in the issues; figures are reported in the issue notes
+bench:
+	GITASO_SHARED=$(SHARED) $(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -count 1 -timeout 60m ./... | tee bench.out
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseFile -fuzztime 30s ./source
+
+## catalog: regenerate the embedded ASO catalog from ../shared/aso-schema
+catalog:
+	$(GO) run ./planner/aso/gen -schema $(SHARED)/aso-schema -out planner/aso/catalog/catalog.json.gz
+
+## demo: local Azure emulator + gitaso daemon on a Git repo made from examples/ (Ctrl-C to stop)
+demo: build
+	bash scripts/demo.sh
+
+clean:
+	rm -rf bin bench.out

@@ -1,0 +1,18 @@
+// Package executor applies a planner.Plan to Azure.
+//
+// Writes run in dependency order on a bounded pool of goroutines: a resource
+// starts when everything it depends on has finished, independent branches run
+// in parallel, and a failure skips only the failed resource's descendants
+// (their Ready condition says why: WaitingForOwner, ReferenceNotFound,
+// ConfigMapNotFound or SecretNotFound) while the rest proceeds. Deletions run
+// after the writes, deepest ARM IDs first; resources that ARM removes with a
+// deleted parent get no DELETE of their own.
+//
+// Values known only after apply (a RoleAssignment's principalIdFromConfig
+// fed by an identity's operatorSpec.configMaps) are resolved by converting
+// the resource again, with the exports produced so far, just before its PUT.
+// ASO's payload hooks run after conversion (RoleAssignment wellKnownName).
+//
+// The executor returns a Result; the reconcile loop records it in state in
+// one transaction.
+package executor

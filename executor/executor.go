@@ -1,0 +1,430 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/state"
+)
+
+// ARM is the part of an ARM client the executor uses; *azure.Client
+// implements it.
+type ARM interface {
+	Get(ctx context.Context, id, apiVersion string) ([]byte, error)
+	Put(ctx context.Context, id, apiVersion string, body []byte) ([]byte, error)
+	Delete(ctx context.Context, id, apiVersion string) error
+	Post(ctx context.Context, path, apiVersion string, body []byte) ([]byte, error)
+	List(ctx context.Context, collectionPath, apiVersion string) ([]json.RawMessage, error)
+}
+
+// Clients returns the ARM client for a plan's credential name ("global" or
+// "namespace/secret").
+type Clients interface {
+	For(ctx context.Context, credential string) (ARM, error)
+}
+
+// Options tune an Executor.
+type Options struct {
+	// Parallelism bounds concurrent ARM operations (default 16).
+	Parallelism int
+	// Logger receives progress; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// DefaultOptions returns the defaults.
+func DefaultOptions() Options { return Options{Parallelism: 16} }
+
+// Executor applies plans.
+type Executor struct {
+	clients Clients
+	opts    Options
+}
+
+// New returns an executor using clients for ARM.
+func New(clients Clients, opts Options) *Executor {
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = 16
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Executor{clients: clients, opts: opts}
+}
+
+// Outcome is what happened to one resource.
+type Outcome string
+
+// The outcomes.
+const (
+	Applied   Outcome = "applied"
+	Unchanged Outcome = "unchanged"
+	Observed  Outcome = "observed"
+	Deleted   Outcome = "deleted"
+	Detached  Outcome = "detached"
+	Failed    Outcome = "failed"
+	Skipped   Outcome = "skipped" // a dependency failed
+)
+
+// ResourceResult is the result for one plan entry.
+type ResourceResult struct {
+	Key       string
+	Resource  *planner.Resource
+	Outcome   Outcome
+	Ready     state.Condition
+	Hash      string          // hash of the body sent (applied)
+	Body      json.RawMessage // the body sent, secrets redacted (applied)
+	Response  json.RawMessage // ARM's final resource (applied/observed)
+	Outputs   map[string]map[string]string
+	Secrets   map[string]map[string]string
+	Err       error
+	Duration  time.Duration
+	Requests  int
+	StartedAt time.Time
+}
+
+// Result is the outcome of one Apply.
+type Result struct {
+	Revision  string
+	Resources []*ResourceResult // plan order
+	Started   time.Time
+	Finished  time.Time
+}
+
+// Counts tallies outcomes.
+func (r *Result) Counts() map[string]int {
+	m := map[string]int{}
+	for _, rr := range r.Resources {
+		m[string(rr.Outcome)]++
+	}
+	return m
+}
+
+// Failed reports whether any resource failed or was skipped.
+func (r *Result) Failed() bool {
+	for _, rr := range r.Resources {
+		if rr.Outcome == Failed || rr.Outcome == Skipped {
+			return true
+		}
+	}
+	return false
+}
+
+// Apply runs the plan: writes in dependency order with bounded parallelism
+// (a failure skips only its descendants), then deletions children first.
+// outputs holds exported values known before the run; it is not modified.
+func (e *Executor) Apply(ctx context.Context, p *planner.Plan, outputs planner.Outputs) (*Result, error) {
+	if p.Graph() == nil {
+		return nil, errors.New("executor: plan has no graph (a plan read from JSON cannot be applied)")
+	}
+	res := &Result{Revision: p.Revision, Started: e.opts.Now()}
+	w := &walk{e: e, plan: p, outputs: planner.Outputs{}, results: map[string]*ResourceResult{}}
+	for k, v := range outputs {
+		w.outputs[k] = v
+	}
+	var writes, deletes []*planner.Resource
+	for _, r := range p.Resources {
+		if r.Action == planner.Delete || r.Action == planner.Detach {
+			deletes = append(deletes, r)
+		} else {
+			writes = append(writes, r)
+		}
+	}
+	w.run(ctx, writes)
+	w.runDeletes(ctx, deletes)
+	for _, r := range p.Resources {
+		res.Resources = append(res.Resources, w.results[r.Key()])
+	}
+	res.Finished = e.opts.Now()
+	return res, ctx.Err()
+}
+
+type walk struct {
+	e       *Executor
+	plan    *planner.Plan
+	mu      sync.Mutex
+	outputs planner.Outputs
+	results map[string]*ResourceResult
+}
+
+func (w *walk) setResult(rr *ResourceResult) {
+	w.mu.Lock()
+	w.results[rr.Key] = rr
+	w.mu.Unlock()
+}
+
+// run walks the write graph: a vertex starts when all its dependencies in the
+// plan have finished; a failed or skipped dependency skips it.
+func (w *walk) run(ctx context.Context, rs []*planner.Resource) {
+	byKey := map[string]*planner.Resource{}
+	for _, r := range rs {
+		byKey[r.Key()] = r
+	}
+	pending := map[string]int{}
+	dependents := map[string][]string{}
+	for _, r := range rs {
+		n := 0
+		for _, d := range r.DependsOn {
+			if _, ok := byKey[d]; ok {
+				n++
+				dependents[d] = append(dependents[d], r.Key())
+			}
+		}
+		pending[r.Key()] = n
+	}
+	type done struct{ key string }
+	doneCh := make(chan done, len(rs))
+	sem := make(chan struct{}, w.e.opts.Parallelism)
+	var wg sync.WaitGroup
+	start := func(r *planner.Resource) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if blocker := w.blocker(r); blocker != nil {
+				w.setResult(blocker)
+			} else {
+				sem <- struct{}{}
+				rr := w.apply(ctx, r)
+				<-sem
+				w.setResult(rr)
+			}
+			doneCh <- done{r.Key()}
+		}()
+	}
+	// Start roots in plan order (deterministic).
+	for _, r := range rs {
+		if pending[r.Key()] == 0 {
+			start(r)
+		}
+	}
+	for finished := 0; finished < len(rs); finished++ {
+		d := <-doneCh
+		for _, k := range dependents[d.key] {
+			pending[k]--
+			if pending[k] == 0 {
+				start(byKey[k])
+			}
+		}
+	}
+	wg.Wait()
+}
+
+// blocker returns a skipped result when a dependency did not succeed.
+func (w *walk) blocker(r *planner.Resource) *ResourceResult {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := r.Node()
+	for _, d := range r.DependsOn {
+		dr, ok := w.results[d]
+		if !ok || (dr.Outcome != Failed && dr.Outcome != Skipped) {
+			continue
+		}
+		if dr.Outcome == Observed && dr.Ready.Status == state.StatusTrue {
+			continue
+		}
+		reason, what := "ReferenceNotFound", "referenced resource"
+		if n != nil && isOwner(n, d) {
+			reason, what = "WaitingForOwner", "owner"
+		} else if n != nil && producesFor(w.plan, d, n) != "" {
+			reason, what = producesFor(w.plan, d, n), "resource exporting a value it reads"
+		}
+		cond := state.Condition{
+			Type: state.ConditionReady, Status: state.StatusFalse, Severity: state.SeverityWarning, Reason: reason,
+			Message: fmt.Sprintf("%s %s is not ready: %s", what, dr.Resource.ID(), firstLine(dr.Ready.Message)),
+		}
+		return &ResourceResult{Key: r.Key(), Resource: r, Outcome: Skipped, Ready: cond, Err: errors.New(cond.Message)}
+	}
+	return nil
+}
+
+func isOwner(n *planner.Node, key string) bool {
+	return n.OwnerKey() == key
+}
+
+// producesFor returns ConfigMapNotFound or SecretNotFound when dependency key
+// is a resource exporting a value n reads.
+func producesFor(p *planner.Plan, key string, n *planner.Node) string {
+	g := p.Graph()
+	dn := g.Node(key)
+	if dn == nil {
+		return ""
+	}
+	for _, ex := range dn.Exports {
+		if ex.Secret {
+			return "SecretNotFound"
+		}
+		return "ConfigMapNotFound"
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// runDeletes deletes in the plan's order (children first), one depth level
+// at a time in parallel.
+func (w *walk) runDeletes(ctx context.Context, rs []*planner.Resource) {
+	levels := map[int][]*planner.Resource{}
+	var depths []int
+	for _, r := range rs {
+		d := strings.Count(r.ARMID, "/")
+		if _, ok := levels[d]; !ok {
+			depths = append(depths, d)
+		}
+		levels[d] = append(levels[d], r)
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(depths)))
+	for _, d := range depths {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, w.e.opts.Parallelism)
+		for _, r := range levels[d] {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				w.setResult(w.delete(ctx, r))
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+func (w *walk) delete(ctx context.Context, r *planner.Resource) *ResourceResult {
+	rr := &ResourceResult{Key: r.Key(), Resource: r, StartedAt: w.e.opts.Now()}
+	defer func() { rr.Duration = w.e.opts.Now().Sub(rr.StartedAt) }()
+	if r.Action == planner.Detach || r.DeletedWith != "" {
+		rr.Outcome = Detached
+		if r.DeletedWith != "" {
+			rr.Outcome = Deleted
+			// The parent's DELETE removes it; fail if that failed.
+			w.mu.Lock()
+			pr := w.results[r.DeletedWith]
+			w.mu.Unlock()
+			if pr != nil && pr.Outcome == Failed {
+				rr.Outcome, rr.Err = Failed, fmt.Errorf("parent %s was not deleted", r.DeletedWith)
+				rr.Ready = failedCondition(rr.Err)
+			}
+		}
+		return rr
+	}
+	cli, err := w.e.clients.For(ctx, r.Credential)
+	if err != nil {
+		rr.Outcome, rr.Err, rr.Ready = Failed, err, failedCondition(err)
+		return rr
+	}
+	w.e.opts.Logger.InfoContext(ctx, "deleting", "resource", r.ID(), "armId", r.ARMID)
+	rr.Requests++
+	if err := cli.Delete(ctx, r.ARMID, r.APIVersion); err != nil {
+		rr.Outcome, rr.Err, rr.Ready = Failed, err, failedCondition(err)
+		w.e.opts.Logger.WarnContext(ctx, "delete failed", "resource", r.ID(), "error", err)
+		return rr
+	}
+	rr.Outcome = Deleted
+	return rr
+}
+
+// apply sends one resource's PUT (or GET for observe) and computes its
+// exports.
+func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
+	rr := &ResourceResult{Key: r.Key(), Resource: r, StartedAt: w.e.opts.Now()}
+	defer func() { rr.Duration = w.e.opts.Now().Sub(rr.StartedAt) }()
+	fail := func(err error) *ResourceResult {
+		rr.Outcome, rr.Err, rr.Ready = Failed, err, failedCondition(err)
+		w.e.opts.Logger.WarnContext(ctx, "apply failed", "resource", r.ID(), "error", err)
+		return rr
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	if r.Action == planner.NoOp {
+		rr.Outcome = Unchanged
+		rr.Ready = readyCondition()
+		return rr
+	}
+	if sub := subscriptionOf(r.ARMID); sub != "" && r.Subscription != "" && !strings.EqualFold(sub, r.Subscription) {
+		return fail(&statusError{reason: "SubscriptionMismatch", severity: state.SeverityError,
+			msg: fmt.Sprintf("the resource's ARM ID is in subscription %s but its credential %s is for subscription %s", sub, r.Credential, r.Subscription)})
+	}
+	cli, err := w.e.clients.For(ctx, r.Credential)
+	if err != nil {
+		return fail(err)
+	}
+	if r.Action == planner.Observe {
+		rr.Requests++
+		body, err := cli.Get(ctx, r.ARMID, r.APIVersion)
+		if err != nil {
+			if isNotFound(err) {
+				return fail(&statusError{reason: "AzureResourceNotFound", severity: state.SeverityWarning,
+					msg: fmt.Sprintf("%s does not exist in Azure (reconcile-policy skip: gitaso only reads it)", r.ARMID), err: err})
+			}
+			return fail(err)
+		}
+		rr.Outcome, rr.Response, rr.Ready = Observed, body, readyCondition()
+		w.export(ctx, cli, r, rr)
+		return rr
+	}
+
+	w.mu.Lock()
+	outs := make(planner.Outputs, len(w.outputs))
+	for k, v := range w.outputs {
+		outs[k] = v
+	}
+	w.mu.Unlock()
+	body, err := w.plan.Body(r, outs)
+	if err != nil {
+		return fail(err)
+	}
+	if len(body.Unknown) > 0 {
+		return fail(&statusError{reason: "ConfigMapNotFound", severity: state.SeverityWarning,
+			msg: fmt.Sprintf("values at %s are not known: the resources exporting them did not produce them", strings.Join(body.Unknown, ", "))})
+	}
+	sent := body.JSON
+	if sent, err = w.hooks(ctx, cli, r, sent); err != nil {
+		return fail(err)
+	}
+	red, err := planner.Redact(sent, body.Secrets)
+	if err != nil {
+		return fail(err)
+	}
+	w.e.opts.Logger.InfoContext(ctx, "applying", "resource", r.ID(), "action", r.Action.String(), "armId", r.ARMID)
+	rr.Requests++
+	resp, err := cli.Put(ctx, r.ARMID, r.APIVersion, sent)
+	if err != nil {
+		return fail(err)
+	}
+	rr.Outcome, rr.Response, rr.Ready = Applied, resp, readyCondition()
+	// The hash covers the converted body, as the planner computes it.
+	rr.Hash = planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON)
+	rr.Body = red
+	w.export(ctx, cli, r, rr)
+	return rr
+}
+
+func readyCondition() state.Condition {
+	return state.Condition{Type: state.ConditionReady, Status: state.StatusTrue, Reason: "Succeeded"}
+}
+
+func subscriptionOf(id string) string {
+	parts := strings.Split(id, "/")
+	if len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
+		return parts[2]
+	}
+	return ""
+}

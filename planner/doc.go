@@ -1,0 +1,31 @@
+// Package planner turns a parsed snapshot of ASO manifests into a Plan.
+//
+// Build resolves every ASO object against the facts catalog (package
+// planner/aso): its kind, azureName, ARM ID, owner and every reference,
+// secret and config map it uses, and builds the dependency graph. A commit
+// with any input error (unknown kind, missing owner or reference, cycle) is
+// refused whole: Build returns a diag.List naming every problem.
+//
+// Plan compares the graph (desired, from Git) with what gitaso last applied
+// (state) and, when given, what ARM holds now (observed), and decides an
+// Action per resource:
+//
+//	create   not in state, not in Azure
+//	adopt    not in state, already in Azure (ASO adopts; gitaso PUTs the manifest)
+//	update   the manifest changed since the last apply
+//	drift    the manifest is unchanged but Azure differs in a field the manifest sets
+//	no-op    nothing to do
+//	observe  reconcile-policy: skip (read only)
+//	delete   removed from Git (reverse DAG order; children of a deleted
+//	         resource group are removed by ARM's cascade, not one by one)
+//	detach   removed from Git with reconcile-policy: detach-on-delete
+//
+// A Plan is plain data and serialises to the documented JSON interface
+// (see Plan). Values known only after another resource is applied (a
+// *FromConfig fed by an identity's operatorSpec.configMaps) show as
+// "(known after apply)" and are resolved by the executor through
+// Resource.Body.
+//
+// The planner never talks to Azure: the import-boundary test keeps it free of
+// the Azure SDK and of the executor.
+package planner

@@ -1,0 +1,583 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/planner/aso"
+	"github.com/gitaso/gitaso/source"
+)
+
+// Options are the settings that shape a graph.
+type Options struct {
+	// SubscriptionID is the global credential's subscription.
+	SubscriptionID string
+	// Secrets are secrets that do not live in the repository (the local
+	// credentials directory), keyed "namespace/name". Repository secrets of
+	// the same name win.
+	Secrets map[string]map[string]string
+	// DefaultPolicy is the reconcile policy of resources without the
+	// annotation (ASO's DEFAULT_RECONCILE_POLICY); "" means manage.
+	DefaultPolicy string
+	// NamespacePolicy overrides DefaultPolicy per namespace.
+	NamespacePolicy map[string]string
+}
+
+// CredentialSecretName is the namespace-scoped credential secret ASO reads.
+const CredentialSecretName = "aso-credential"
+
+// Graph is the resolved dependency graph of one snapshot.
+type Graph struct {
+	Revision string
+	// Nodes in a deterministic topological order: every node comes after the
+	// nodes it depends on.
+	Nodes []*Node
+
+	byKey   map[string]*Node
+	inputs  *inputs
+	ignored []source.Object
+}
+
+// Node is one ASO resource with everything needed to convert it.
+type Node struct {
+	Object       source.Object
+	Kind         *aso.Kind
+	Spec         map[string]any
+	Namespace    string
+	Name         string
+	AzureName    string
+	ARMID        string
+	Policy       string
+	Credential   string // "global" or "namespace/secret-name"
+	Subscription string
+	Deps         []aso.Dep
+	Exports      []Export
+
+	// DependsOn are the keys of the nodes this one waits for.
+	DependsOn []string
+
+	owner     *Node
+	ownerARM  string
+	ownerErr  error
+	resolving bool
+}
+
+// Export is one operatorSpec destination a resource writes after apply.
+type Export struct {
+	Secret bool   // operatorSpec.secrets / secretExpressions
+	Source string // the export's name (e.g. principalId) or CEL expression
+	Expr   bool   // Source is a CEL expression
+	Name   string // config map or secret name
+	Key    string
+}
+
+// Key is the node's state key.
+func (n *Node) Key() string { return Key(n.Namespace, n.Kind.Group, n.Kind.Kind, n.Name) }
+
+// ID is namespace/Kind/name.
+func (n *Node) ID() string { return n.Namespace + "/" + n.Kind.Kind + "/" + n.Name }
+
+// Node returns the node with the given key.
+func (g *Graph) Node(key string) *Node { return g.byKey[key] }
+
+// Ignored returns objects of kinds gitaso does not manage.
+func (g *Graph) Ignored() []source.Object { return g.ignored }
+
+func objErr(o source.Object, field, format string, args ...any) *diag.Error {
+	return &diag.Error{File: o.File, Line: o.Line, Object: o.ID(), Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsASO reports whether an apiVersion group belongs to ASO.
+func IsASO(group string) bool { return strings.HasSuffix(group, ".azure.com") }
+
+// Build resolves a snapshot into a graph. Every input error of the snapshot is
+// returned together as a diag.List; a graph is returned only when there are
+// none.
+func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
+	g := &Graph{Revision: snap.Revision, byKey: map[string]*Node{}, ignored: snap.Ignored}
+	g.inputs = newInputs(opts.Secrets)
+	var errs diag.List
+
+	// Inputs first.
+	for _, o := range snap.Objects {
+		if o.Group() != "" || o.Version() != "v1" {
+			continue
+		}
+		switch o.Kind() {
+		case "ConfigMap":
+			data, err := source.ConfigMapData(o)
+			if err != nil {
+				errs = append(errs, objErr(o, "data", "%v", err))
+				continue
+			}
+			g.inputs.addConfigMap(o.Namespace(), o.Name(), data)
+		case "Secret":
+			data, err := source.SecretData(o)
+			if err != nil {
+				errs = append(errs, objErr(o, "data", "%v", err))
+				continue
+			}
+			g.inputs.addSecret(o.Namespace(), o.Name(), data)
+		}
+	}
+
+	// ASO objects.
+	for _, o := range snap.Objects {
+		if !IsASO(o.Group()) {
+			if !(o.Group() == "" && o.Version() == "v1" && (o.Kind() == "ConfigMap" || o.Kind() == "Secret")) {
+				g.ignored = append(g.ignored, o)
+			}
+			continue
+		}
+		k, ok := aso.Lookup(o.Group(), o.Version(), o.Kind())
+		if !ok {
+			msg := fmt.Sprintf("unknown ASO kind %s, %s", o.APIVersion(), o.Kind())
+			if s := suggestKinds(o.Group(), o.Version(), o.Kind()); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			errs = append(errs, objErr(o, "apiVersion", "%s", msg))
+			continue
+		}
+		spec, _ := o.Content["spec"].(map[string]any)
+		if spec == nil {
+			spec = map[string]any{}
+		}
+		n := &Node{Object: o, Kind: k, Spec: spec, Namespace: o.Namespace(), Name: o.Name()}
+		if prev, dup := g.byKey[n.Key()]; dup {
+			errs = append(errs, objErr(o, "metadata.name", "%s is also declared in %s:%d", n.ID(), prev.Object.File, prev.Object.Line))
+			continue
+		}
+		for _, e := range validateObject(k, o.Content) {
+			e.File, e.Line, e.Object = o.File, o.Line, o.ID()
+			errs = append(errs, e)
+		}
+		an, err := aso.AzureName(k, n.Namespace, n.Name, spec)
+		if err != nil {
+			errs = append(errs, objErr(o, "spec.azureName", "%v", err))
+			continue
+		}
+		n.AzureName = an
+		n.Policy = policyOf(o, opts)
+		if n.Policy != PolicyManage && n.Policy != PolicySkip && n.Policy != PolicyDetachOnDelete {
+			errs = append(errs, objErr(o, "metadata.annotations."+AnnotationReconcilePolicy,
+				"unknown reconcile policy %q (want manage, skip or detach-on-delete)", n.Policy))
+		}
+		deps, err := aso.Dependencies(k, spec)
+		if err != nil {
+			errs = append(errs, objErr(o, "spec", "%v", err))
+		}
+		n.Deps = deps
+		n.Exports = exportsOf(spec)
+		g.byKey[n.Key()] = n
+		g.Nodes = append(g.Nodes, n)
+	}
+
+	// Credentials and subscriptions.
+	for _, n := range g.Nodes {
+		if e := g.chooseCredential(n, opts); e != nil {
+			errs = append(errs, e)
+		}
+	}
+	// Exports: who produces which config map / secret key.
+	producers := map[string]*Node{}
+	for _, n := range g.Nodes {
+		for _, ex := range n.Exports {
+			k := exportKey(n.Namespace, ex.Secret, ex.Name, ex.Key)
+			if p, dup := producers[k]; dup {
+				errs = append(errs, objErr(n.Object, "spec.operatorSpec", "%s %s/%s is also written by %s", kindWord(ex.Secret), ex.Name, ex.Key, p.ID()))
+				continue
+			}
+			if !ex.Secret && g.inputs.hasConfigMap(n.Namespace, ex.Name) || ex.Secret && g.inputs.hasSecret(n.Namespace, ex.Name) {
+				errs = append(errs, objErr(n.Object, "spec.operatorSpec", "%s %s is declared in the repository and also written by this resource", kindWord(ex.Secret), ex.Name))
+				continue
+			}
+			producers[k] = n
+		}
+	}
+	g.inputs.producers = producers
+
+	// Owners and ARM IDs.
+	for _, n := range g.Nodes {
+		if _, err := g.resolveARMID(n); err != nil {
+			if de, ok := err.(*diag.Error); ok {
+				if de.File == "" {
+					de.File, de.Line, de.Object = n.Object.File, n.Object.Line, n.ID()
+				}
+				errs = append(errs, de)
+			} else {
+				errs = append(errs, objErr(n.Object, "spec.owner", "%v", err))
+			}
+		}
+	}
+	// Two manifests claiming one ARM ID.
+	byID := map[string]*Node{}
+	for _, n := range g.Nodes {
+		if n.ARMID == "" {
+			continue
+		}
+		id := strings.ToLower(n.ARMID)
+		if p, ok := byID[id]; ok {
+			errs = append(errs, objErr(n.Object, "", "ARM ID %s is also claimed by %s (%s:%d)", n.ARMID, p.ID(), p.Object.File, p.Object.Line))
+			continue
+		}
+		byID[id] = n
+	}
+
+	// Edges.
+	for _, n := range g.Nodes {
+		errs = append(errs, g.edges(n)...)
+	}
+	if errs = dedupe(errs); len(errs) > 0 {
+		return nil, errs
+	}
+	order, err := topoSort(g)
+	if err != nil {
+		return nil, err
+	}
+	g.Nodes = order
+	return g, nil
+}
+
+func kindWord(secret bool) string {
+	if secret {
+		return "secret"
+	}
+	return "config map"
+}
+
+func exportKey(ns string, secret bool, name, key string) string {
+	if secret {
+		return "secret:" + ns + "/" + name + "/" + key
+	}
+	return "configmap:" + ns + "/" + name + "/" + key
+}
+
+func dedupe(l diag.List) diag.List {
+	seen := map[string]bool{}
+	var out diag.List
+	for _, e := range l {
+		s := e.Error()
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func policyOf(o source.Object, opts Options) string {
+	if p := o.Annotations()[AnnotationReconcilePolicy]; p != "" {
+		return p
+	}
+	if p := opts.NamespacePolicy[o.Namespace()]; p != "" {
+		return p
+	}
+	if opts.DefaultPolicy != "" {
+		return opts.DefaultPolicy
+	}
+	return PolicyManage
+}
+
+// chooseCredential applies ASO's precedence: resource (credential-from) >
+// namespace (aso-credential) > global.
+func (g *Graph) chooseCredential(n *Node, opts Options) *diag.Error {
+	ann := n.Object.Annotations()[AnnotationCredentialFrom]
+	if ann != "" {
+		name := ann
+		if strings.Contains(ann, "/") {
+			ns, nm, _ := strings.Cut(ann, "/")
+			if ns != n.Namespace {
+				return objErr(n.Object, "metadata.annotations."+AnnotationCredentialFrom,
+					"credential %q is in namespace %q; a resource may only use a credential from its own namespace %q", ann, ns, n.Namespace)
+			}
+			name = nm
+		}
+		data, ok := g.inputs.secret(n.Namespace, name)
+		if !ok {
+			return objErr(n.Object, "metadata.annotations."+AnnotationCredentialFrom, "credential secret %s/%s not found", n.Namespace, name)
+		}
+		n.Credential = n.Namespace + "/" + name
+		n.Subscription = data["AZURE_SUBSCRIPTION_ID"]
+	} else if data, ok := g.inputs.secret(n.Namespace, CredentialSecretName); ok {
+		n.Credential = n.Namespace + "/" + CredentialSecretName
+		n.Subscription = data["AZURE_SUBSCRIPTION_ID"]
+	} else {
+		n.Credential = "global"
+		n.Subscription = opts.SubscriptionID
+	}
+	if n.Subscription == "" {
+		field := "metadata.annotations." + AnnotationCredentialFrom
+		if n.Credential == "global" {
+			return objErr(n.Object, "", "no subscription: set AZURE_SUBSCRIPTION_ID for the global credential (or --subscription)")
+		}
+		if ann == "" {
+			field = ""
+		}
+		return objErr(n.Object, field, "credential secret %s has no AZURE_SUBSCRIPTION_ID", n.Credential)
+	}
+	return nil
+}
+
+// resolveARMID computes the node's ARM ID through its owner chain.
+func (g *Graph) resolveARMID(n *Node) (string, error) {
+	if n.ARMID != "" {
+		return n.ARMID, nil
+	}
+	if n.ownerErr != nil {
+		return "", n.ownerErr
+	}
+	if n.resolving {
+		n.ownerErr = objErr(n.Object, "spec.owner", "owner cycle through %s", n.ID())
+		return "", n.ownerErr
+	}
+	n.resolving = true
+	defer func() { n.resolving = false }()
+
+	ownerID := ""
+	if n.Kind.Scope != "location" && n.Kind.Scope != "tenant" {
+		ref, ok := aso.Owner(n.Spec)
+		switch {
+		case !ok:
+			n.ownerErr = objErr(n.Object, "spec.owner", "owner is required for %s", n.Kind.Kind)
+			return "", n.ownerErr
+		case ref.ARMID != "":
+			ownerID = ref.ARMID
+		default:
+			group, kind := ref.Group, ref.Kind
+			if !n.Kind.ArbitraryOwner {
+				if (group != "" && group != n.Kind.OwnerGroup) || (kind != "" && kind != n.Kind.OwnerKind) {
+					n.ownerErr = objErr(n.Object, "spec.owner", "the owner of a %s must be a %s (%s), not %s", n.Kind.Kind, n.Kind.OwnerKind, n.Kind.OwnerGroup, strings.Trim(group+"/"+kind, "/"))
+					return "", n.ownerErr
+				}
+				group, kind = n.Kind.OwnerGroup, n.Kind.OwnerKind
+			}
+			if ref.Name == "" {
+				n.ownerErr = objErr(n.Object, "spec.owner.name", "owner name is empty")
+				return "", n.ownerErr
+			}
+			if group == "" || kind == "" {
+				n.ownerErr = objErr(n.Object, "spec.owner", "an owner by name needs group and kind for %s", n.Kind.Kind)
+				return "", n.ownerErr
+			}
+			o := g.byKey[Key(n.Namespace, group, kind, ref.Name)]
+			if o == nil {
+				o = g.findLoose(n.Namespace, group, kind, ref.Name)
+			}
+			if o == nil {
+				n.ownerErr = objErr(n.Object, "spec.owner.name", "owner %s %q not found in namespace %q", kind, ref.Name, n.Namespace)
+				return "", n.ownerErr
+			}
+			n.owner = o
+			id, err := g.resolveARMID(o)
+			if err != nil {
+				n.ownerErr = objErr(n.Object, "spec.owner.name", "owner %s: %v", o.ID(), shortErr(err))
+				return "", n.ownerErr
+			}
+			ownerID = id
+		}
+	}
+	id, err := aso.ARMID(n.Kind, n.Subscription, ownerID, n.AzureName)
+	if err != nil {
+		n.ownerErr = objErr(n.Object, "spec.owner", "%v", err)
+		return "", n.ownerErr
+	}
+	n.ARMID = id
+	n.ownerARM = ownerID
+	return id, nil
+}
+
+// findLoose finds a node by group (any CRD version) and kind case-insensitively.
+func (g *Graph) findLoose(ns, group, kind, name string) *Node {
+	for _, c := range g.Nodes {
+		if c.Namespace == ns && c.Name == name && strings.EqualFold(c.Kind.Group, group) && strings.EqualFold(c.Kind.Kind, kind) {
+			return c
+		}
+	}
+	return nil
+}
+
+func shortErr(err error) string {
+	if de, ok := err.(*diag.Error); ok {
+		return de.Msg
+	}
+	return err.Error()
+}
+
+// edges records what each node waits for: its owner, the resources it
+// references by name, and the resources producing the config maps and secrets
+// it reads. Missing inputs are errors naming the field.
+func (g *Graph) edges(n *Node) diag.List {
+	var errs diag.List
+	set := map[string]bool{}
+	add := func(k string) {
+		if k != n.Key() {
+			set[k] = true
+		}
+	}
+	if n.owner != nil {
+		add(n.owner.Key())
+	}
+	for _, d := range n.Deps {
+		switch d.Type {
+		case aso.DepReference:
+			if d.ARMID != "" {
+				if d.Name != "" {
+					errs = append(errs, objErr(n.Object, d.Field, "a reference sets both armId and name; set one"))
+				}
+				continue
+			}
+			if d.Name == "" || d.Kind == "" {
+				if d.WellKnownName == "" {
+					errs = append(errs, objErr(n.Object, d.Field, "a reference needs armId, or group, kind and name"))
+				}
+				continue
+			}
+			t := g.byKey[Key(n.Namespace, d.Group, d.Kind, d.Name)]
+			if t == nil {
+				t = g.findLoose(n.Namespace, d.Group, d.Kind, d.Name)
+			}
+			if t == nil {
+				errs = append(errs, objErr(n.Object, d.Field, "referenced %s %q (%s) not found in namespace %q", d.Kind, d.Name, d.Group, n.Namespace))
+				continue
+			}
+			add(t.Key())
+		case aso.DepConfigMap, aso.DepSecret, aso.DepSecretMap:
+			secret := d.Type != aso.DepConfigMap
+			if secret && g.inputs.hasSecret(n.Namespace, d.Name) || !secret && g.inputs.hasConfigMap(n.Namespace, d.Name) {
+				if d.Type != aso.DepSecretMap && !g.inputs.hasKey(n.Namespace, secret, d.Name, d.Key) {
+					errs = append(errs, objErr(n.Object, d.Field, "%s %s has no key %q", kindWord(secret), d.Name, d.Key))
+				}
+				continue
+			}
+			if p := g.inputs.producer(n.Namespace, secret, d.Name, d.Key); p != nil {
+				add(p.Key())
+				continue
+			}
+			errs = append(errs, objErr(n.Object, d.Field, "%s %s (key %q) not found in namespace %q: declare it or export it from a resource's operatorSpec", kindWord(secret), d.Name, d.Key, n.Namespace))
+		}
+	}
+	n.DependsOn = n.DependsOn[:0]
+	for k := range set {
+		n.DependsOn = append(n.DependsOn, k)
+	}
+	sort.Strings(n.DependsOn)
+	return errs
+}
+
+// topoSort orders the nodes so that dependencies come first, breaking ties by
+// key, and reports the first cycle (the same on every run).
+func topoSort(g *Graph) ([]*Node, error) {
+	keys := make([]string, 0, len(g.byKey))
+	for k := range g.byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make(map[string]int, len(keys))
+	out := make([]*Node, 0, len(keys))
+	var stack []string
+	var visit func(k string) error
+	visit = func(k string) error {
+		switch color[k] {
+		case black:
+			return nil
+		case grey:
+			// cycle: from k's position in the stack to the end
+			i := len(stack) - 1
+			for i >= 0 && stack[i] != k {
+				i--
+			}
+			cyc := append(append([]string(nil), stack[i:]...), k)
+			ids := make([]string, len(cyc))
+			for j, c := range cyc {
+				ids[j] = g.byKey[c].ID()
+			}
+			n := g.byKey[k]
+			return diag.List{objErr(n.Object, "", "dependency cycle: %s", strings.Join(ids, " -> "))}
+		}
+		color[k] = grey
+		stack = append(stack, k)
+		for _, d := range g.byKey[k].DependsOn {
+			if err := visit(d); err != nil {
+				return err
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[k] = black
+		out = append(out, g.byKey[k])
+		return nil
+	}
+	for _, k := range keys {
+		if err := visit(k); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// exportsOf reads operatorSpec destinations from a spec.
+func exportsOf(spec map[string]any) []Export {
+	op, _ := spec["operatorSpec"].(map[string]any)
+	if op == nil {
+		return nil
+	}
+	var out []Export
+	for _, sec := range []bool{false, true} {
+		field := "configMaps"
+		if sec {
+			field = "secrets"
+		}
+		if m, ok := op[field].(map[string]any); ok {
+			names := make([]string, 0, len(m))
+			for k := range m {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				d, _ := m[name].(map[string]any)
+				if d == nil {
+					continue
+				}
+				dn, _ := d["name"].(string)
+				dk, _ := d["key"].(string)
+				if dn != "" && dk != "" {
+					out = append(out, Export{Secret: sec, Source: name, Name: dn, Key: dk})
+				}
+			}
+		}
+		exprField := "configMapExpressions"
+		if sec {
+			exprField = "secretExpressions"
+		}
+		if l, ok := op[exprField].([]any); ok {
+			for _, it := range l {
+				d, _ := it.(map[string]any)
+				if d == nil {
+					continue
+				}
+				dn, _ := d["name"].(string)
+				dk, _ := d["key"].(string)
+				v, _ := d["value"].(string)
+				if dn != "" {
+					out = append(out, Export{Secret: sec, Source: v, Expr: true, Name: dn, Key: dk})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// OwnerKey returns the key of the owner declared by name, "" for owners given
+// by armId and for resource groups.
+func (n *Node) OwnerKey() string {
+	if n.owner == nil {
+		return ""
+	}
+	return n.owner.Key()
+}

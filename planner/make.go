@@ -1,0 +1,262 @@
+package planner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/planner/aso"
+	"github.com/gitaso/gitaso/state"
+)
+
+// Observed is what ARM holds now, keyed by lower-cased ARM ID. A resource
+// that was read and not found maps to nil; a resource that was not read is
+// absent from the map. A nil Observed means "no ARM reads" (offline plans and
+// plans between resyncs).
+type Observed map[string]json.RawMessage
+
+// Input is everything Plan compares the graph with.
+type Input struct {
+	// Prior is what gitaso last applied, by state key.
+	Prior map[string]state.Resource
+	// Observed is the ARM state read for this plan, or nil.
+	Observed Observed
+	// Outputs are exported values known from earlier applies.
+	Outputs Outputs
+}
+
+// Plan decides an action for every resource of the graph and for every
+// resource in state that is no longer in Git.
+func (g *Graph) Plan(in Input) (*Plan, error) {
+	p := &Plan{Revision: g.Revision, graph: g, Resources: make([]*Resource, 0, len(g.Nodes))}
+	var errs diag.List
+	for _, n := range g.Nodes {
+		r, err := g.planNode(n, in)
+		if err != nil {
+			errs = append(errs, &diag.Error{File: n.Object.File, Line: n.Object.Line, Object: n.ID(), Msg: "convert", Err: err})
+			continue
+		}
+		p.Resources = append(p.Resources, r)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	var dels []*Resource
+	for key, prior := range in.Prior {
+		if g.byKey[key] != nil {
+			continue
+		}
+		r := &Resource{
+			Namespace: prior.Namespace, Group: prior.Group, Version: prior.Version, Kind: prior.Kind, Name: prior.Name,
+			ARMID: prior.ARMID, APIVersion: prior.APIVersion, File: prior.File, Policy: prior.Policy,
+			Credential: prior.Credential, Action: Delete, Reason: "removed from Git",
+		}
+		if r.Policy == "" {
+			r.Policy = PolicyManage
+		}
+		switch r.Policy {
+		case PolicyDetachOnDelete:
+			r.Action, r.Reason = Detach, "removed from Git; reconcile-policy detach-on-delete keeps it in Azure"
+		case PolicySkip:
+			r.Action, r.Reason = Detach, "removed from Git; reconcile-policy skip never deletes"
+		default:
+			r.Request = &Request{Method: "DELETE", Path: r.ARMID + "?api-version=" + r.APIVersion}
+		}
+		dels = append(dels, r)
+	}
+	sortDeletes(dels)
+	// Children of a resource being deleted go with it (ARM cascades nested
+	// and extension resources), unless the parent is only detached.
+	for _, r := range dels {
+		if r.Action != Delete {
+			continue
+		}
+		lower := strings.ToLower(r.ARMID)
+		var best *Resource
+		for _, q := range dels {
+			if q == r || q.Action != Delete {
+				continue
+			}
+			ql := strings.ToLower(q.ARMID)
+			if strings.HasPrefix(lower, ql+"/") && (best == nil || len(ql) < len(best.ARMID)) {
+				best = q
+			}
+		}
+		if best != nil {
+			r.DeletedWith = best.Key()
+			r.Reason = "removed from Git; deleted by ARM with " + best.ID()
+			r.Request = nil
+		}
+	}
+	p.Resources = append(p.Resources, dels...)
+	return p, nil
+}
+
+func (g *Graph) planNode(n *Node, in Input) (*Resource, error) {
+	r := &Resource{
+		Namespace: n.Namespace, Group: n.Kind.Group, Version: n.Kind.Version, Kind: n.Kind.Kind, Name: n.Name,
+		ARMID: n.ARMID, APIVersion: n.Kind.APIVersion, File: n.Object.File, Line: n.Object.Line,
+		AzureName: n.AzureName, Policy: n.Policy, Credential: n.Credential, Subscription: n.Subscription,
+		DependsOn: n.DependsOn, node: n,
+	}
+	for _, ex := range n.Exports {
+		r.Exports = append(r.Exports, fmt.Sprintf("%s:%s/%s", map[bool]string{false: "configmap", true: "secret"}[ex.Secret], ex.Name, ex.Key))
+	}
+	body, err := g.Convert(n, in.Outputs)
+	if err != nil {
+		return nil, err
+	}
+	path := n.ARMID + "?api-version=" + n.Kind.APIVersion
+	red, err := redact(body.JSON, body.Secrets)
+	if err != nil {
+		return nil, fmt.Errorf("redact body: %w", err)
+	}
+	r.KnownAfterApply = body.Unknown
+	if len(body.Unknown) == 0 {
+		r.Hash = hashRequest(path, body.JSON)
+	}
+	prior, hasPrior := in.Prior[n.Key()]
+	var observed json.RawMessage
+	observedRead := false
+	if in.Observed != nil {
+		observed, observedRead = in.Observed[strings.ToLower(n.ARMID)]
+	}
+
+	if n.Policy == PolicySkip {
+		r.Action = Observe
+		r.Reason = "reconcile-policy skip: read only"
+		if observedRead && observed == nil {
+			r.Reason = "reconcile-policy skip: not found in Azure (AzureResourceNotFound)"
+		}
+		return r, nil
+	}
+	r.Request = &Request{Method: "PUT", Path: path, Body: red}
+
+	skip := map[string]bool{}
+	for _, s := range body.Secrets {
+		skip[s] = true
+	}
+	for _, s := range body.Unknown {
+		skip[s] = true
+	}
+	desiredDoc, err := decode(red)
+	if err != nil {
+		return nil, fmt.Errorf("decode body: %w", err)
+	}
+
+	switch {
+	case !hasPrior || !strings.EqualFold(prior.ARMID, n.ARMID):
+		switch {
+		case observedRead && observed != nil:
+			r.Action, r.Reason = Adopt, "exists in Azure but not in gitaso's state: adopted (PUT of the manifest)"
+			od, err := decode(observed)
+			if err == nil {
+				diffSubset(od, desiredDoc, "", skip, &r.Changes)
+			}
+		default:
+			r.Action, r.Reason = Create, ""
+			if hasPrior {
+				r.Reason = fmt.Sprintf("ARM ID changed from %s (ASO treats azureName and owner as immutable; the old resource is left in Azure)", prior.ARMID)
+			}
+		}
+	case observedRead && observed == nil:
+		r.Action, r.Reason = Create, "deleted outside gitaso: re-created"
+	case r.Hash == "" || r.Hash != prior.AppliedHash || prior.APIVersion != n.Kind.APIVersion || !isReady(prior):
+		r.Action = Update
+		if len(prior.AppliedBody) > 0 {
+			if before, err := decode(prior.AppliedBody); err == nil {
+				diffFull(before, desiredDoc, "", &r.Changes)
+			}
+		}
+		for _, s := range body.Secrets {
+			if r.Hash != prior.AppliedHash && !hasChangeAt(r.Changes, s) {
+				r.Changes = append(r.Changes, Change{Path: s, Op: "replace", Sensitive: true})
+			}
+		}
+		switch {
+		case prior.APIVersion != n.Kind.APIVersion:
+			r.Reason = fmt.Sprintf("api-version %s -> %s", prior.APIVersion, n.Kind.APIVersion)
+		case !isReady(prior) && r.Hash == prior.AppliedHash:
+			r.Reason = "last apply did not succeed: retry"
+		}
+	default:
+		r.Action = NoOp
+		if observedRead {
+			od, err := decode(observed)
+			if err == nil {
+				diffSubset(od, desiredDoc, "", skip, &r.Changes)
+			}
+			if len(r.Changes) > 0 {
+				r.Action, r.Reason = Drift, "changed in Azure outside gitaso: corrected"
+			}
+		}
+	}
+	for i := range r.Changes {
+		c := &r.Changes[i]
+		for _, u := range body.Unknown {
+			if c.Path == u || strings.HasPrefix(u, c.Path+"/") {
+				c.Unknown = true
+			}
+		}
+		for _, s := range body.Secrets {
+			if c.Path == s {
+				c.Sensitive, c.Before, c.After = true, nil, nil
+			}
+		}
+	}
+	if r.Action == NoOp {
+		r.Request = nil
+	}
+	return r, nil
+}
+
+func isReady(r state.Resource) bool { return r.Ready.Status == "True" }
+
+func hasChangeAt(cs []Change, p string) bool {
+	for _, c := range cs {
+		if c.Path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// hashRequest identifies a request exactly (secrets included) without
+// keeping it.
+func hashRequest(path string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(strings.ToLower(path)))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// HashRequest is the hash stored as state.Resource.AppliedHash.
+func HashRequest(path string, body []byte) string { return hashRequest(path, body) }
+
+// Redact returns body with the given JSON pointers replaced by Redacted.
+func Redact(body []byte, secrets []string) (json.RawMessage, error) { return redact(body, secrets) }
+
+// Body converts a planned resource again with the outputs known now, for the
+// executor: the result has no unknown values left unless a producer failed.
+func (p *Plan) Body(r *Resource, outputs Outputs) (*aso.Body, error) {
+	if r.node == nil || p.graph == nil {
+		return nil, errors.New("plan has no graph for " + r.ID())
+	}
+	return p.graph.Convert(r.node, outputs)
+}
+
+// Keys returns the state keys of the plan's resources, sorted.
+func (p *Plan) Keys() []string {
+	ks := make([]string, len(p.Resources))
+	for i, r := range p.Resources {
+		ks[i] = r.Key()
+	}
+	sort.Strings(ks)
+	return ks
+}

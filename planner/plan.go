@@ -1,0 +1,215 @@
+package planner
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/gitaso/gitaso/planner/aso"
+)
+
+// Action is what the executor does with one resource.
+type Action int
+
+// The actions, in the order a plan summary lists them.
+const (
+	NoOp Action = iota
+	Create
+	Adopt
+	Update
+	Drift
+	Delete
+	Detach
+	Observe
+)
+
+var actionNames = [...]string{"no-op", "create", "adopt", "update", "drift", "delete", "detach", "observe"}
+
+// String returns the action's name as the JSON interface spells it.
+func (a Action) String() string {
+	if a < 0 || int(a) >= len(actionNames) {
+		return fmt.Sprintf("Action(%d)", int(a))
+	}
+	return actionNames[a]
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (a Action) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (a *Action) UnmarshalText(b []byte) error {
+	for i, n := range actionNames {
+		if n == string(b) {
+			*a = Action(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown action %q", b)
+}
+
+// Writes reports whether the action sends a PUT.
+func (a Action) Writes() bool { return a == Create || a == Adopt || a == Update || a == Drift }
+
+// Redacted replaces every secret value in a request body or change.
+const Redacted = "(sensitive value)"
+
+// KnownAfterApply marks a value that exists only once another resource has
+// been applied.
+const KnownAfterApply = aso.UnknownValue
+
+// Reconcile policies (annotation serviceoperator.azure.com/reconcile-policy).
+const (
+	PolicyManage         = "manage"
+	PolicySkip           = "skip"
+	PolicyDetachOnDelete = "detach-on-delete"
+)
+
+// Annotations gitaso reads, as ASO names them.
+const (
+	AnnotationReconcilePolicy = "serviceoperator.azure.com/reconcile-policy"
+	AnnotationCredentialFrom  = "serviceoperator.azure.com/credential-from"
+)
+
+// Plan is the set of actions for one revision. Its JSON form is a stable,
+// documented interface:
+//
+//	{"revision": "<sha>",
+//	 "resources": [{"namespace", "kind", "name", "action", "armId",
+//	                "request": {"method", "path", "body"}, "changes": [...]}, ...]}
+//
+// request.path carries ?api-version=; secret values in request.body and in
+// changes are replaced by Redacted. Resources are in apply order: creations and
+// updates in dependency order, then deletions children first.
+type Plan struct {
+	Revision  string      `json:"revision"`
+	Resources []*Resource `json:"resources"`
+
+	graph *Graph
+}
+
+// Resource is the plan for one ASO object.
+type Resource struct {
+	Namespace  string   `json:"namespace"`
+	Group      string   `json:"group"`
+	Version    string   `json:"version"`
+	Kind       string   `json:"kind"`
+	Name       string   `json:"name"`
+	Action     Action   `json:"action"`
+	Reason     string   `json:"reason,omitempty"`
+	ARMID      string   `json:"armId"`
+	APIVersion string   `json:"apiVersion"`
+	Request    *Request `json:"request,omitempty"`
+	Changes    []Change `json:"changes,omitempty"`
+
+	File         string   `json:"file,omitempty"`
+	Line         int      `json:"line,omitempty"`
+	AzureName    string   `json:"azureName,omitempty"`
+	Policy       string   `json:"policy"`
+	Credential   string   `json:"credential,omitempty"`
+	Subscription string   `json:"subscriptionId,omitempty"`
+	DependsOn    []string `json:"dependsOn,omitempty"`
+	// DeletedWith names the resource whose deletion removes this one through
+	// ARM's cascade; no DELETE is sent for it.
+	DeletedWith string `json:"deletedWith,omitempty"`
+	// KnownAfterApply lists JSON pointers of the body that are resolved by the
+	// executor once the resources they come from have been applied.
+	KnownAfterApply []string `json:"knownAfterApply,omitempty"`
+	// Exports are the config map and secret keys this resource writes
+	// (operatorSpec), as "configmap:<name>/<key>" or "secret:<name>/<key>".
+	Exports []string `json:"exports,omitempty"`
+
+	// Hash is the sha256 of the full request (secrets included); empty while
+	// values are known only after apply.
+	Hash string `json:"-"`
+
+	node *Node
+}
+
+// Request is the ARM request the executor sends for a write.
+type Request struct {
+	Method string          `json:"method"`
+	Path   string          `json:"path"`
+	Body   json.RawMessage `json:"body,omitempty"`
+}
+
+// Change is one field-level difference. Path is a JSON pointer into the ARM
+// body. Before and After are absent for additions and removals respectively.
+type Change struct {
+	Path      string `json:"path"`
+	Op        string `json:"op"` // add | replace | remove
+	Before    any    `json:"before,omitempty"`
+	After     any    `json:"after,omitempty"`
+	Sensitive bool   `json:"sensitive,omitempty"`
+	Unknown   bool   `json:"knownAfterApply,omitempty"`
+}
+
+// Key is the resource's identity in state: namespace/group/Kind/name.
+func (r *Resource) Key() string { return Key(r.Namespace, r.Group, r.Kind, r.Name) }
+
+// ID is the short form used in messages: namespace/Kind/name.
+func (r *Resource) ID() string { return r.Namespace + "/" + r.Kind + "/" + r.Name }
+
+// Key builds a state key.
+func Key(namespace, group, kind, name string) string {
+	return namespace + "/" + group + "/" + kind + "/" + name
+}
+
+// Node returns the graph node behind a create/update/no-op resource; nil for
+// deletions.
+func (r *Resource) Node() *Node { return r.node }
+
+// Summary counts resources per action.
+func (p *Plan) Summary() map[Action]int {
+	m := map[Action]int{}
+	for _, r := range p.Resources {
+		m[r.Action]++
+	}
+	return m
+}
+
+// HasChanges reports whether applying the plan would write to or delete from
+// Azure (or forget a detached resource).
+func (p *Plan) HasChanges() bool {
+	for _, r := range p.Resources {
+		if r.Action != NoOp && r.Action != Observe {
+			return true
+		}
+	}
+	return false
+}
+
+// Get returns the resource with the given key, or nil.
+func (p *Plan) Get(key string) *Resource {
+	for _, r := range p.Resources {
+		if r.Key() == key {
+			return r
+		}
+	}
+	return nil
+}
+
+// Graph returns the graph the plan was made from (nil for a plan read back
+// from JSON).
+func (p *Plan) Graph() *Graph { return p.graph }
+
+// sortForApply orders writes by graph order and deletions deepest ARM ID
+// first after them.
+func sortDeletes(rs []*Resource) {
+	sort.SliceStable(rs, func(i, j int) bool {
+		di, dj := depth(rs[i].ARMID), depth(rs[j].ARMID)
+		if di != dj {
+			return di > dj
+		}
+		return rs[i].Key() < rs[j].Key()
+	})
+}
+
+func depth(id string) int {
+	n := 0
+	for i := 0; i < len(id); i++ {
+		if id[i] == '/' {
+			n++
+		}
+	}
+	return n
+}

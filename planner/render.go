@@ -1,0 +1,187 @@
+package planner
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// RenderJSON writes the plan's documented JSON form.
+func RenderJSON(w io.Writer, p *Plan) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}
+
+// ReadJSON reads a plan written by RenderJSON. The result can be rendered but
+// not applied (it has no graph).
+func ReadJSON(r io.Reader) (*Plan, error) {
+	var p Plan
+	if err := json.NewDecoder(r).Decode(&p); err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	return &p, nil
+}
+
+var symbols = map[Action]string{
+	NoOp: " ", Create: "+", Adopt: "+", Update: "~", Drift: "~", Delete: "-", Detach: "-", Observe: "?",
+}
+
+var verbs = map[Action]string{
+	NoOp:    "is up to date",
+	Create:  "will be created",
+	Adopt:   "exists in Azure and will be adopted",
+	Update:  "will be updated in place",
+	Drift:   "has drifted in Azure and will be corrected",
+	Delete:  "will be deleted",
+	Detach:  "will be forgotten (left in Azure)",
+	Observe: "will be read only (reconcile-policy skip)",
+}
+
+// TextOptions tune the text rendering.
+type TextOptions struct {
+	// ShowUnchanged lists no-op resources too.
+	ShowUnchanged bool
+}
+
+// RenderText writes the plan the way `terraform plan` reads, with ASO names
+// and ARM IDs.
+func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
+	bw := &errWriter{w: w}
+	rev := p.Revision
+	if len(rev) > 12 && !strings.HasPrefix(rev, "dir-") {
+		rev = rev[:12]
+	}
+	bw.printf("gitaso plan for revision %s\n", rev)
+	changed := 0
+	for _, r := range p.Resources {
+		if r.Action == NoOp && !opts.ShowUnchanged {
+			continue
+		}
+		changed++
+		bw.printf("\n  # %s %s", r.ID(), verbs[r.Action])
+		if r.Reason != "" {
+			bw.printf(" (%s)", r.Reason)
+		}
+		bw.printf("\n  %s %s/%s %s %q {\n", symbols[r.Action], r.Group, r.Version, r.Kind, r.Namespace+"/"+r.Name)
+		bw.printf("      armId      = %q\n", r.ARMID)
+		if r.File != "" {
+			loc := r.File
+			if r.Line > 0 {
+				loc += ":" + strconv.Itoa(r.Line)
+			}
+			bw.printf("      source     = %q\n", loc)
+		}
+		if r.Credential != "" && r.Credential != "global" {
+			bw.printf("      credential = %q\n", r.Credential)
+		}
+		if r.DeletedWith != "" {
+			bw.printf("      # deleted together with %s\n", r.DeletedWith)
+		}
+		if r.Request != nil && r.Request.Method != "PUT" {
+			bw.printf("      %s %s\n", r.Request.Method, r.Request.Path)
+		}
+		switch r.Action {
+		case Create:
+			if r.Request != nil {
+				bw.printf("      PUT %s\n", r.Request.Path)
+				if doc, err := decode(r.Request.Body); err == nil {
+					leaves(doc, "", func(path string, v any) {
+						bw.printf("      + %s = %s\n", path, show(v, r, path))
+					})
+				}
+			}
+		case Adopt, Update, Drift:
+			if r.Request != nil {
+				bw.printf("      PUT %s\n", r.Request.Path)
+			}
+			for _, c := range r.Changes {
+				switch {
+				case c.Sensitive:
+					bw.printf("      ~ %s = %s\n", c.Path, Redacted)
+				case c.Op == "add":
+					bw.printf("      + %s = %s\n", c.Path, show(c.After, r, c.Path))
+				case c.Op == "remove":
+					bw.printf("      - %s = %s\n", c.Path, show(c.Before, r, c.Path))
+				default:
+					bw.printf("      ~ %s = %s -> %s\n", c.Path, show(c.Before, r, c.Path), show(c.After, r, c.Path))
+				}
+			}
+			if len(r.Changes) == 0 && len(r.KnownAfterApply) > 0 {
+				for _, u := range r.KnownAfterApply {
+					bw.printf("      ~ %s = %s\n", u, KnownAfterApply)
+				}
+			}
+		}
+		bw.printf("    }\n")
+	}
+	s := p.Summary()
+	if changed == 0 {
+		bw.printf("\nNo changes. Azure matches the manifests (%d resources).\n", s[NoOp])
+		return bw.err
+	}
+	bw.printf("\nPlan: %d to create, %d to adopt, %d to update, %d drifted to correct, %d to delete, %d to detach; %d unchanged, %d observed.\n",
+		s[Create], s[Adopt], s[Update], s[Drift], s[Delete], s[Detach], s[NoOp], s[Observe])
+	return bw.err
+}
+
+func show(v any, r *Resource, path string) string {
+	for _, u := range r.KnownAfterApply {
+		if u == path {
+			return KnownAfterApply
+		}
+	}
+	if s, ok := v.(string); ok && s == Redacted {
+		return Redacted
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// leaves calls fn for every scalar (and empty collection) of a document in
+// key order.
+func leaves(v any, path string, fn func(string, any)) {
+	switch t := v.(type) {
+	case map[string]any:
+		if len(t) == 0 {
+			fn(path, t)
+			return
+		}
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			leaves(t[k], path+"/"+escapePointer(k), fn)
+		}
+	case []any:
+		if len(t) == 0 {
+			fn(path, t)
+			return
+		}
+		for i, e := range t {
+			leaves(e, path+"/"+strconv.Itoa(i), fn)
+		}
+	default:
+		fn(path, v)
+	}
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err != nil {
+		return
+	}
+	_, e.err = fmt.Fprintf(e.w, format, args...)
+}

@@ -1,0 +1,508 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gitaso/gitaso/azure"
+	"github.com/gitaso/gitaso/executor"
+	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/source"
+	"github.com/gitaso/gitaso/state"
+)
+
+// Config holds the reconcile settings.
+type Config struct {
+	// Global is the global credential; nil when only namespace or resource
+	// credentials are used (or offline).
+	Global *azure.Credential
+	// SubscriptionID overrides the global credential's subscription (offline
+	// plans).
+	SubscriptionID string
+	// Secrets is a lookup for secrets kept outside Git (credentials dir).
+	Secrets map[string]map[string]string
+	// DefaultPolicy is ASO's DEFAULT_RECONCILE_POLICY.
+	DefaultPolicy string
+	// NamespacePolicy overrides the default per namespace.
+	NamespacePolicy map[string]string
+	// Interval is how often the source is polled (daemon).
+	Interval time.Duration
+	// SyncPeriod is how often Azure is read back to detect drift even
+	// without a commit (ASO's AZURE_SYNC_PERIOD, default 1h; 0 disables).
+	SyncPeriod time.Duration
+	// Parallelism bounds concurrent ARM operations.
+	Parallelism int
+	// ReadParallelism bounds concurrent reads during a refresh.
+	ReadParallelism int
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{Interval: time.Minute, SyncPeriod: time.Hour, Parallelism: 16, ReadParallelism: 16}
+}
+
+// Reconciler runs source → planner → executor → state, one run at a time.
+type Reconciler struct {
+	src     source.Source
+	db      *state.DB
+	clients *azure.Clients
+	cfg     Config
+	log     *slog.Logger
+
+	mu          sync.Mutex // one run at a time
+	lastRefresh time.Time
+	lastGood    *planner.Graph
+	trigger     chan bool
+	ready       atomic.Bool
+	lastErr     atomic.Value // string
+}
+
+// New returns a reconciler. clients may be nil for offline planning.
+func New(src source.Source, db *state.DB, clients *azure.Clients, cfg Config, log *slog.Logger) *Reconciler {
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.Parallelism <= 0 {
+		cfg.Parallelism = 16
+	}
+	if cfg.ReadParallelism <= 0 {
+		cfg.ReadParallelism = 16
+	}
+	return &Reconciler{src: src, db: db, clients: clients, cfg: cfg, log: log, trigger: make(chan bool, 1)}
+}
+
+// Options for one run.
+type Options struct {
+	Trigger string // startup, interval, api, resync, cli
+	// Refresh reads every managed resource from Azure to detect drift and
+	// adoption.
+	Refresh bool
+	// DryRun plans without applying or recording anything but the plan.
+	DryRun bool
+}
+
+// Report is what one run did.
+type Report struct {
+	Run    state.Run
+	Plan   *planner.Plan
+	Result *executor.Result
+	Graph  *planner.Graph
+	// Ignored are objects of kinds gitaso does not manage.
+	Ignored []source.Object
+}
+
+// ErrRefused is returned (wrapped, with the input errors) when a revision is
+// invalid and was not applied at all.
+var ErrRefused = errors.New("revision refused")
+
+func (r *Reconciler) subscription() string {
+	if r.cfg.SubscriptionID != "" {
+		return r.cfg.SubscriptionID
+	}
+	if r.cfg.Global != nil {
+		return r.cfg.Global.SubscriptionID
+	}
+	return ""
+}
+
+// Build fetches the source and builds the graph.
+func (r *Reconciler) Build(ctx context.Context) (*source.Snapshot, *planner.Graph, error) {
+	snap, err := r.src.Fetch(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("fetch source: %w", err)
+	}
+	g, err := planner.Build(snap, planner.Options{
+		SubscriptionID:  r.subscription(),
+		Secrets:         r.cfg.Secrets,
+		DefaultPolicy:   r.cfg.DefaultPolicy,
+		NamespacePolicy: r.cfg.NamespacePolicy,
+	})
+	if err != nil {
+		return snap, nil, err
+	}
+	return snap, g, nil
+}
+
+// PlanOnly builds and plans without applying (gitaso plan). With refresh it
+// reads Azure.
+func (r *Reconciler) PlanOnly(ctx context.Context, refresh bool) (*Report, error) {
+	return r.Once(ctx, Options{Trigger: "cli", Refresh: refresh, DryRun: true})
+}
+
+// Once runs one reconcile.
+func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rep := &Report{Run: state.Run{Trigger: opts.Trigger, StartedAt: time.Now().UTC()}}
+	snap, g, err := r.Build(ctx)
+	if snap != nil {
+		rep.Run.Revision = snap.Revision
+		rep.Ignored = snap.Ignored
+	}
+	if err != nil {
+		var l diag.List
+		if errors.As(err, &l) || snap != nil {
+			err = fmt.Errorf("%w: %s", ErrRefused, err)
+			rep.Run.Outcome = state.OutcomeRefused
+		} else {
+			rep.Run.Outcome = state.OutcomeFailed
+		}
+		rep.Run.Error = err.Error()
+		rep.Run.FinishedAt = time.Now().UTC()
+		r.lastErr.Store(rep.Run.Error)
+		if !opts.DryRun && r.db != nil {
+			if werr := r.db.Update(func(w *state.Writer) error {
+				if snap != nil {
+					if err := w.SetLatestRevision(snap.Revision); err != nil {
+						return err
+					}
+				}
+				return w.PutRun(&rep.Run)
+			}); werr != nil {
+				r.log.ErrorContext(ctx, "record refused run", "error", werr)
+			}
+		}
+		if rep.Run.Outcome == state.OutcomeRefused && r.lastGood != nil && opts.Refresh && !opts.DryRun {
+			// Keep the last good revision in force: resync it.
+			r.log.WarnContext(ctx, "revision refused; resyncing the last good revision", "revision", rep.Run.Revision, "lastGood", r.lastGood.Revision)
+			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, &Report{Run: state.Run{Trigger: "resync", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}}, opts))
+		}
+		return rep, err
+	}
+	rep.Graph = g
+	for _, o := range snap.Ignored {
+		r.log.InfoContext(ctx, "ignoring object of a kind gitaso does not manage", "file", o.File, "object", o.ID(), "apiVersion", o.APIVersion())
+	}
+	return rep, r.applyGraph(ctx, g, rep, opts)
+}
+
+func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Report, opts Options) error {
+	rep.Graph = g
+	prior, outputs, err := r.priorState()
+	if err != nil {
+		return err
+	}
+	var observed planner.Observed
+	if opts.Refresh && r.clients != nil {
+		observed = r.refresh(ctx, g, prior)
+	}
+	p, err := g.Plan(planner.Input{Prior: prior, Observed: observed, Outputs: outputs})
+	if err != nil {
+		rep.Run.Outcome, rep.Run.Error = state.OutcomeRefused, err.Error()
+		return fmt.Errorf("%w: %s", ErrRefused, err)
+	}
+	rep.Plan = p
+	planJSON, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("encode plan: %w", err)
+	}
+	if opts.DryRun {
+		return nil
+	}
+	if r.db != nil {
+		if err := r.db.Update(func(w *state.Writer) error {
+			if err := w.SetLatestRevision(g.Revision); err != nil {
+				return err
+			}
+			return w.SetPlan(planJSON)
+		}); err != nil {
+			return fmt.Errorf("record plan: %w", err)
+		}
+	}
+	if r.clients == nil {
+		return errors.New("apply needs Azure credentials")
+	}
+	ex := executor.New(&clientsFor{r: r, g: g}, executor.Options{Parallelism: r.cfg.Parallelism, Logger: r.log})
+	res, applyErr := ex.Apply(ctx, p, outputs)
+	rep.Result = res
+	if res != nil {
+		rep.Run.Counts = map[string]int{}
+		for a, n := range p.Summary() {
+			rep.Run.Counts[a.String()] = n
+		}
+		failed := 0
+		for _, rr := range res.Resources {
+			if rr != nil && (rr.Outcome == executor.Failed || rr.Outcome == executor.Skipped) {
+				failed++
+			}
+		}
+		switch {
+		case failed == 0:
+			rep.Run.Outcome = state.OutcomeSucceeded
+		case failed == len(res.Resources):
+			rep.Run.Outcome = state.OutcomeFailed
+		default:
+			rep.Run.Outcome = state.OutcomePartial
+		}
+		if failed > 0 {
+			rep.Run.Error = fmt.Sprintf("%d of %d resources failed or were skipped", failed, len(res.Resources))
+		}
+		rep.Run.Summary = summary(p)
+	}
+	if applyErr != nil && rep.Run.Outcome == "" {
+		rep.Run.Outcome, rep.Run.Error = state.OutcomeFailed, applyErr.Error()
+	}
+	rep.Run.FinishedAt = time.Now().UTC()
+	if err := r.record(g, p, res, prior, &rep.Run); err != nil {
+		return fmt.Errorf("record results: %w", err)
+	}
+	r.lastGood = g
+	if opts.Refresh {
+		r.lastRefresh = time.Now()
+	}
+	if rep.Run.Outcome == state.OutcomeSucceeded {
+		r.lastErr.Store("")
+	} else {
+		r.lastErr.Store(rep.Run.Error)
+	}
+	r.ready.Store(true)
+	return applyErr
+}
+
+func summary(p *planner.Plan) string {
+	s := p.Summary()
+	var parts []string
+	for a := planner.NoOp; a <= planner.Observe; a++ {
+		if s[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", s[a], a))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// priorState loads what was applied before and the exported values.
+func (r *Reconciler) priorState() (map[string]state.Resource, planner.Outputs, error) {
+	prior := map[string]state.Resource{}
+	outputs := planner.Outputs{}
+	if r.db == nil {
+		return prior, outputs, nil
+	}
+	rs, err := r.db.Resources(state.Filter{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read state: %w", err)
+	}
+	for _, res := range rs {
+		prior[res.Key()] = res
+		for k, v := range res.Outputs {
+			name, key, ok := strings.Cut(k, "/")
+			if ok {
+				outputs[planner.OutputKey(res.Namespace, false, name, key)] = v
+			}
+		}
+		seen := map[string]bool{}
+		for _, k := range res.SecretOutputs {
+			name, _, ok := strings.Cut(k, "/")
+			if !ok || seen[name] {
+				continue
+			}
+			seen[name] = true
+			vals, found, err := r.db.SecretExports(res.Namespace, name)
+			if err != nil || !found {
+				continue
+			}
+			for kk, v := range vals {
+				outputs[planner.OutputKey(res.Namespace, true, name, kk)] = v
+			}
+		}
+	}
+	return prior, outputs, nil
+}
+
+// refresh reads every resource of the graph (and every resource in state)
+// from ARM. Errors other than 404 leave the resource unread.
+func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, prior map[string]state.Resource) planner.Observed {
+	type item struct{ id, api, cred string }
+	var items []item
+	seen := map[string]bool{}
+	for _, n := range g.Nodes {
+		id := strings.ToLower(n.ARMID)
+		if !seen[id] {
+			seen[id] = true
+			items = append(items, item{n.ARMID, n.Kind.APIVersion, n.Credential})
+		}
+	}
+	obs := planner.Observed{}
+	var mu sync.Mutex
+	sem := make(chan struct{}, r.cfg.ReadParallelism)
+	var wg sync.WaitGroup
+	cf := &clientsFor{r: r, g: g}
+	for _, it := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cli, err := cf.For(ctx, it.cred)
+			if err != nil {
+				return
+			}
+			body, err := cli.Get(ctx, it.id, it.api)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				obs[strings.ToLower(it.id)] = body
+			case errors.Is(err, azure.ErrNotFound):
+				obs[strings.ToLower(it.id)] = nil
+			default:
+				r.log.WarnContext(ctx, "refresh read failed", "armId", it.id, "error", err)
+			}
+		}()
+	}
+	wg.Wait()
+	return obs
+}
+
+// record writes a run's results in one transaction.
+func (r *Reconciler) record(g *planner.Graph, p *planner.Plan, res *executor.Result, prior map[string]state.Resource, run *state.Run) error {
+	if r.db == nil {
+		return nil
+	}
+	now := time.Now().UTC()
+	return r.db.Update(func(w *state.Writer) error {
+		if res != nil {
+			for _, rr := range res.Resources {
+				if rr == nil {
+					continue
+				}
+				if err := recordOne(w, rr, prior[rr.Key], p.Revision, now); err != nil {
+					return err
+				}
+			}
+		}
+		if run.Outcome == state.OutcomeSucceeded || run.Outcome == state.OutcomePartial {
+			if err := w.SetLastGoodRevision(p.Revision); err != nil {
+				return err
+			}
+		}
+		return w.PutRun(run)
+	})
+}
+
+func recordOne(w *state.Writer, rr *executor.ResourceResult, prior state.Resource, rev string, now time.Time) error {
+	pr := rr.Resource
+	switch rr.Outcome {
+	case executor.Deleted, executor.Detached:
+		for name := range outputNames(prior.Outputs) {
+			if err := w.DeleteExports(pr.Namespace, name); err != nil {
+				return err
+			}
+		}
+		for name := range outputNames(toSet(prior.SecretOutputs)) {
+			if err := w.DeleteSecretExports(pr.Namespace, name); err != nil {
+				return err
+			}
+		}
+		return w.DeleteResource(rr.Key)
+	}
+	if rr.Outcome == executor.Failed && (pr.Action == planner.Delete) {
+		prior.Ready, _ = state.MergeCondition(prior.Ready, rr.Ready, now)
+		return w.PutResource(prior)
+	}
+	s := prior
+	s.Namespace, s.Group, s.Version, s.Kind, s.Name = pr.Namespace, pr.Group, pr.Version, pr.Kind, pr.Name
+	s.File, s.Policy, s.Credential = pr.File, pr.Policy, pr.Credential
+	s.UpdatedAt = now
+	gen := s.Generation
+	if gen == 0 || (pr.Hash != "" && pr.Hash != prior.AppliedHash) || !strings.EqualFold(prior.ARMID, pr.ARMID) {
+		gen++
+	}
+	s.Generation = gen
+	if rr.Outcome == executor.Applied {
+		s.ARMID, s.APIVersion = pr.ARMID, pr.APIVersion
+		s.AppliedHash, s.AppliedBody = rr.Hash, rr.Body
+		s.Revision = rev
+	}
+	if s.ARMID == "" || rr.Outcome == executor.Observed {
+		s.ARMID, s.APIVersion = pr.ARMID, pr.APIVersion
+	}
+	if rr.Outcome == executor.Unchanged {
+		s.Revision = rev
+	}
+	cond := rr.Ready
+	cond.ObservedGeneration = gen
+	s.Ready, _ = state.MergeCondition(prior.Ready, cond, now)
+	if rr.Outcome == executor.Applied || rr.Outcome == executor.Observed {
+		s.Outputs = map[string]string{}
+		s.SecretOutputs = nil
+		for name, kv := range rr.Outputs {
+			for k, v := range kv {
+				s.Outputs[name+"/"+k] = v
+			}
+			if err := w.PutExports(pr.Namespace, name, kv); err != nil {
+				return err
+			}
+		}
+		for name, kv := range rr.Secrets {
+			for k := range kv {
+				s.SecretOutputs = append(s.SecretOutputs, name+"/"+k)
+			}
+			if err := w.PutSecretExports(pr.Namespace, name, kv); err != nil {
+				return err
+			}
+		}
+		sort.Strings(s.SecretOutputs)
+		if len(s.Outputs) == 0 {
+			s.Outputs = nil
+		}
+	}
+	return w.PutResource(s)
+}
+
+func outputNames(m map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		name, _, _ := strings.Cut(k, "/")
+		out[name] = true
+	}
+	return out
+}
+
+func toSet(l []string) map[string]string {
+	m := map[string]string{}
+	for _, s := range l {
+		m[s] = ""
+	}
+	return m
+}
+
+// clientsFor maps a plan's credential names to ARM clients for one graph.
+type clientsFor struct {
+	r *Reconciler
+	g *planner.Graph
+}
+
+func (c *clientsFor) For(ctx context.Context, name string) (executor.ARM, error) {
+	return c.client(name)
+}
+
+func (c *clientsFor) client(name string) (*azure.Client, error) {
+	var cred *azure.Credential
+	if name == "" || name == "global" {
+		if c.r.cfg.Global == nil {
+			return nil, fmt.Errorf("no global Azure credential: set AZURE_TENANT_ID, AZURE_CLIENT_ID and a secret, or give the namespace an %s secret", planner.CredentialSecretName)
+		}
+		cred = c.r.cfg.Global
+	} else {
+		ns, sec, _ := strings.Cut(name, "/")
+		data, ok := c.g.SecretData(ns, sec)
+		if !ok {
+			return nil, fmt.Errorf("credential secret %s not found", name)
+		}
+		var err error
+		cred, err = azure.CredentialFromSecret(name, data)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c.r.clients.For(cred)
+}
