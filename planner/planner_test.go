@@ -430,60 +430,35 @@ spec: {location: westeurope}
 }
 
 func TestCycleIsDeterministic(t *testing.T) {
-	// Two identities each exporting what the other's role assignment reads
-	// is fine; a role assignment exporting nothing cannot make a cycle, so
-	// build one from references: A's owner is B, B's owner is A.
+	// A role definition assignable at a role assignment that uses it.
 	files := map[string]string{"c.yaml": `
-apiVersion: storage.azure.com/v1api20230101
-kind: StorageAccountsBlobService
-metadata: {name: a, namespace: n}
-spec: {owner: {name: b}}
----
-apiVersion: storage.azure.com/v1api20230101
-kind: StorageAccount
-metadata: {name: b, namespace: n}
-spec: {location: westeurope, kind: StorageV2, sku: {name: Standard_LRS}, owner: {name: rg}}
----
 apiVersion: resources.azure.com/v1api20200601
 kind: ResourceGroup
 metadata: {name: rg, namespace: n}
 spec: {location: westeurope}
 ---
-apiVersion: managedidentity.azure.com/v1api20230131
-kind: UserAssignedIdentity
-metadata: {name: i1, namespace: n}
+apiVersion: authorization.azure.com/v1api20220401
+kind: RoleDefinition
+metadata: {name: rd, namespace: n}
 spec:
-  location: westeurope
-  owner: {name: rg}
-  operatorSpec:
-    configMaps:
-      principalId: {name: cm1, key: principalId}
+  roleName: custom
+  owner: {name: rg, group: resources.azure.com, kind: ResourceGroup}
+  assignableScopesReferences:
+    - {group: authorization.azure.com, kind: RoleAssignment, name: ra}
 ---
 apiVersion: authorization.azure.com/v1api20220401
 kind: RoleAssignment
-metadata: {name: r1, namespace: n}
+metadata: {name: ra, namespace: n}
 spec:
-  owner: {name: i1, group: managedidentity.azure.com, kind: UserAssignedIdentity}
-  principalIdFromConfig: {name: cm2, key: principalId}
-  roleDefinitionReference: {armId: /subscriptions/x/providers/Microsoft.Authorization/roleDefinitions/y}
-  operatorSpec: {}
----
-apiVersion: managedidentity.azure.com/v1api20230131
-kind: UserAssignedIdentity
-metadata: {name: i2, namespace: n}
-spec:
-  location: westeurope
-  owner: {name: rg}
-  tenantIdFromConfig: {name: cm1, key: principalId}
-  operatorSpec:
-    configMaps:
-      principalId: {name: cm2, key: principalId}
+  owner: {name: rg, group: resources.azure.com, kind: ResourceGroup}
+  principalId: 00000000-0000-0000-0000-0000000000aa
+  roleDefinitionReference: {group: authorization.azure.com, kind: RoleDefinition, name: rd}
 `}
 	var first string
 	for i := 0; i < 5; i++ {
 		_, err := planner.Build(snapshot(t, files), planner.Options{SubscriptionID: sub})
 		if err == nil {
-			t.Skip("UserAssignedIdentity has no tenantIdFromConfig field in this catalog; no cycle to build")
+			t.Fatal("want a cycle error")
 		}
 		if i == 0 {
 			first = err.Error()
@@ -493,8 +468,9 @@ spec:
 			t.Fatalf("cycle error differs between runs:\n%s\n%s", first, err)
 		}
 	}
-	if !strings.Contains(first, "dependency cycle") {
-		t.Errorf("want a cycle error, got %s", first)
+	want := "c.yaml:16: n/RoleAssignment/ra: dependency cycle: n/RoleAssignment/ra -> n/RoleDefinition/rd -> n/RoleAssignment/ra"
+	if first != want {
+		t.Errorf("cycle error\n got %s\nwant %s", first, want)
 	}
 }
 

@@ -6,14 +6,12 @@ import (
 )
 
 // validateObject checks an object's fields against the catalog before
-// anything is converted.
+// anything is converted; the caller fills in file, line and object.
 func validateObject(k *aso.Kind, content map[string]any) diag.List {
-	_ = k
-	_ = content
-	return nil
+	return aso.Validate(k, content)
 }
 
 // suggestKinds returns the nearest known group/version/kind spellings.
 func suggestKinds(group, version, kind string) []string {
-	return nil
+	return aso.Suggest(group, version, kind)
 }
