@@ -36,6 +36,20 @@ func readAll(t *testing.T) []schemacheck.Doc {
 	if len(docs) == 0 {
 		t.Fatal("no YAML documents found below examples/")
 	}
+	// No comment-only or empty documents (some YAML readers reject them): n documents, n-1 separators.
+	perFile := map[string]int{}
+	for _, d := range docs {
+		perFile[d.File]++
+	}
+	for f, n := range perFile {
+		data, err := os.ReadFile(filepath.FromSlash(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seps := strings.Count("\n"+string(data), "\n---\n"); seps != n-1 {
+			t.Errorf("%s: %d documents but %d separators", f, n, seps)
+		}
+	}
 	return docs
 }
 
