@@ -3,8 +3,11 @@ package state
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -206,24 +209,59 @@ func (db *DB) Resources(f Filter) ([]Resource, error) {
 		} else {
 			k, v = c.First()
 		}
+		// Values point into the mmap and stay valid until the transaction
+		// ends; they are decoded (which copies) before it does.
+		var keys, vals [][]byte
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			_, group, kind, _, ok := SplitKey(string(k))
 			if !ok || !f.matchKey(group, kind) {
 				continue
 			}
-			var r Resource
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode resource %s: %w", k, err)
+			keys, vals = append(keys, k), append(vals, v)
+		}
+		all, err := decodeResources(keys, vals)
+		if err != nil {
+			return err
+		}
+		if ready == "" {
+			out = all
+			return nil
+		}
+		for _, r := range all {
+			if r.ReadyStatus() == ready {
+				out = append(out, r)
 			}
-			if ready != "" && r.ReadyStatus() != ready {
-				continue
-			}
-			out = append(out, r)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("state: list resources: %w", err)
+	}
+	return out, nil
+}
+
+// decodeResources decodes vals in parallel (JSON decoding dominates a full
+// read), each goroutine writing its own slots.
+func decodeResources(keys, vals [][]byte) ([]Resource, error) {
+	out := make([]Resource, len(vals))
+	workers := min(runtime.GOMAXPROCS(0), len(vals)/256+1)
+	chunk := (len(vals) + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, len(vals))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				if err := json.Unmarshal(vals[i], &out[i]); err != nil {
+					errs[w] = fmt.Errorf("decode resource %s: %w", keys[i], err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
