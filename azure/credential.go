@@ -71,9 +71,22 @@ type Credential struct {
 	TenantID       string
 	ClientID       string
 
-	kind   string
-	secret *secretMaterial // pointer: a raw dump by reflection shows only an address
+	kind string
+	// secret returns the secret material. A closure, not a field holding the
+	// material: fmt and other reflection-based printers never call functions,
+	// so even a Credential nested by value in an unexported field of another
+	// struct prints only a function address.
+	secret func() *secretMaterial
 }
+
+func (c *Credential) material() *secretMaterial {
+	if c.secret == nil {
+		return nil
+	}
+	return c.secret()
+}
+
+func withSecret(m *secretMaterial) func() *secretMaterial { return func() *secretMaterial { return m } }
 
 // secretMaterial holds what must never leave the process. It redacts itself
 // in every printer it can be handed to.
@@ -96,7 +109,7 @@ func (*secretMaterial) MarshalText() ([]byte, error) { return []byte(redacted), 
 func (c Credential) MarshalText() ([]byte, error)    { return []byte(c.String()), nil }
 func (c Credential) GoString() string                { return c.String() }
 func (c Credential) Format(f fmt.State, _ rune)      { _, _ = io.WriteString(f, c.String()) }
-func (c Credential) secretDigest() string            { return c.secret.digestOrEmpty() }
+func (c *Credential) secretDigest() string           { return c.material().digestOrEmpty() }
 func (s *secretMaterial) digestOrEmpty() string {
 	if s == nil {
 		return ""
@@ -138,10 +151,10 @@ func (c *Credential) key() string {
 }
 
 func (c *Credential) tokenFile() string {
-	if c.secret == nil {
-		return ""
+	if m := c.material(); m != nil {
+		return m.tokenFile
 	}
-	return c.secret.tokenFile
+	return ""
 }
 
 // CredentialFromEnv builds the global credential from the process
@@ -188,10 +201,10 @@ func CredentialFromEnv() (*Credential, error) {
 	switch {
 	case isTrue(get(KeyUseWorkloadIdentityAuth)) || authMode == "workloadidentity":
 		c.kind = KindWorkloadIdentity
-		c.secret = &secretMaterial{tokenFile: get(EnvFederatedTokenFile)}
+		c.secret = withSecret(&secretMaterial{tokenFile: get(EnvFederatedTokenFile)})
 	case get(KeyClientSecret) != "":
 		c.kind = KindClientSecret
-		c.secret = newSecretMaterial(get(KeyClientSecret))
+		c.secret = withSecret(newSecretMaterial(get(KeyClientSecret)))
 	case get(KeyClientCertificate) != "" || get(EnvClientCertificatePath) != "":
 		c.kind = KindClientCertificate
 		data := []byte(os.Getenv(KeyClientCertificate))
@@ -205,14 +218,14 @@ func CredentialFromEnv() (*Credential, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: environment: %w", ErrInvalidCredential, err)
 		}
-		c.secret = m
+		c.secret = withSecret(m)
 	case get(EnvFederatedTokenFile) != "":
 		c.kind = KindWorkloadIdentity
-		c.secret = &secretMaterial{tokenFile: get(EnvFederatedTokenFile)}
+		c.secret = withSecret(&secretMaterial{tokenFile: get(EnvFederatedTokenFile)})
 	case isTrue(get(KeyUsePodIdentityAuth)) || isTrue(get(EnvUseManagedIdentity)) ||
 		authMode == "managedidentity" || authMode == "podidentity" || get(EnvIdentityEndpoint) != "":
 		c.kind = KindManagedIdentity
-		c.secret = &secretMaterial{}
+		c.secret = withSecret(&secretMaterial{})
 		return c, nil // tenant and client are optional for managed identity
 	default:
 		return nil, fmt.Errorf("%w: environment sets %s but no way to authenticate: set %s, %s or %s, "+
@@ -261,24 +274,24 @@ func CredentialFromSecret(source string, data map[string]string) (*Credential, e
 	switch {
 	case data[KeyClientSecret] != "":
 		c.kind = KindClientSecret
-		c.secret = newSecretMaterial(data[KeyClientSecret])
+		c.secret = withSecret(newSecretMaterial(data[KeyClientSecret]))
 	case data[KeyClientCertificate] != "":
 		c.kind = KindClientCertificate
 		m, err := certificateMaterial([]byte(data[KeyClientCertificate]), []byte(data[KeyClientCertificatePassword]))
 		if err != nil {
 			return nil, fmt.Errorf("%w: credential secret %s: %w", ErrInvalidCredential, source, err)
 		}
-		c.secret = m
+		c.secret = withSecret(m)
 	case isTrue(get(KeyUsePodIdentityAuth)):
 		c.kind = KindManagedIdentity
-		c.secret = &secretMaterial{}
+		c.secret = withSecret(&secretMaterial{})
 	default:
 		if v := get(KeyUseWorkloadIdentityAuth); v != "" && !isTrue(v) {
 			return nil, fmt.Errorf("%w: credential secret %s sets %s=%s but has no %s or %s",
 				ErrInvalidCredential, source, KeyUseWorkloadIdentityAuth, v, KeyClientSecret, KeyClientCertificate)
 		}
 		c.kind = KindWorkloadIdentity
-		c.secret = &secretMaterial{}
+		c.secret = withSecret(&secretMaterial{})
 	}
 	return c, nil
 }

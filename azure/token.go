@@ -27,7 +27,7 @@ func (cs *Clients) tokenCredential(cred *Credential, hc *http.Client) (azcore.To
 		Retry:     cs.tokenRetry(),
 		Telemetry: policy.TelemetryOptions{ApplicationID: cs.opts.ApplicationID},
 	}
-	s := cred.secret
+	s := cred.material()
 	if s == nil {
 		return nil, fmt.Errorf("%w: credential has no material (build it with CredentialFromEnv or CredentialFromSecret)", ErrInvalidCredential)
 	}
