@@ -207,6 +207,9 @@ func view(r state.Resource, withBody bool) Resource {
 		Generation: r.Generation, Revision: r.Revision, UpdatedAt: r.UpdatedAt, Ready: r.Ready,
 		Outputs: r.Outputs, SecretOutputs: slices.Clone(r.SecretOutputs),
 	}
+	if out.Ready.Type == "" {
+		out.Ready = state.Condition{Type: state.ConditionReady, Status: state.StatusUnknown}
+	}
 	if out.Outputs == nil {
 		out.Outputs = map[string]string{}
 	}

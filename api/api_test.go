@@ -241,6 +241,16 @@ func TestResourceViewHidesSecrets(t *testing.T) {
 	if code != 200 || r.Outputs["app-id-settings/principalId"] != "0000-1111" {
 		t.Errorf("identity outputs: %d %s", code, body)
 	}
+	// A resource without a condition shows Ready Unknown.
+	if err := f.db.Update(func(w *state.Writer) error {
+		return w.PutResource(state.Resource{Namespace: "team-c", Group: "g.azure.com", Kind: "K", Name: "fresh"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, body = f.do(t, "GET", "/api/v1/resources/team-c/K/fresh", "")
+	if r := decode[api.Resource](t, body); r.Ready.Type != "Ready" || r.Ready.Status != "Unknown" || bytes.Contains(body, []byte("0001-01-01")) {
+		t.Errorf("fresh resource: %s", body)
+	}
 	// The list carries outputs but not bodies.
 	_, _, body = f.do(t, "GET", "/api/v1/resources?namespace=team-a&kind=UserAssignedIdentity", "")
 	l := decode[list](t, body)

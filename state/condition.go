@@ -30,7 +30,7 @@ type Condition struct {
 	Reason             string    `json:"reason,omitempty"`
 	Message            string    `json:"message,omitempty"`
 	ObservedGeneration int64     `json:"observedGeneration,omitempty"`
-	LastTransitionTime time.Time `json:"lastTransitionTime"`
+	LastTransitionTime time.Time `json:"lastTransitionTime,omitzero"`
 }
 
 // IsEquivalent reports whether c and other are the same except for

@@ -513,3 +513,55 @@ func TestSetReady(t *testing.T) {
 		t.Error("SetReady on a missing resource succeeded")
 	}
 }
+
+// TestConcurrentReadsDuringWrites runs readers while a writer commits, under
+// -race: readers always see a whole transaction (all or none of a batch).
+func TestConcurrentReadsDuringWrites(t *testing.T) {
+	db, _ := openTemp(t)
+	const batches, perBatch = 20, 50
+	done := make(chan struct{})
+	errc := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errc <- nil
+					return
+				default:
+				}
+				rs, err := db.Resources(Filter{Namespace: "ns"})
+				if err != nil {
+					errc <- err
+					return
+				}
+				if len(rs)%perBatch != 0 {
+					errc <- fmt.Errorf("reader saw %d resources, not a multiple of the batch size", len(rs))
+					return
+				}
+			}
+		}()
+	}
+	for b := range batches {
+		if err := db.Update(func(w *Writer) error {
+			for i := range perBatch {
+				if err := w.PutResource(sampleResource("ns", "StorageAccount", fmt.Sprintf("b%02d-%02d", b, i), StatusTrue)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range 4 {
+		if err := <-errc; err != nil {
+			t.Error(err)
+		}
+	}
+	rs, _ := db.Resources(Filter{})
+	if len(rs) != batches*perBatch {
+		t.Errorf("%d resources, want %d", len(rs), batches*perBatch)
+	}
+}
