@@ -187,7 +187,7 @@ func TestOnboardingScenario(t *testing.T) {
 	if got := fic.Spec()["issuer"]; got != "https://oidc.gitaso.local/cluster-01/" {
 		t.Errorf("issuer = %v", got)
 	}
-	if got := fic.Spec()["subject"]; got != "system:serviceaccount:team-a:aso-team-a" {
+	if got := fic.Spec()["subject"]; got != "system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default" {
 		t.Errorf("subject = %v", got)
 	}
 

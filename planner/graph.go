@@ -36,6 +36,7 @@ type Graph struct {
 	Nodes []*Node
 
 	byKey   map[string]*Node
+	byARMID map[string]*Node // lower-cased ARM ID → node
 	inputs  *inputs
 	ignored []source.Object
 }
@@ -59,6 +60,7 @@ type Node struct {
 	DependsOn []string
 
 	owner     *Node
+	ownerByID *Node // owner given by armId that the snapshot declares
 	ownerARM  string
 	ownerErr  error
 	resolving bool
@@ -224,6 +226,7 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 		}
 		byID[id] = n
 	}
+	g.byARMID = byID
 
 	// Edges.
 	for _, n := range g.Nodes {
@@ -419,10 +422,22 @@ func (g *Graph) edges(n *Node) diag.List {
 	if n.owner != nil {
 		add(n.owner.Key())
 	}
+	// Owners and references given by ARM ID that another manifest of the
+	// snapshot declares (in any namespace) are waited for too: ASO does not,
+	// and retries until ARM has the parent; gitaso orders them instead.
+	if n.owner == nil && n.ownerARM != "" {
+		if o := g.byARMID[strings.ToLower(n.ownerARM)]; o != nil && o != n {
+			n.ownerByID = o
+			add(o.Key())
+		}
+	}
 	for _, d := range n.Deps {
 		switch d.Type {
 		case aso.DepReference:
 			if d.ARMID != "" {
+				if t := g.byARMID[strings.ToLower(d.ARMID)]; t != nil {
+					add(t.Key())
+				}
 				if d.Name != "" {
 					errs = append(errs, objErr(n.Object, d.Field, "a reference sets both armId and name; set one"))
 				}
@@ -573,11 +588,14 @@ func exportsOf(spec map[string]any) []Export {
 	return out
 }
 
-// OwnerKey returns the key of the owner declared by name, "" for owners given
-// by armId and for resource groups.
+// OwnerKey returns the key of the owner when the snapshot declares it (by
+// name, or by an armId matching another manifest), "" otherwise.
 func (n *Node) OwnerKey() string {
-	if n.owner == nil {
-		return ""
+	switch {
+	case n.owner != nil:
+		return n.owner.Key()
+	case n.ownerByID != nil:
+		return n.ownerByID.Key()
 	}
-	return n.owner.Key()
+	return ""
 }
