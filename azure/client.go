@@ -168,7 +168,7 @@ func (cs *Clients) For(cred *Credential) (*Client, error) {
 		Telemetry: policy.TelemetryOptions{ApplicationID: cs.opts.ApplicationID},
 	}
 	if !cs.opts.Limits.Disabled {
-		co.PerRetryPolicies = []policy.Policy{&limitPolicy{l: cs.limits, defaultSub: cred.SubscriptionID}}
+		co.PerRetryPolicies = []policy.Policy{newLimitPolicy(cs.limits, cred.SubscriptionID)}
 	}
 	ac, err := arm.NewClient("gitaso/azure", moduleVersion, tc, &arm.ClientOptions{
 		ClientOptions:         co,
@@ -189,6 +189,7 @@ func (cs *Clients) For(cred *Credential) (*Client, error) {
 		log:      cs.log.With("credential", cred),
 	}
 	cs.clients[key] = c
+	cs.log.Info("ARM pipeline created", "credential", cred, "endpoint", ep.String())
 	return c, nil
 }
 
@@ -436,6 +437,11 @@ func (c *Client) wait(ctx context.Context, method string, resp *http.Response, b
 	if err != nil {
 		return nil, c.wrapErr(method, path, err)
 	}
+	start := time.Now()
+	polls := 0
+	defer func() {
+		c.log.Debug("long-running operation finished", "method", method, "path", path, "polls", polls, "elapsed", time.Since(start))
+	}()
 	last := resp
 	for !p.Done() {
 		d := retryAfter(last)
@@ -449,6 +455,7 @@ func (c *Client) wait(ctx context.Context, method string, resp *http.Response, b
 			return nil, fmt.Errorf("%s %s: waiting for the operation: %w", method, path, context.Cause(ctx))
 		case <-t.C:
 		}
+		polls++
 		r, err := p.Poll(ctx)
 		if err != nil {
 			return nil, c.wrapErr(method, path, err)

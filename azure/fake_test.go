@@ -28,7 +28,7 @@ const (
 // endpoints, the App Service managed identity protocol, and whatever ARM
 // behaviour a test registers with handle.
 type fakeAzure struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 
 	mu        sync.Mutex
@@ -37,6 +37,7 @@ type fakeAzure struct {
 	tokenReqs []url.Values
 	// assertion, when set, is the only client_assertion accepted.
 	assertion string
+	noRecord  bool // benchmarks: keep no request log
 }
 
 type recorded struct {
@@ -44,7 +45,7 @@ type recorded struct {
 	At                        time.Time
 }
 
-func newFakeAzure(t *testing.T) *fakeAzure {
+func newFakeAzure(t testing.TB) *fakeAzure {
 	t.Helper()
 	f := &fakeAzure{t: t, handlers: map[string]http.HandlerFunc{}}
 	f.srv = httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
@@ -93,7 +94,9 @@ func (f *fakeAzure) tokenRequests() []url.Values {
 
 func (f *fakeAzure) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
-	f.requests = append(f.requests, recorded{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"), At: time.Now()})
+	if !f.noRecord {
+		f.requests = append(f.requests, recorded{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Auth: r.Header.Get("Authorization"), At: time.Now()})
+	}
 	h := f.handlers[r.Method+" "+strings.ToLower(r.URL.Path)]
 	f.mu.Unlock()
 	host := "https://" + r.Host
@@ -178,7 +181,7 @@ func readBody(r *http.Request) []byte {
 }
 
 // secretCred returns a client-secret credential for the fake tenant.
-func secretCred(t *testing.T, source string) *Credential {
+func secretCred(t testing.TB, source string) *Credential {
 	t.Helper()
 	c, err := CredentialFromSecret(source, map[string]string{
 		KeySubscriptionID: testSub, KeyTenantID: testTenant, KeyClientID: testClient, KeyClientSecret: testSecret,

@@ -143,15 +143,22 @@ func subscriptionOf(path string) string {
 type limitPolicy struct {
 	l          *limiters
 	defaultSub string
+	def        *subLimiter // the credential's own subscription, looked up once
+}
+
+func newLimitPolicy(l *limiters, defaultSub string) *limitPolicy {
+	return &limitPolicy{l: l, defaultSub: defaultSub, def: l.get(defaultSub)}
 }
 
 func (p *limitPolicy) Do(req *policy.Request) (*http.Response, error) {
 	raw := req.Raw()
 	sub := subscriptionOf(raw.URL.Path)
+	s := p.def
 	if sub == "" {
 		sub = p.defaultSub
+	} else if !strings.EqualFold(sub, p.defaultSub) {
+		s = p.l.get(sub)
 	}
-	s := p.l.get(sub)
 	class := classOf(raw.Method)
 	if class == opWrite && strings.HasSuffix(strings.ToLower(raw.URL.Path), "/providers/microsoft.resourcegraph/resources") {
 		class = opRead // a query reads; it must not spend the write bucket
