@@ -1,0 +1,424 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// Errors of the Git source; check with errors.Is.
+var (
+	// ErrAuth is returned when the Git server refuses the credentials (or
+	// needs some and none were given). Not retryable until the configuration
+	// changes.
+	ErrAuth = errors.New("git authentication failed")
+	// ErrBranchNotFound is returned when the branch does not exist on the remote.
+	ErrBranchNotFound = errors.New("branch not found")
+	// ErrRepoNotFound is returned when the remote repository does not exist (or
+	// is empty).
+	ErrRepoNotFound = errors.New("repository not found")
+	// ErrPathNotFound is returned when the configured path is not a directory
+	// in the commit.
+	ErrPathNotFound = errors.New("path not found in commit")
+)
+
+// GitOptions configures a Git source.
+type GitOptions struct {
+	// URL of the repository: https://, http://, git://, file:// or a local
+	// path. Credentials in the URL's user info are moved to Username and
+	// Password; they never appear in errors or logs.
+	URL string
+	// Branch to follow; "main" when empty.
+	Branch string
+	// Path below the repository root to read manifests from; "" is the root.
+	Path string
+	// CacheDir holds the on-disk bare clone (one subdirectory per URL and
+	// branch) so that a restart fetches only what changed. Empty keeps the
+	// clone in memory.
+	CacheDir string
+	// Username and Password for HTTP basic auth (a token is a password).
+	Username, Password string
+	// CABundle is extra PEM certificates to trust for https.
+	CABundle []byte
+	// InsecureSkipTLS disables TLS verification (tests only).
+	InsecureSkipTLS bool
+	// Renderer is the render stage; nil parses files as they are.
+	Renderer Renderer
+	// Logger receives fetch events; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// LogValue renders the options without the password.
+func (o GitOptions) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("url", redactURL(o.URL)),
+		slog.String("branch", o.Branch),
+		slog.String("path", o.Path),
+		slog.String("cacheDir", o.CacheDir),
+		slog.Bool("auth", o.Username != "" || o.Password != ""),
+	)
+}
+
+// Git follows one branch of a Git repository. Fetch and Head are safe for
+// concurrent use; fetches are serialised.
+type Git struct {
+	opts    GitOptions
+	url     string // without user info
+	display string // for errors and logs
+	path    string // clean sub-path
+	auth    transport.AuthMethod
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	repo    *git.Repository
+	lastRev string
+	last    *Snapshot
+	lastErr error
+}
+
+// NewGit validates the options; it does no network I/O (the first Fetch
+// clones).
+func NewGit(opts GitOptions) (*Git, error) {
+	if opts.URL == "" {
+		return nil, errors.New("git source: URL is required")
+	}
+	if opts.Branch == "" {
+		opts.Branch = "main"
+	}
+	if !plumbing.NewBranchReferenceName(opts.Branch).IsBranch() || strings.ContainsAny(opts.Branch, " ~^:?*[\\") {
+		return nil, fmt.Errorf("git source: invalid branch name %q", opts.Branch)
+	}
+	sub, err := cleanPath(opts.Path)
+	if err != nil {
+		return nil, fmt.Errorf("git source: %w", err)
+	}
+	u, user, pass := splitUserInfo(opts.URL)
+	if opts.Username == "" && opts.Password == "" {
+		opts.Username, opts.Password = user, pass
+	}
+	if _, err := transport.NewEndpoint(u); err != nil {
+		return nil, fmt.Errorf("git source: invalid URL %s: %w", redactURL(opts.URL), err)
+	}
+	g := &Git{opts: opts, url: u, display: redactURL(u), path: sub, log: opts.Logger}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	if opts.Username != "" || opts.Password != "" {
+		user := opts.Username
+		if user == "" {
+			user = "git" // token-only: any non-empty user name works on common servers
+		}
+		g.auth = &githttp.BasicAuth{Username: user, Password: opts.Password}
+	}
+	return g, nil
+}
+
+// URL returns the repository URL without credentials.
+func (g *Git) URL() string { return g.display }
+
+// Branch returns the branch followed.
+func (g *Git) Branch() string { return g.opts.Branch }
+
+// Head asks the remote for the branch's current commit SHA without fetching
+// anything (like git ls-remote).
+func (g *Git) Head(ctx context.Context) (string, error) {
+	r := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{g.url}})
+	refs, err := r.ListContext(ctx, &git.ListOptions{
+		Auth:            g.auth,
+		CABundle:        g.opts.CABundle,
+		InsecureSkipTLS: g.opts.InsecureSkipTLS,
+	})
+	if err != nil {
+		return "", g.wrap("list remote refs of", err)
+	}
+	want := plumbing.NewBranchReferenceName(g.opts.Branch)
+	for _, ref := range refs {
+		if ref.Name() == want {
+			return ref.Hash().String(), nil
+		}
+	}
+	return "", g.wrap("list remote refs of", ErrBranchNotFound)
+}
+
+// Fetch brings the cache up to date with the remote branch and returns the
+// snapshot of its head commit. The first fetch into an empty cache is shallow
+// (depth 1); later fetches transfer only new objects. When the head has not
+// moved since the previous Fetch of this Git value, the previous result (the
+// same *Snapshot, or the same error) is returned without reading the tree
+// again; callers must not modify a snapshot.
+//
+// A commit that cannot be used as a whole yields a *RevisionError (see
+// diag.AsList); network and authentication problems are wrapped errors
+// naming the URL (see ErrAuth, ErrBranchNotFound, ErrRepoNotFound).
+func (g *Git) Fetch(ctx context.Context) (*Snapshot, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	start := time.Now()
+	hash, fetched, err := g.fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rev := hash.String()
+	if rev == g.lastRev && (g.last != nil || g.lastErr != nil) {
+		g.log.DebugContext(ctx, "git source unchanged", "url", g.display, "branch", g.opts.Branch, "revision", rev)
+		return g.last, g.lastErr
+	}
+	snap, err := g.snapshotAt(ctx, hash)
+	var rerr *RevisionError
+	if err != nil && !errors.As(err, &rerr) {
+		return nil, err // I/O or cancellation: try again next time
+	}
+	g.lastRev, g.last, g.lastErr = rev, snap, err
+	attrs := []any{"url", g.display, "branch", g.opts.Branch, "revision", rev, "transferred", fetched,
+		"duration", time.Since(start).Round(time.Millisecond)}
+	if err != nil {
+		g.log.WarnContext(ctx, "git revision refused", append(attrs, "errors", len(rerr.Errors))...)
+	} else {
+		g.log.InfoContext(ctx, "git revision read", append(attrs, "objects", len(snap.Objects), "ignored", len(snap.Ignored))...)
+	}
+	return snap, err
+}
+
+// fetch updates the local ref and returns its hash and whether objects were
+// transferred.
+func (g *Git) fetch(ctx context.Context) (plumbing.Hash, bool, error) {
+	if g.repo == nil {
+		repo, err := g.open()
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		g.repo = repo
+	}
+	refName := plumbing.NewRemoteReferenceName("origin", g.opts.Branch)
+	before := plumbing.ZeroHash
+	if ref, err := g.repo.Reference(refName, true); err == nil {
+		before = ref.Hash()
+	}
+	depth := 0
+	if before.IsZero() {
+		depth = 1 // first clone: only the head commit
+	}
+	// Never fetch with a depth after the first clone: the server would send
+	// the whole tree again instead of what changed.
+	err := g.repo.FetchContext(ctx, &git.FetchOptions{
+		RemoteName:      "origin",
+		RefSpecs:        []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", g.opts.Branch, refName))},
+		Depth:           depth,
+		Auth:            g.auth,
+		CABundle:        g.opts.CABundle,
+		InsecureSkipTLS: g.opts.InsecureSkipTLS,
+		Tags:            git.NoTags,
+		Force:           true,
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return plumbing.ZeroHash, false, g.wrap("fetch", err)
+	}
+	// On shallow repositories Fetch may report nothing when nothing changed
+	// (and vice versa): the ref is the truth.
+	ref, rerr := g.repo.Reference(refName, true)
+	if rerr != nil {
+		return plumbing.ZeroHash, false, g.wrap("fetch", ErrBranchNotFound)
+	}
+	return ref.Hash(), ref.Hash() != before, nil
+}
+
+// open opens (or creates) the bare cache repository.
+func (g *Git) open() (*git.Repository, error) {
+	var repo *git.Repository
+	if g.opts.CacheDir == "" {
+		r, err := git.Init(memory.NewStorage(), nil)
+		if err != nil {
+			return nil, fmt.Errorf("git source %s: init in-memory repository: %w", g.display, err)
+		}
+		repo = r
+	} else {
+		dir := filepath.Join(g.opts.CacheDir, cacheKey(g.url, g.opts.Branch))
+		r, err := git.PlainOpen(dir)
+		switch {
+		case err == nil:
+			g.log.Debug("git cache opened", "dir", dir)
+		case errors.Is(err, git.ErrRepositoryNotExists):
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, fmt.Errorf("git source %s: create cache: %w", g.display, err)
+			}
+			r, err = git.PlainInit(dir, true)
+			if err != nil {
+				return nil, fmt.Errorf("git source %s: init cache %s: %w", g.display, dir, err)
+			}
+		default:
+			return nil, fmt.Errorf("git source %s: open cache %s (delete it to start over): %w", g.display, dir, err)
+		}
+		repo = r
+	}
+	if rem, err := repo.Remote("origin"); err == nil {
+		if urls := rem.Config().URLs; len(urls) == 1 && urls[0] == g.url {
+			return repo, nil
+		}
+		if err := repo.DeleteRemote("origin"); err != nil {
+			return nil, fmt.Errorf("git source %s: reset remote: %w", g.display, err)
+		}
+	}
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{g.url}}); err != nil {
+		return nil, fmt.Errorf("git source %s: create remote: %w", g.display, err)
+	}
+	return repo, nil
+}
+
+// cacheKey names the cache subdirectory of one URL and branch.
+func cacheKey(u, branch string) string {
+	sum := sha256.Sum256([]byte(u + "\x00" + branch))
+	return hex.EncodeToString(sum[:8])
+}
+
+// snapshotAt reads, renders and parses the manifests of one commit.
+func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*Snapshot, error) {
+	files, err := g.filesAt(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	return Build(ctx, hash.String(), files, g.opts.Renderer)
+}
+
+// filesAt lists and reads every *.yaml/*.yml below the path in a commit,
+// skipping hidden directories, symlinks and submodules.
+func (g *Git) filesAt(ctx context.Context, hash plumbing.Hash) ([]File, error) {
+	commit, err := g.repo.CommitObject(hash)
+	if err != nil {
+		return nil, fmt.Errorf("git source %s: read commit %s: %w", g.display, hash, err)
+	}
+	tree, err := commit.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("git source %s: read tree of %s: %w", g.display, hash, err)
+	}
+	if g.path != "" {
+		tree, err = tree.Tree(g.path)
+		if err != nil {
+			if errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
+				return nil, fmt.Errorf("git source %s: %w: %q at %s", g.display, ErrPathNotFound, g.path, hash)
+			}
+			return nil, fmt.Errorf("git source %s: read %q at %s: %w", g.display, g.path, hash, err)
+		}
+	}
+	var files []File
+	var walk func(t *object.Tree, dir string) error
+	walk = func(t *object.Tree, dir string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		for _, e := range t.Entries {
+			p := path.Join(dir, e.Name)
+			switch e.Mode {
+			case filemode.Dir:
+				if hiddenDir(e.Name) {
+					continue
+				}
+				sub, err := g.repo.TreeObject(e.Hash)
+				if err != nil {
+					return fmt.Errorf("read tree %s: %w", p, err)
+				}
+				if err := walk(sub, p); err != nil {
+					return err
+				}
+			case filemode.Regular, filemode.Executable, filemode.Deprecated:
+				if !IsYAMLFile(e.Name) {
+					continue
+				}
+				data, err := g.readBlob(e.Hash)
+				if err != nil {
+					return fmt.Errorf("read %s: %w", p, err)
+				}
+				files = append(files, File{Path: p, Data: data})
+			}
+		}
+		return nil
+	}
+	if err := walk(tree, g.path); err != nil {
+		return nil, fmt.Errorf("git source %s at %s: %w", g.display, hash, err)
+	}
+	return sortedFiles(files), nil
+}
+
+func (g *Git) readBlob(h plumbing.Hash) ([]byte, error) {
+	b, err := g.repo.BlobObject(h)
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data := make([]byte, 0, b.Size)
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := r.Read(buf)
+		data = append(data, buf[:n]...)
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// wrap names the URL and branch in an error and classifies go-git's errors.
+func (g *Git) wrap(op string, err error) error {
+	var kind error
+	switch {
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		kind = ErrAuth
+	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
+		kind = ErrRepoNotFound
+	case errors.Is(err, git.NoMatchingRefSpecError{}):
+		kind = ErrBranchNotFound
+	}
+	if kind != nil && !errors.Is(err, kind) {
+		return fmt.Errorf("git %s %s (branch %s): %w: %w", op, g.display, g.opts.Branch, kind, err)
+	}
+	return fmt.Errorf("git %s %s (branch %s): %w", op, g.display, g.opts.Branch, err)
+}
+
+// splitUserInfo removes user info from an http(s) URL.
+func splitUserInfo(raw string) (u, user, pass string) {
+	parsed, err := url.Parse(raw)
+	if err != nil || parsed.User == nil || (parsed.Scheme != "http" && parsed.Scheme != "https") {
+		return raw, "", ""
+	}
+	user = parsed.User.Username()
+	pass, _ = parsed.User.Password()
+	parsed.User = nil
+	return parsed.String(), user, pass
+}
+
+// redactURL hides the password of a URL with user info.
+func redactURL(raw string) string {
+	parsed, err := url.Parse(raw)
+	if err != nil || parsed.User == nil {
+		if err != nil && strings.Contains(raw, "@") {
+			return "<unparsable URL>"
+		}
+		return raw
+	}
+	return parsed.Redacted()
+}

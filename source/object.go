@@ -1,0 +1,102 @@
+package source
+
+import (
+	"strings"
+)
+
+// Object is one Kubernetes-style object read from a manifest file.
+type Object struct {
+	File    string         // slash path relative to the repo root (not the sub-path)
+	Line    int            // 1-based line where the object's YAML mapping starts
+	Index   int            // document index within the file (0-based, empty documents count)
+	Content map[string]any // the object, JSON-compatible values only
+}
+
+// DefaultNamespace is the namespace of an object without metadata.namespace.
+const DefaultNamespace = "default"
+
+// APIVersion returns apiVersion, e.g. "storage.azure.com/v1api20230101".
+func (o Object) APIVersion() string { return str(o.Content["apiVersion"]) }
+
+// Kind returns kind, e.g. "StorageAccount".
+func (o Object) Kind() string { return str(o.Content["kind"]) }
+
+// Name returns metadata.name.
+func (o Object) Name() string { return str(o.metadata()["name"]) }
+
+// Namespace returns metadata.namespace, or "default" when it is empty.
+func (o Object) Namespace() string {
+	if ns := str(o.metadata()["namespace"]); ns != "" {
+		return ns
+	}
+	return DefaultNamespace
+}
+
+// Group returns the API group of apiVersion ("" for the core group "v1").
+func (o Object) Group() string {
+	g, _ := splitAPIVersion(o.APIVersion())
+	return g
+}
+
+// Version returns the version part of apiVersion.
+func (o Object) Version() string {
+	_, v := splitAPIVersion(o.APIVersion())
+	return v
+}
+
+// Annotations returns metadata.annotations (string values only; ParseFile
+// refuses others). The map is a copy; it is nil when there are none.
+func (o Object) Annotations() map[string]string { return stringMap(o.metadata()["annotations"]) }
+
+// Labels returns metadata.labels as a copy; nil when there are none.
+func (o Object) Labels() map[string]string { return stringMap(o.metadata()["labels"]) }
+
+// ID returns "namespace/Kind/name".
+func (o Object) ID() string { return o.Namespace() + "/" + o.Kind() + "/" + o.Name() }
+
+// Spec returns the spec mapping, or nil.
+func (o Object) Spec() map[string]any {
+	m, _ := o.Content["spec"].(map[string]any)
+	return m
+}
+
+// IsASO reports whether the object is an Azure Service Operator resource:
+// its API group ends in ".azure.com".
+func (o Object) IsASO() bool { return strings.HasSuffix(o.Group(), ".azure.com") }
+
+// IsConfigMap reports whether the object is a core v1 ConfigMap.
+func (o Object) IsConfigMap() bool { return o.APIVersion() == "v1" && o.Kind() == "ConfigMap" }
+
+// IsSecret reports whether the object is a core v1 Secret.
+func (o Object) IsSecret() bool { return o.APIVersion() == "v1" && o.Kind() == "Secret" }
+
+func (o Object) metadata() map[string]any {
+	m, _ := o.Content["metadata"].(map[string]any)
+	return m
+}
+
+func splitAPIVersion(av string) (group, version string) {
+	if i := strings.LastIndexByte(av, '/'); i >= 0 {
+		return av[:i], av[i+1:]
+	}
+	return "", av
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func stringMap(v any) map[string]string {
+	m, _ := v.(map[string]any)
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}

@@ -1,0 +1,459 @@
+package source
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gitaso/gitaso/internal/diag"
+)
+
+// maxValues bounds the number of values one file may expand to (aliases
+// can make a small document enormous: "billion laughs").
+const maxValues = 1 << 20
+
+// errTooLarge is returned when a file expands to more than maxValues values.
+var errTooLarge = fmt.Errorf("file expands to more than %d values (alias expansion?)", maxValues)
+
+// ParseFile parses a multi-document YAML file ("---" separated) into objects.
+//
+// name is the slash path of the file relative to the repository root; it is
+// recorded in every Object and every error. Empty documents (only comments,
+// or nothing) are skipped. A document of kind List (or a core v1 *List such
+// as ConfigMapList) is expanded into its items. Every object must
+// have apiVersion, kind and metadata.name (strings); metadata.namespace,
+// annotations and labels must be strings when set.
+//
+// Values are normalised to JSON-compatible Go values: map[string]any, []any,
+// string, bool, nil, int64 for integers and float64 for other numbers.
+// Timestamps and !!binary values keep their text. Duplicate mapping keys, NaN
+// and infinities are errors.
+//
+// Errors are a diag.List naming file and line. A YAML syntax error stops the
+// file there (the YAML stream cannot be resynchronised); other errors are
+// collected per document. ParseFile never returns objects together with an
+// error.
+func ParseFile(name string, data []byte) (objs []Object, err error) {
+	var errs diag.List
+	defer func() {
+		// yaml.v3 is fuzzed upstream, but a panic must never take the daemon down.
+		if r := recover(); r != nil {
+			objs = nil
+			err = diag.List{&diag.Error{File: name, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}}
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	p := parser{file: name} // one value budget for the whole file
+	for index := 0; ; index++ {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			errs = append(errs, yamlError(name, data, err))
+			break
+		}
+		if len(doc.Content) == 0 {
+			continue
+		}
+		root := doc.Content[0]
+		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+			continue // empty document
+		}
+		p.errs, p.tooLarge = nil, false
+		v := p.value(root)
+		if len(p.errs) > 0 {
+			errs = append(errs, p.errs...)
+			continue
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			errs = append(errs, &diag.Error{File: name, Line: root.Line,
+				Msg: fmt.Sprintf("document is a %s, want a mapping (a Kubernetes-style object)", kindName(root))})
+			continue
+		}
+		if isList(m) {
+			items, ok := m["items"].([]any)
+			if !ok && m["items"] != nil {
+				errs = append(errs, &diag.Error{File: name, Line: root.Line, Field: "items", Msg: "must be a list"})
+				continue
+			}
+			itemNodes := listItemNodes(root)
+			for i, it := range items {
+				line := root.Line
+				if i < len(itemNodes) {
+					line = itemNodes[i].Line
+				}
+				im, ok := it.(map[string]any)
+				if !ok {
+					errs = append(errs, &diag.Error{File: name, Line: line, Field: fmt.Sprintf("items[%d]", i), Msg: "must be a mapping"})
+					continue
+				}
+				o := Object{File: name, Line: line, Index: index, Content: im}
+				if es := validate(o); len(es) > 0 {
+					errs = append(errs, es...)
+					continue
+				}
+				objs = append(objs, o)
+			}
+			continue
+		}
+		o := Object{File: name, Line: root.Line, Index: index, Content: m}
+		if es := validate(o); len(es) > 0 {
+			errs = append(errs, es...)
+			continue
+		}
+		objs = append(objs, o)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return objs, nil
+}
+
+// isList reports whether m is a List wrapper (kind "List" or "*List" in the
+// core group, as kubectl accepts: v1/List, v1/ConfigMapList, ...).
+func isList(m map[string]any) bool {
+	kind, _ := m["kind"].(string)
+	av, _ := m["apiVersion"].(string)
+	if kind == "List" {
+		return true
+	}
+	return strings.HasSuffix(kind, "List") && av == "v1" && m["items"] != nil
+}
+
+func listItemNodes(root *yaml.Node) []*yaml.Node {
+	for root.Kind == yaml.AliasNode {
+		root = root.Alias
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "items" {
+			n := root.Content[i+1]
+			for n.Kind == yaml.AliasNode {
+				n = n.Alias
+			}
+			if n.Kind == yaml.SequenceNode {
+				return n.Content
+			}
+		}
+	}
+	return nil
+}
+
+// validate checks the fields every object needs.
+func validate(o Object) diag.List {
+	var errs diag.List
+	fail := func(field, msg string) {
+		errs = append(errs, &diag.Error{File: o.File, Line: o.Line, Field: field, Msg: msg})
+	}
+	requireString := func(m map[string]any, key, field string) {
+		switch v := m[key].(type) {
+		case nil:
+			fail(field, "required field is missing")
+		case string:
+			if v == "" {
+				fail(field, "required field is empty")
+			}
+		default:
+			fail(field, fmt.Sprintf("must be a string, got %s", typeName(v)))
+		}
+	}
+	requireString(o.Content, "apiVersion", "apiVersion")
+	requireString(o.Content, "kind", "kind")
+	switch md := o.Content["metadata"].(type) {
+	case nil:
+		fail("metadata.name", "required field is missing")
+	case map[string]any:
+		requireString(md, "name", "metadata.name")
+		if v, ok := md["namespace"]; ok && v != nil {
+			if _, ok := v.(string); !ok {
+				fail("metadata.namespace", fmt.Sprintf("must be a string, got %s", typeName(v)))
+			}
+		}
+		for _, key := range []string{"annotations", "labels"} {
+			switch m := md[key].(type) {
+			case nil:
+			case map[string]any:
+				for _, k := range sortedKeys(m) {
+					if _, ok := m[k].(string); !ok {
+						fail("metadata."+key+"."+k, fmt.Sprintf("must be a string, got %s (quote it)", typeName(m[k])))
+					}
+				}
+			default:
+				fail("metadata."+key, fmt.Sprintf("must be a mapping, got %s", typeName(m)))
+			}
+		}
+	default:
+		fail("metadata", fmt.Sprintf("must be a mapping, got %s", typeName(md)))
+	}
+	if len(errs) > 0 {
+		if obj := partialID(o); obj != "" {
+			for _, e := range errs {
+				e.Object = obj
+			}
+		}
+	}
+	return errs
+}
+
+// partialID names the object in an error when kind and name are known.
+func partialID(o Object) string {
+	if o.Kind() == "" || o.Name() == "" {
+		return ""
+	}
+	return o.ID()
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlError turns a yaml.v3 error into a diag.Error with a line. yaml.v3
+// omits "line N" when the problem is on the first line, and reader errors
+// (bad encoding, control characters) carry no position: find the first
+// offending character then.
+func yamlError(file string, data []byte, err error) *diag.Error {
+	msg := err.Error()
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &diag.Error{File: file, Line: line, Msg: "invalid YAML: " + m[2]}
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	line := 1
+	switch {
+	case strings.Contains(msg, "anchor"):
+		line = 0 // alias errors carry no position
+	case strings.Contains(msg, "UTF"), strings.Contains(msg, "Unicode"), strings.Contains(msg, "octet"),
+		strings.Contains(msg, "control characters"), strings.Contains(msg, "surrogate"):
+		line = badCharLine(data)
+	}
+	return &diag.Error{File: file, Line: line, Msg: "invalid YAML: " + msg}
+}
+
+// badCharLine returns the 1-based line of the first character YAML does not
+// allow (invalid UTF-8 or a control character), 0 if there is none.
+func badCharLine(data []byte) int {
+	if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
+		return 0 // UTF-16: not worth decoding for a position
+	}
+	line := 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return line
+		case r == '\n':
+			line++
+		case r == '\t' || r == '\r' || r == 0x85 || r == 0xFEFF:
+		case r < 0x20 || (r >= 0x7F && r < 0xA0) || (r >= 0xD800 && r <= 0xDFFF) || r == 0xFFFE || r == 0xFFFF:
+			return line
+		}
+		i += size
+	}
+	return 0
+}
+
+// parser converts a yaml.Node tree into JSON-compatible values, collecting
+// errors with their lines.
+type parser struct {
+	file     string
+	count    int  // values produced in the file so far
+	tooLarge bool // the budget error was reported for the current document
+	errs     diag.List
+}
+
+func (p *parser) fail(n *yaml.Node, format string, args ...any) {
+	p.errs = append(p.errs, &diag.Error{File: p.file, Line: n.Line, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *parser) value(n *yaml.Node) any {
+	p.count++
+	if p.count > maxValues {
+		if !p.tooLarge {
+			p.tooLarge = true
+			p.errs = append(p.errs, &diag.Error{File: p.file, Line: n.Line, Err: errTooLarge})
+		}
+		return nil
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		return p.value(n.Alias)
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil
+		}
+		return p.value(n.Content[0])
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			out = append(out, p.value(c))
+		}
+		return out
+	case yaml.MappingNode:
+		return p.mapping(n)
+	case yaml.ScalarNode:
+		return p.scalar(n)
+	}
+	p.fail(n, "unsupported YAML node")
+	return nil
+}
+
+func (p *parser) mapping(n *yaml.Node) map[string]any {
+	out := make(map[string]any, len(n.Content)/2)
+	lines := make(map[string]int, len(n.Content)/2)
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			merges = append(merges, v)
+			continue
+		}
+		key, ok := p.key(k)
+		if !ok {
+			continue
+		}
+		if first, dup := lines[key]; dup {
+			p.fail(k, "duplicate key %q (first at line %d)", key, first)
+			continue
+		}
+		lines[key] = k.Line
+		out[key] = p.value(v)
+	}
+	// Merge keys (<<): explicit keys win; earlier merged mappings win over later ones.
+	for _, m := range merges {
+		for m.Kind == yaml.AliasNode {
+			m = m.Alias
+		}
+		var sources []*yaml.Node
+		switch m.Kind {
+		case yaml.MappingNode:
+			sources = []*yaml.Node{m}
+		case yaml.SequenceNode:
+			sources = m.Content
+		default:
+			p.fail(m, "merge key << needs a mapping or a list of mappings")
+			continue
+		}
+		for _, s := range sources {
+			v := p.value(s)
+			sm, ok := v.(map[string]any)
+			if !ok {
+				if v != nil || len(p.errs) == 0 {
+					p.fail(s, "merge key << needs a mapping or a list of mappings")
+				}
+				continue
+			}
+			for k, val := range sm {
+				if _, exists := out[k]; !exists {
+					out[k] = val
+				}
+			}
+		}
+	}
+	return out
+}
+
+// key renders a mapping key as a string, as Kubernetes' YAML→JSON conversion
+// does for plain scalars (1 → "1", true → "true").
+func (p *parser) key(k *yaml.Node) (string, bool) {
+	for k.Kind == yaml.AliasNode {
+		k = k.Alias
+	}
+	if k.Kind != yaml.ScalarNode {
+		p.fail(k, "mapping key must be a scalar, got a %s", kindName(k))
+		return "", false
+	}
+	if k.ShortTag() == "!!null" {
+		p.fail(k, "mapping key must not be null")
+		return "", false
+	}
+	return k.Value, true
+}
+
+func (p *parser) scalar(n *yaml.Node) any {
+	switch n.ShortTag() {
+	case "!!str", "!!timestamp", "!!binary", "!!merge":
+		return n.Value
+	case "!!null":
+		return nil
+	case "!!bool":
+		switch n.Value {
+		case "true":
+			return true
+		case "false":
+			return false
+		}
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			p.fail(n, "invalid boolean %q", n.Value)
+			return nil
+		}
+		return b
+	case "!!int", "!!float":
+		var v any
+		if err := n.Decode(&v); err != nil {
+			p.fail(n, "invalid number %q", n.Value)
+			return nil
+		}
+		switch x := v.(type) {
+		case int:
+			return int64(x)
+		case int64:
+			return x
+		case uint64:
+			return float64(x)
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				p.fail(n, "number %q cannot be represented in JSON (quote it to make it a string)", n.Value)
+				return nil
+			}
+			return x
+		}
+		p.fail(n, "invalid number %q", n.Value)
+		return nil
+	default:
+		// Application tags (!Foo) and other standard tags: keep the text.
+		return n.Value
+	}
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	case yaml.ScalarNode:
+		return "scalar"
+	case yaml.AliasNode:
+		return "alias"
+	}
+	return "node"
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64, float64:
+		return "a number"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}

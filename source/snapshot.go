@@ -1,0 +1,174 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/gitaso/gitaso/internal/diag"
+)
+
+// Snapshot is everything gitaso read at one revision.
+type Snapshot struct {
+	Revision string   // full commit SHA; directory mode: "dir-" + first 12 hex of sha256 over sorted (path, content)
+	Objects  []Object // ASO resources, ConfigMaps and Secrets, sorted by File, then Index
+	Ignored  []Object // kinds that are neither ASO kinds (*.azure.com) nor ConfigMap/Secret; reported once by caller
+}
+
+// Source produces snapshots: a Git branch (Git) or a local directory (Dir).
+type Source interface {
+	Fetch(ctx context.Context) (*Snapshot, error)
+}
+
+// File is one input file of a snapshot.
+type File struct {
+	Path string // slash path relative to the repository root
+	Data []byte
+}
+
+// Renderer is the render stage between reading files and parsing them
+// (kustomize builds, Flux ${VAR} substitution, SOPS decryption). It receives
+// every *.yaml/*.yml file below the source path, sorted by path, and returns
+// the files to parse. Returned paths should stay relative to the repository
+// root so that errors point at files a user can open. A nil Renderer parses
+// the files as they are.
+type Renderer interface {
+	Render(ctx context.Context, files []File) ([]File, error)
+}
+
+// RevisionError is returned by Fetch when the commit (or directory content)
+// at Revision cannot be used: every problem is in Errors, and nothing of the
+// revision must be applied. diag.AsList(err) finds Errors.
+type RevisionError struct {
+	Revision string
+	Errors   diag.List
+}
+
+// Error lists every problem, one per line, after a heading naming the revision.
+func (e *RevisionError) Error() string {
+	return fmt.Sprintf("revision %s refused (%d errors):\n%s", e.Revision, len(e.Errors), e.Errors.Error())
+}
+
+// Unwrap returns the diag.List.
+func (e *RevisionError) Unwrap() error { return e.Errors }
+
+// IsYAMLFile reports whether a file name is read as manifests: *.yaml or *.yml.
+func IsYAMLFile(name string) bool {
+	ext := strings.ToLower(path.Ext(name))
+	return ext == ".yaml" || ext == ".yml"
+}
+
+// isKustomization reports whether a file is a kustomize build file, which
+// describes how to build objects and is not an object itself.
+func isKustomization(name string) bool {
+	switch path.Base(name) {
+	case "kustomization.yaml", "kustomization.yml", "Kustomization":
+		return true
+	}
+	return false
+}
+
+// hiddenDir reports whether a directory is skipped while listing (.git,
+// .github, ...).
+func hiddenDir(name string) bool { return strings.HasPrefix(name, ".") && name != "." && name != ".." }
+
+// Build renders, parses and classifies files into a Snapshot at revision. It
+// collects every problem of every file; when there is any, it returns a
+// *RevisionError and no snapshot.
+func Build(ctx context.Context, revision string, files []File, r Renderer) (*Snapshot, error) {
+	files = slices.Clone(files)
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	if r != nil {
+		var err error
+		files, err = r.Render(ctx, files)
+		if err != nil {
+			return nil, fmt.Errorf("render revision %s: %w", revision, err)
+		}
+		slices.SortStableFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	}
+	snap := &Snapshot{Revision: revision}
+	var errs diag.List
+	type seenAt struct {
+		file string
+		line int
+	}
+	seen := map[string]seenAt{}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if isKustomization(f.Path) {
+			continue
+		}
+		objs, err := ParseFile(f.Path, f.Data)
+		if err != nil {
+			if l := diag.AsList(err); l != nil {
+				errs = append(errs, l...)
+				continue
+			}
+			return nil, err
+		}
+		for _, o := range objs {
+			g := o.Group()
+			switch {
+			case g == "kustomize.config.k8s.io":
+				continue
+			case o.IsASO(), o.IsConfigMap(), o.IsSecret():
+			default:
+				snap.Ignored = append(snap.Ignored, o)
+				continue
+			}
+			key := o.Namespace() + "/" + g + "/" + o.Kind() + "/" + o.Name()
+			if prev, dup := seen[key]; dup {
+				errs = append(errs, &diag.Error{File: o.File, Line: o.Line, Object: o.ID(),
+					Msg: fmt.Sprintf("defined twice (also at %s:%d)", prev.file, prev.line)})
+				continue
+			}
+			seen[key] = seenAt{o.File, o.Line}
+			switch {
+			case o.IsSecret():
+				if _, err := SecretData(o); err != nil {
+					errs = append(errs, diag.AsList(err)...)
+					continue
+				}
+			case o.IsConfigMap():
+				if _, err := ConfigMapData(o); err != nil {
+					errs = append(errs, diag.AsList(err)...)
+					continue
+				}
+			}
+			snap.Objects = append(snap.Objects, o)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &RevisionError{Revision: revision, Errors: errs.Sorted()}
+	}
+	return snap, nil
+}
+
+// cleanPath validates a sub-path inside the repository and returns it as a
+// clean slash path, "" for the root.
+func cleanPath(p string) (string, error) {
+	p = strings.ReplaceAll(p, "\\", "/")
+	if strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("path %q must be relative to the repository root", p)
+	}
+	c := path.Clean("/" + p)[1:]
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." {
+			return "", fmt.Errorf("path %q must not contain \"..\"", p)
+		}
+	}
+	return c, nil
+}
+
+func sortedFiles(files []File) []File {
+	if slices.IsSortedFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) }) {
+		return files
+	}
+	files = slices.Clone(files)
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	return files
+}
