@@ -15,6 +15,9 @@ import (
 //go:embed catalog/catalog.json.gz
 var catalogGz []byte
 
+//go:embed catalog/packages.bin
+var packagesBin []byte
+
 // Scopes of a kind, as in kinds.json.
 const (
 	ScopeResourceGroup = "resourceGroup" // under a resource group (possibly nested under other resources)
@@ -118,7 +121,7 @@ type catalog struct {
 type gvk struct{ g, v, k string }
 
 type pkgEntry struct {
-	raw  json.RawMessage
+	gz   []byte // one gzip member of packages.bin
 	once sync.Once
 	pkg  *pkg
 	err  error
@@ -132,7 +135,7 @@ var (
 
 func loadCatalog() (*catalog, error) {
 	catOnce.Do(func() {
-		cat, catErr = decodeCatalog(catalogGz)
+		cat, catErr = decodeCatalog(catalogGz, packagesBin)
 	})
 	return cat, catErr
 }
@@ -146,26 +149,33 @@ func mustCatalog() *catalog {
 	return c
 }
 
-func decodeCatalog(gz []byte) (*catalog, error) {
+func gunzip(gz []byte) ([]byte, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(gz))
 	if err != nil {
-		return nil, fmt.Errorf("open catalog: %w", err)
+		return nil, err
 	}
-	raw, err := io.ReadAll(zr)
+	return io.ReadAll(zr)
+}
+
+func decodeCatalog(gz, pkgs []byte) (*catalog, error) {
+	raw, err := gunzip(gz)
 	if err != nil {
 		return nil, fmt.Errorf("decompress catalog: %w", err)
 	}
 	var in struct {
-		Provenance Provenance                 `json:"provenance"`
-		Kinds      []kindJSON                 `json:"kinds"`
-		Packages   map[string]json.RawMessage `json:"packages"`
+		Provenance Provenance        `json:"provenance"`
+		Kinds      []kindJSON        `json:"kinds"`
+		Packages   map[string][2]int `json:"packages"`
 	}
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, fmt.Errorf("decode catalog: %w", err)
 	}
 	c := &catalog{prov: in.Provenance, byGVK: make(map[gvk]*Kind, len(in.Kinds)), packages: make(map[string]*pkgEntry, len(in.Packages))}
 	for key, p := range in.Packages {
-		c.packages[key] = &pkgEntry{raw: p}
+		if p[0] < 0 || p[1] < 0 || p[0]+p[1] > len(pkgs) {
+			return nil, fmt.Errorf("catalog package %s: bad offset %v", key, p)
+		}
+		c.packages[key] = &pkgEntry{gz: pkgs[p[0] : p[0]+p[1]]}
 	}
 	for _, kj := range in.Kinds {
 		k := &Kind{
@@ -228,11 +238,13 @@ func (k *Kind) schema() (*pkg, error) {
 		return nil, fmt.Errorf("%s: catalog has no package %s", k, k.pkgKey)
 	}
 	e.once.Do(func() {
-		e.pkg, e.err = decodePackage(e.raw)
-		if e.err != nil {
-			e.err = fmt.Errorf("catalog package %s: %w", k.pkgKey, e.err)
+		raw, err := gunzip(e.gz)
+		if err == nil {
+			e.pkg, err = decodePackage(raw)
 		}
-		e.raw = nil
+		if err != nil {
+			e.err = fmt.Errorf("catalog package %s: %w", k.pkgKey, err)
+		}
 	})
 	return e.pkg, e.err
 }

@@ -1,9 +1,15 @@
 package aso
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -255,4 +261,43 @@ func templateRegexp(tmpl string) *regexp.Regexp {
 	}
 	b.WriteString("$")
 	return regexp.MustCompile(b.String())
+}
+
+// TestCatalogUpToDate fails when ../shared/aso-schema changed after the
+// embedded catalog was generated (run `make catalog`).
+func TestCatalogUpToDate(t *testing.T) {
+	dir := filepath.Join(sharedDir(t), "aso-schema")
+	h := sha256.New()
+	add := func(rel string) {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
+		h.Write(b)
+	}
+	add("provenance.json")
+	add("kinds.json")
+	add("exceptions.json")
+	files, err := filepath.Glob(filepath.Join(dir, "schema", "*", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rels []string
+	for _, f := range files {
+		rel, _ := filepath.Rel(dir, f)
+		rels = append(rels, filepath.ToSlash(rel))
+	}
+	sort.Strings(rels)
+	for _, r := range rels {
+		add(r)
+	}
+	p := CatalogProvenance()
+	if got := hex.EncodeToString(h.Sum(nil)); got != p.FactsSHA256 {
+		t.Errorf("embedded catalog was generated from facts %s, ../shared/aso-schema is now %s: regenerate it with\n"+
+			"  go run ./planner/aso/gen -schema ../shared/aso-schema -out planner/aso/catalog/catalog.json.gz", p.FactsSHA256, got)
+	}
+	if p.Commit == "" || p.Generator == "" || p.GeneratedAt == "" || p.Kinds != len(Kinds()) {
+		t.Errorf("incomplete provenance: %+v", p)
+	}
 }

@@ -64,8 +64,7 @@ func Convert(k *Kind, spec map[string]any, azureName string, r Resolver) (*Body,
 		return nil, fmt.Errorf("%s: spec type %s has no ARM type", k, td.name)
 	}
 	c := converter{k: k, r: r}
-	root := fpath{name: "spec", idx: -1}
-	obj, err := c.object(td, spec, &root)
+	obj, err := c.object(td, spec, newPath("spec"))
 	if err != nil {
 		return nil, err
 	}
@@ -99,25 +98,30 @@ type (
 	unknownVal struct{}
 )
 
-// fpath is a spec field path, built on the stack and rendered only for errors.
-type fpath struct {
-	parent *fpath
-	name   string
-	idx    int // list index, -1 for a field name
-	key    bool
+// fpath is the spec field path being walked: a stack pushed and popped as the
+// walk descends, rendered only for errors, so that walking allocates nothing.
+type fpath struct{ els []pathEl }
+
+type pathEl struct {
+	name string
+	idx  int // list index, -1 for a field name or map key
+	key  bool
 }
 
+func newPath(root string) *fpath {
+	p := &fpath{els: make([]pathEl, 0, 16)}
+	p.push(root)
+	return p
+}
+
+func (p *fpath) push(name string)   { p.els = append(p.els, pathEl{name: name, idx: -1}) }
+func (p *fpath) pushIdx(i int)      { p.els = append(p.els, pathEl{idx: i}) }
+func (p *fpath) pushKey(key string) { p.els = append(p.els, pathEl{name: key, idx: -1, key: true}) }
+func (p *fpath) pop()               { p.els = p.els[:len(p.els)-1] }
+
 func (p *fpath) String() string {
-	if p == nil {
-		return ""
-	}
-	var parts []*fpath
-	for q := p; q != nil; q = q.parent {
-		parts = append(parts, q)
-	}
 	var b strings.Builder
-	for i := len(parts) - 1; i >= 0; i-- {
-		q := parts[i]
+	for _, q := range p.els {
 		switch {
 		case q.idx >= 0:
 			fmt.Fprintf(&b, "[%d]", q.idx)
@@ -152,7 +156,6 @@ func (c *converter) object(td *typeDef, m map[string]any, p *fpath) (*armObj, er
 		if !ok || raw == nil || f.x != "" || f.aIdx == nil {
 			continue
 		}
-		fp := fpath{parent: p, name: f.name, idx: -1}
 		parent := o
 		last := len(f.aIdx) - 1
 		for _, i := range f.aIdx[:last] {
@@ -164,10 +167,12 @@ func (c *converter) object(td *typeDef, m map[string]any, p *fpath) (*armObj, er
 			parent = child
 		}
 		li := f.aIdx[last]
-		v, err := c.value(f, &parent.t.fields[li], 0, raw, &fp)
+		p.push(f.name)
+		v, err := c.value(f, &parent.t.fields[li], 0, raw, p)
 		if err != nil {
 			return nil, err
 		}
+		p.pop()
 		if v != nil {
 			parent.v[li] = v
 		}
@@ -235,14 +240,15 @@ func (c *converter) value(f *field, af *armField, d int, raw any, p *fpath) (any
 			}
 			out := make([]any, len(l))
 			for i, item := range l {
-				ip := fpath{parent: p, idx: i}
 				if item == nil {
 					continue
 				}
-				v, err := c.value(f, af, d+1, item, &ip)
+				p.pushIdx(i)
+				v, err := c.value(f, af, d+1, item, p)
 				if err != nil {
 					return nil, err
 				}
+				p.pop()
 				out[i] = v
 			}
 			return out, nil
@@ -253,15 +259,16 @@ func (c *converter) value(f *field, af *armField, d int, raw any, p *fpath) (any
 			}
 			out := make(map[string]any, len(mm))
 			for key, item := range mm {
-				kp := fpath{parent: p, name: key, idx: -1, key: true}
 				if item == nil {
 					out[key] = nil
 					continue
 				}
-				v, err := c.value(f, af, d+1, item, &kp)
+				p.pushKey(key)
+				v, err := c.value(f, af, d+1, item, p)
 				if err != nil {
 					return nil, err
 				}
+				p.pop()
 				out[key] = v
 			}
 			return out, nil
@@ -269,29 +276,27 @@ func (c *converter) value(f *field, af *armField, d int, raw any, p *fpath) (any
 	}
 	switch f.t {
 	case ftString:
-		s, ok := raw.(string)
-		if !ok {
+		if _, ok := raw.(string); !ok {
 			return nil, c.errf(p, "expected a string, got %s", typeName(raw))
 		}
-		return s, nil
+		return raw, nil // the spec's own interface value: no new allocation
 	case ftEnum:
 		switch v := raw.(type) {
 		case string, int64, float64, bool:
-			return v, nil
+			return raw, nil
 		case int:
 			return int64(v), nil
 		}
 		return nil, c.errf(p, "expected a string, got %s", typeName(raw))
 	case ftBool:
-		b, ok := raw.(bool)
-		if !ok {
+		if _, ok := raw.(bool); !ok {
 			return nil, c.errf(p, "expected true or false, got %s", typeName(raw))
 		}
-		return b, nil
+		return raw, nil
 	case ftInt:
 		switch v := raw.(type) {
 		case int64:
-			return v, nil
+			return raw, nil
 		case int:
 			return int64(v), nil
 		case float64:
@@ -304,7 +309,7 @@ func (c *converter) value(f *field, af *armField, d int, raw any, p *fpath) (any
 	case ftNumber:
 		switch v := raw.(type) {
 		case float64:
-			return v, nil
+			return raw, nil
 		case int64:
 			return float64(v), nil
 		case int:
@@ -450,24 +455,26 @@ func (c *converter) refKeyMap(f *field, af *armField, raw any, p *fpath) (any, e
 	}
 	out := make(map[string]any, len(l))
 	for i, item := range l {
-		ip := fpath{parent: p, idx: i}
+		p.pushIdx(i)
 		m, ok := item.(map[string]any)
 		if !ok {
-			return nil, c.errf(&ip, "expected {reference}, got %s", typeName(item))
+			return nil, c.errf(p, "expected {reference}, got %s", typeName(item))
 		}
-		rp := fpath{parent: &ip, name: "reference", idx: -1}
 		rf := f.ref.byName["reference"]
 		if rf == nil {
-			return nil, c.errf(&ip, "schema has no reference field")
+			return nil, c.errf(p, "schema has no reference field")
 		}
+		p.push("reference")
 		rawRef, ok := m["reference"]
 		if !ok || rawRef == nil {
-			return nil, c.errf(&rp, "reference is required")
+			return nil, c.errf(p, "reference is required")
 		}
-		id, err := c.reference(rf, rawRef, &rp)
+		id, err := c.reference(rf, rawRef, p)
 		if err != nil {
 			return nil, err
 		}
+		p.pop()
+		p.pop()
 		key, ok := id.(string)
 		if !ok {
 			key = UnknownValue

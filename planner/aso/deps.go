@@ -54,8 +54,7 @@ func Dependencies(k *Kind, spec map[string]any) ([]Dep, error) {
 		return nil, err
 	}
 	w := depWalker{}
-	root := fpath{name: "spec", idx: -1}
-	w.object(td, spec, &root)
+	w.object(td, spec, newPath("spec"))
 	return w.deps, w.errs.Err()
 }
 
@@ -70,8 +69,9 @@ func (w *depWalker) object(td *typeDef, m map[string]any, p *fpath) {
 		if !ok || raw == nil || f.x == "owner" || f.x == "azureName" {
 			continue
 		}
-		fp := fpath{parent: p, name: f.name, idx: -1}
-		w.value(f, 0, raw, &fp)
+		p.push(f.name)
+		w.value(f, 0, raw, p)
+		p.pop()
 	}
 }
 
@@ -81,15 +81,17 @@ func (w *depWalker) value(f *field, d int, raw any, p *fpath) {
 		case []any:
 			for i, item := range x {
 				if item != nil {
-					ip := fpath{parent: p, idx: i}
-					w.value(f, d+1, item, &ip)
+					p.pushIdx(i)
+					w.value(f, d+1, item, p)
+					p.pop()
 				}
 			}
 		case map[string]any:
 			for _, key := range sortedKeys(x) {
 				if x[key] != nil {
-					kp := fpath{parent: p, name: key, idx: -1, key: true}
-					w.value(f, d+1, x[key], &kp)
+					p.pushKey(key)
+					w.value(f, d+1, x[key], p)
+					p.pop()
 				}
 			}
 		}

@@ -29,7 +29,7 @@ func Validate(k *Kind, obj map[string]any) diag.List {
 	}
 	v := validator{k: k}
 	raw, ok := obj["spec"]
-	root := fpath{name: "spec", idx: -1}
+	root := vpath{name: "spec", idx: -1}
 	switch spec := raw.(type) {
 	case map[string]any:
 		v.object(td, spec, &root, true)
@@ -49,14 +49,14 @@ type validator struct {
 	errs diag.List
 }
 
-func (v *validator) add(p *fpath, format string, a ...any) {
+func (v *validator) add(p *vpath, format string, a ...any) {
 	v.errs = append(v.errs, &diag.Error{Field: p.String(), Msg: fmt.Sprintf(format, a...)})
 }
 
-func (v *validator) object(td *typeDef, m map[string]any, p *fpath, root bool) {
+func (v *validator) object(td *typeDef, m map[string]any, p *vpath, root bool) {
 	for _, key := range sortedKeys(m) {
 		f := td.byName[key]
-		fp := fpath{parent: p, name: key, idx: -1}
+		fp := vpath{parent: p, name: key, idx: -1}
 		if f == nil {
 			v.add(&fp, "%s", unknownFieldMsg(key, td))
 			continue
@@ -76,7 +76,7 @@ func (v *validator) object(td *typeDef, m map[string]any, p *fpath, root bool) {
 		if root && f.x == "owner" && (v.k.Scope == ScopeLocation || v.k.Scope == ScopeTenant) {
 			continue
 		}
-		fp := fpath{parent: p, name: f.name, idx: -1}
+		fp := vpath{parent: p, name: f.name, idx: -1}
 		v.add(&fp, "required field is missing")
 	}
 	// Both forms of a *FromConfig pair.
@@ -95,7 +95,7 @@ func (v *validator) object(td *typeDef, m map[string]any, p *fpath, root bool) {
 	for _, names := range pairs {
 		if len(names) > 1 {
 			sort.Strings(names)
-			fp := fpath{parent: p, name: names[0], idx: -1}
+			fp := vpath{parent: p, name: names[0], idx: -1}
 			v.add(&fp, "set only one of %s", strings.Join(names, " and "))
 		}
 	}
@@ -138,7 +138,7 @@ func quoteJoin(s []string) string {
 	return strings.Join(q, " or ")
 }
 
-func (v *validator) value(f *field, d int, raw any, p *fpath) {
+func (v *validator) value(f *field, d int, raw any, p *vpath) {
 	if d < len(f.coll) {
 		switch f.coll[d] {
 		case collList:
@@ -148,7 +148,7 @@ func (v *validator) value(f *field, d int, raw any, p *fpath) {
 				return
 			}
 			for i, item := range l {
-				ip := fpath{parent: p, idx: i}
+				ip := vpath{parent: p, idx: i}
 				if item == nil {
 					v.add(&ip, "null list item")
 					continue
@@ -165,7 +165,7 @@ func (v *validator) value(f *field, d int, raw any, p *fpath) {
 				if mm[key] == nil {
 					continue
 				}
-				kp := fpath{parent: p, name: key, idx: -1, key: true}
+				kp := vpath{parent: p, name: key, idx: -1, key: true}
 				v.value(f, d+1, mm[key], &kp)
 			}
 		}
@@ -220,7 +220,7 @@ func (v *validator) value(f *field, d int, raw any, p *fpath) {
 		v.closed(m, p, []string{"key", "name", "value"})
 		for _, req := range []string{"name", "value"} {
 			if s, _ := m[req].(string); s == "" {
-				fp := fpath{parent: p, name: req, idx: -1}
+				fp := vpath{parent: p, name: req, idx: -1}
 				v.add(&fp, "required field is missing")
 			}
 		}
@@ -230,7 +230,7 @@ func (v *validator) value(f *field, d int, raw any, p *fpath) {
 	}
 }
 
-func (v *validator) enum(f *field, raw any, p *fpath) {
+func (v *validator) enum(f *field, raw any, p *vpath) {
 	got := scalarString(raw)
 	var want []string
 	for _, e := range f.enum {
@@ -264,7 +264,7 @@ func scalarString(x any) string {
 }
 
 // closed reports keys of m outside allowed (suggesting the right case).
-func (v *validator) closed(m map[string]any, p *fpath, allowed []string) {
+func (v *validator) closed(m map[string]any, p *vpath, allowed []string) {
 	for _, key := range sortedKeys(m) {
 		ok := false
 		for _, a := range allowed {
@@ -276,7 +276,7 @@ func (v *validator) closed(m map[string]any, p *fpath, allowed []string) {
 		if ok {
 			continue
 		}
-		fp := fpath{parent: p, name: key, idx: -1}
+		fp := vpath{parent: p, name: key, idx: -1}
 		msg := fmt.Sprintf("unknown field %q", key)
 		for _, a := range allowed {
 			if strings.EqualFold(a, key) {
@@ -291,7 +291,7 @@ func (v *validator) closed(m map[string]any, p *fpath, allowed []string) {
 	}
 }
 
-func (v *validator) keyed(raw any, p *fpath, allowed []string, needKey bool) {
+func (v *validator) keyed(raw any, p *vpath, allowed []string, needKey bool) {
 	m, ok := raw.(map[string]any)
 	if !ok {
 		v.add(p, "expected {%s}, got %s", strings.Join(allowed, ", "), typeName(raw))
@@ -303,16 +303,16 @@ func (v *validator) keyed(raw any, p *fpath, allowed []string, needKey bool) {
 			continue
 		}
 		if val, ok := m[req]; !ok || val == nil {
-			fp := fpath{parent: p, name: req, idx: -1}
+			fp := vpath{parent: p, name: req, idx: -1}
 			v.add(&fp, "required field is missing")
 		} else if _, ok := val.(string); !ok {
-			fp := fpath{parent: p, name: req, idx: -1}
+			fp := vpath{parent: p, name: req, idx: -1}
 			v.add(&fp, "expected a string, got %s", typeName(val))
 		}
 	}
 }
 
-func (v *validator) reference(f *field, raw any, p *fpath) {
+func (v *validator) reference(f *field, raw any, p *vpath) {
 	m, ok := raw.(map[string]any)
 	if !ok {
 		v.add(p, "expected a reference, got %s", typeName(raw))
@@ -326,7 +326,7 @@ func (v *validator) reference(f *field, raw any, p *fpath) {
 		g, _ := m["group"].(string)
 		kd, _ := m["kind"].(string)
 		if (g != "" || kd != "") && f.ownerKind != "" && g+"/"+kd != f.ownerKind {
-			fp := fpath{parent: p, name: "kind", idx: -1}
+			fp := vpath{parent: p, name: "kind", idx: -1}
 			v.add(&fp, "the owner of a %s must be a %s, not %s/%s", v.k.Kind, f.ownerKind, g, kd)
 		}
 		allowed = append(allowed, "group", "kind") // tolerated (ASO ignores them); wrong values reported above
@@ -340,7 +340,7 @@ func (v *validator) reference(f *field, raw any, p *fpath) {
 	for _, key := range allowed {
 		if val, ok := m[key]; ok && val != nil {
 			if _, ok := val.(string); !ok {
-				fp := fpath{parent: p, name: key, idx: -1}
+				fp := vpath{parent: p, name: key, idx: -1}
 				v.add(&fp, "expected a string, got %s", typeName(val))
 			}
 		}
@@ -376,7 +376,7 @@ func (v *validator) reference(f *field, raw any, p *fpath) {
 			v.add(p, "set armId, or group, kind and name")
 		}
 	case armID != "" && !strings.HasPrefix(armID, "/"):
-		fp := fpath{parent: p, name: "armId", idx: -1}
+		fp := vpath{parent: p, name: "armId", idx: -1}
 		v.add(&fp, "%q is not an ARM ID (it must start with /subscriptions/ or /providers/)", armID)
 	case name != "" && f.t != ftKnownRef:
 		g, _ := m["group"].(string)
@@ -384,7 +384,7 @@ func (v *validator) reference(f *field, raw any, p *fpath) {
 		if g == "" || kd == "" {
 			v.add(p, "a reference by name needs group and kind")
 		} else if IsASOGroup(g) && !kindExists(g, kd) {
-			fp := fpath{parent: p, name: "kind", idx: -1}
+			fp := vpath{parent: p, name: "kind", idx: -1}
 			v.add(&fp, "no ASO kind %s in group %s", kd, g)
 		}
 	}
@@ -515,4 +515,39 @@ func levenshtein(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(rb)]
+}
+
+// vpath is a field path for validation: a linked list, so that an error can
+// keep its own path while the walk goes on.
+type vpath struct {
+	parent *vpath
+	name   string
+	idx    int // list index, -1 for a field name
+	key    bool
+}
+
+func (p *vpath) String() string {
+	if p == nil {
+		return ""
+	}
+	var parts []*vpath
+	for q := p; q != nil; q = q.parent {
+		parts = append(parts, q)
+	}
+	var b strings.Builder
+	for i := len(parts) - 1; i >= 0; i-- {
+		q := parts[i]
+		switch {
+		case q.idx >= 0:
+			fmt.Fprintf(&b, "[%d]", q.idx)
+		case q.key:
+			fmt.Fprintf(&b, "[%s]", q.name)
+		default:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(q.name)
+		}
+	}
+	return b.String()
 }

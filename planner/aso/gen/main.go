@@ -10,7 +10,10 @@
 // type exists, every ARM pointer resolves through the ARM payload types, every
 // generated kind has its spec type) and writes one gzip-compressed JSON
 // document: provenance, the kinds table and one entry per API package.
-// The output is deterministic for a given input and -date.
+// The output is deterministic for a given input and -date. Two files are
+// written: catalog.json.gz (provenance, kinds, and an index into
+// packages.bin) and packages.bin (one gzip member per API package, decoded by
+// the runtime only when one of its kinds is used).
 package main
 
 import (
@@ -105,9 +108,9 @@ type provenanceOut struct {
 }
 
 type catalogOut struct {
-	Provenance provenanceOut              `json:"provenance"`
-	Kinds      []kindOut                  `json:"kinds"`
-	Packages   map[string]json.RawMessage `json:"packages"`
+	Provenance provenanceOut     `json:"provenance"`
+	Kinds      []kindOut         `json:"kinds"`
+	Packages   map[string][2]int `json:"packages"` // offset and length of the package's gzip member in packages.bin
 }
 
 // schemaFile is the shape of schema/<group>/<version>.json, checked but
@@ -154,7 +157,7 @@ type armTypeIn struct {
 func run(args []string) error {
 	fset := flag.NewFlagSet("gen", flag.ContinueOnError)
 	schemaDir := fset.String("schema", "../shared/aso-schema", "directory holding kinds.json, schema/, exceptions.json, provenance.json")
-	out := fset.String("out", "planner/aso/catalog/catalog.json.gz", "catalog file to write")
+	out := fset.String("out", "planner/aso/catalog/catalog.json.gz", "catalog file to write; the API packages go to packages.bin beside it")
 	date := fset.String("date", time.Now().UTC().Format("2006-01-02"), "generation date recorded in the provenance")
 	if err := fset.Parse(args); err != nil {
 		return err
@@ -303,29 +306,40 @@ func run(args []string) error {
 		return fmt.Errorf("inconsistent facts:\n%w", errors.Join(problems...))
 	}
 
+	// Each package is its own gzip member so that the runtime decompresses
+	// only the packages it uses.
+	keys := make([]string, 0, len(pkgOut))
+	for k := range pkgOut {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var pkgBin bytes.Buffer
+	index := make(map[string][2]int, len(keys))
+	rawPkgBytes := 0
+	for _, k := range keys {
+		start := pkgBin.Len()
+		if err := gz(&pkgBin, pkgOut[k]); err != nil {
+			return fmt.Errorf("compress package %s: %w", k, err)
+		}
+		index[k] = [2]int{start, pkgBin.Len() - start}
+		rawPkgBytes += len(pkgOut[k])
+	}
 	cat := catalogOut{
 		Provenance: provenanceOut{
 			Source: prov.Source, License: prov.License, Commit: prov.Commit, CommitDate: prov.CommitDate,
 			Generator:   "github.com/gitaso/gitaso/planner/aso/gen",
 			GeneratedAt: *date, FactsSHA256: hex.EncodeToString(h.Sum(nil)),
-			Kinds: len(outKinds), ConvertKinds: convertible, Packages: len(pkgOut), SchemaVersion: 1,
+			Kinds: len(outKinds), ConvertKinds: convertible, Packages: len(pkgOut), SchemaVersion: 2,
 		},
 		Kinds:    outKinds,
-		Packages: pkgOut,
+		Packages: index,
 	}
 	raw, err := json.Marshal(cat)
 	if err != nil {
 		return fmt.Errorf("encode catalog: %w", err)
 	}
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return err
-	}
-	if _, err := zw.Write(raw); err != nil {
-		return fmt.Errorf("compress catalog: %w", err)
-	}
-	if err := zw.Close(); err != nil {
+	if err := gz(&buf, raw); err != nil {
 		return fmt.Errorf("compress catalog: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
@@ -334,9 +348,26 @@ func run(args []string) error {
 	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write catalog: %w", err)
 	}
+	binPath := filepath.Join(filepath.Dir(*out), "packages.bin")
+	if err := os.WriteFile(binPath, pkgBin.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write packages: %w", err)
+	}
 	log.Info("catalog written", "out", *out, "kinds", len(outKinds), "convertible", convertible,
-		"packages", len(pkgOut), "jsonBytes", len(raw), "gzipBytes", buf.Len(), "commit", prov.Commit)
+		"packages", len(pkgOut), "kindsGzipBytes", buf.Len(), "packagesJSONBytes", rawPkgBytes,
+		"packagesGzipBytes", pkgBin.Len(), "commit", prov.Commit)
 	return nil
+}
+
+// gz appends data as one gzip member (no timestamp, so output is deterministic).
+func gz(w *bytes.Buffer, data []byte) error {
+	zw, err := gzip.NewWriterLevel(w, gzip.BestCompression)
+	if err != nil {
+		return err
+	}
+	if _, err := zw.Write(data); err != nil {
+		return err
+	}
+	return zw.Close()
 }
 
 // checkPackage verifies that the facts of one package are self-consistent.
