@@ -63,6 +63,9 @@ func Convert(k *Kind, spec map[string]any, azureName string, r Resolver) (*Body,
 	if td.arm == nil {
 		return nil, fmt.Errorf("%s: spec type %s has no ARM type", k, td.name)
 	}
+	if r == nil {
+		r = noResolver{}
+	}
 	c := converter{k: k, r: r}
 	obj, err := c.object(td, spec, newPath("spec"))
 	if err != nil {
@@ -764,3 +767,13 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// errNoResolver is returned for references, secrets and config maps converted without a Resolver.
+var errNoResolver = errors.New("no resolver given")
+
+type noResolver struct{}
+
+func (noResolver) ResourceID(string, string, string) (string, error) { return "", errNoResolver }
+func (noResolver) Secret(string, string) (string, error)             { return "", errNoResolver }
+func (noResolver) SecretMap(string) (map[string]string, error)       { return nil, errNoResolver }
+func (noResolver) ConfigMap(string, string) (string, error)          { return "", errNoResolver }
