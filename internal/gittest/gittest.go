@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"encoding/pem"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Request is one request the server answered.
@@ -252,3 +255,42 @@ func (s *Server) run(dir string, args ...string) string {
 	}
 	return string(out)
 }
+
+// StartDaemon serves the same repositories over git:// with `git daemon`
+// (read-only) and returns the base URL, e.g. "git://127.0.0.1:40123". The
+// daemon is stopped when the test ends.
+func (s *Server) StartDaemon() string {
+	s.t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		s.t.Fatalf("gittest: %v", err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(s.git, "daemon", "--reuseaddr", "--export-all", "--informative-errors",
+		"--listen=127.0.0.1", "--port="+strconv.Itoa(port), "--base-path="+s.root, s.root)
+	cmd.Env = append(os.Environ(), "HOME="+s.home, "GIT_CONFIG_NOSYSTEM=1")
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("gittest: git daemon: %v", err)
+	}
+	s.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return "git://" + addr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("gittest: git daemon did not start on %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// DaemonURL is the repository's git:// URL under a daemon base URL.
+func (r *Repo) DaemonURL(base string) string { return base + "/" + r.name + ".git" }

@@ -85,3 +85,17 @@ func TestServerRefusesWrongPassword(t *testing.T) {
 		t.Errorf("last request should be a 401: %+v", reqs)
 	}
 }
+
+func TestDaemon(t *testing.T) {
+	s := NewServer(t)
+	r := s.CreateRepo("platform")
+	sha := r.Commit(map[string]string{"a.yaml": "a: 1\n"}, nil, "first")
+	base := s.StartDaemon()
+	out, err := exec.Command("git", "ls-remote", r.DaemonURL(base), "refs/heads/main").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ls-remote: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), sha) {
+		t.Errorf("ls-remote = %q, want %s", out, sha)
+	}
+}
