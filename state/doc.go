@@ -24,7 +24,9 @@
 // Update runs one bbolt read-write transaction: everything the function writes
 // is committed with one fsync, or nothing is if it returns an error. Write one
 // reconcile's results in one Update; per-key transactions are about 100 times
-// slower (10,000 resources: ~0.2 s in one transaction, 5–10 s one by one).
+// slower. BenchmarkUpdate10k (10,000 resources of ~670 B in one Update) takes
+// about 0.3 s on a 2-core machine, BenchmarkResources10k (read and decode all
+// of them) about 0.1 s.
 // Committed data survives a crash: bbolt's copy-on-write pages and meta-page
 // switch make a commit atomic, and a process that dies mid-transaction leaves
 // the file as of the previous commit.
