@@ -127,6 +127,9 @@ func unknownFieldMsg(key string, td *typeDef) string {
 	if s := nearest(key, names, 3); len(s) > 0 {
 		return fmt.Sprintf("unknown field %q: did you mean %s?", key, quoteJoin(s))
 	}
+	if f := td.byName["reference"]; f != nil && (key == "armId" || key == "group" || key == "kind" || key == "name") {
+		return fmt.Sprintf("unknown field %q: the reference goes one level down, under \"reference\"", key)
+	}
 	return fmt.Sprintf("unknown field %q", key)
 }
 
@@ -414,12 +417,12 @@ func Suggest(group, version, kind string) []string {
 		case k.Group == group && k.Kind == kind:
 			s = versionDistance(k.Version, version)
 		case strings.EqualFold(k.Group, group) && strings.EqualFold(k.Kind, kind):
-			s = 100 + versionDistance(k.Version, version)
+			s = 1_000_000 + versionDistance(k.Version, version)
 		case strings.EqualFold(k.Kind, kind):
-			s = 200 + 10*levenshtein(strings.ToLower(k.Group), strings.ToLower(group)) + versionDistance(k.Version, version)/100
+			s = 2_000_000 + 100_000*levenshtein(strings.ToLower(k.Group), strings.ToLower(group)) + versionDistance(k.Version, version)
 		default:
 			if d := levenshtein(strings.ToLower(k.Kind), strings.ToLower(kind)); d <= 3 || (len(kind) >= 4 && strings.Contains(strings.ToLower(k.Kind), strings.ToLower(kind))) {
-				s = 1000 + 100*d + 10*levenshtein(k.Group, group) + versionDistance(k.Version, version)/100
+				s = 100_000_000 + 10_000_000*d + 100_000*levenshtein(k.Group, group) + versionDistance(k.Version, version)
 			}
 		}
 		if s != math.MaxInt {
@@ -454,15 +457,18 @@ func versionDistance(have, want string) int {
 		return 1
 	}
 	if hd == "" || wd == "" {
-		return 50 + levenshtein(have, want)
+		return 50_000 + levenshtein(have, want)
 	}
-	h, _ := strconv.Atoi(hd[:8])
-	w, _ := strconv.Atoi(wd[:8])
-	d := h - w
+	months := func(s string) int {
+		y, _ := strconv.Atoi(s[:4])
+		m, _ := strconv.Atoi(s[4:6])
+		return y*12 + m
+	}
+	d := months(hd) - months(wd)
 	if d < 0 {
 		d = -d*2 + 1 // older versions after newer ones at the same distance
 	}
-	return 2 + d
+	return min(2+d, 99_999) // never outweighs a group or kind mismatch
 }
 
 func versionDate(v string) string {
