@@ -557,3 +557,28 @@ func (p *vpath) String() string {
 	}
 	return b.String()
 }
+
+// LooksLikeASO reports whether a group that is not an ASO group (*.azure.com)
+// is probably meant to be one: a typo of an ASO group ("resources.azure.cm")
+// or ASO v1's azure.microsoft.com. Callers report such objects as errors
+// (with Suggest) instead of ignoring them as foreign kinds.
+func LooksLikeASO(group string) bool {
+	if IsASOGroup(group) || group == "" {
+		return false
+	}
+	lg := strings.ToLower(group)
+	if strings.Contains(lg, "azure") {
+		return true
+	}
+	seen := map[string]bool{}
+	for _, k := range Kinds() {
+		if seen[k.Group] {
+			continue
+		}
+		seen[k.Group] = true
+		if levenshtein(lg, k.Group) <= 3 {
+			return true
+		}
+	}
+	return false
+}

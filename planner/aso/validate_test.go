@@ -210,3 +210,26 @@ func TestSuggest(t *testing.T) {
 		t.Errorf("want 3 suggestions: %s", diff)
 	}
 }
+
+func TestLooksLikeASO(t *testing.T) {
+	for g, want := range map[string]bool{
+		"resources.azure.cm":      true,
+		"azure.microsoft.com":     true,
+		"storage.azure.com":       false, // is ASO
+		"":                        false,
+		"apps":                    false,
+		"networking.k8s.io":       false,
+		"kustomize.config.k8s.io": false,
+		"resources.azure.co":      true,
+	} {
+		if got := LooksLikeASO(g); got != want {
+			t.Errorf("LooksLikeASO(%q) = %v, want %v", g, got, want)
+		}
+	}
+	if s := Suggest("azure.microsoft.com", "v1alpha1", "ResourceGroup"); len(s) == 0 || s[0] != "resources.azure.com/v1api20200601 ResourceGroup" {
+		t.Errorf("Suggest for an ASO v1 ResourceGroup = %q", s)
+	}
+	if s := Suggest("resources.azure.cm", "v1api20200601", "ResourceGroup"); len(s) == 0 || s[0] != "resources.azure.com/v1api20200601 ResourceGroup" {
+		t.Errorf("Suggest for a group typo = %q", s)
+	}
+}
