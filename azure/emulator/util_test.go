@@ -1,0 +1,15 @@
+package emulator_test
+
+import (
+	"encoding/json"
+	"net/url"
+)
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func jsonString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func urlEscape(s string) string { return url.QueryEscape(s) }
