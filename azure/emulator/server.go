@@ -129,10 +129,15 @@ func (e *Emulator) initFresh() error {
 	if e.ca, err = newCertAuthority(); err != nil {
 		return err
 	}
-	if e.tokens, err = newSigner(); err != nil {
-		return err
-	}
-	if e.saKeys, err = newSigner(); err != nil {
+	var saErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.saKeys, saErr = newSigner()
+	}()
+	e.tokens, err = newSigner()
+	<-done
+	if err = errors.Join(err, saErr); err != nil {
 		return err
 	}
 	e.adminToken = randomSecret(40)
@@ -195,6 +200,9 @@ func hostOf(addr string) []string {
 // Close stops the server and, with a data file, writes the final snapshot.
 func (e *Emulator) Close() error {
 	e.closeOnce.Do(func() {
+		if t, ok := e.httpClient.Transport.(*http.Transport); ok {
+			t.CloseIdleConnections()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		err := e.srv.Shutdown(ctx)
@@ -204,9 +212,6 @@ func (e *Emulator) Close() error {
 			if ferr := e.persist.flush(); ferr != nil {
 				err = errors.Join(err, ferr)
 			}
-		}
-		if t, ok := e.httpClient.Transport.(*http.Transport); ok {
-			t.CloseIdleConnections()
 		}
 		e.closeErr = err
 	})
