@@ -128,6 +128,14 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 	// ASO objects.
 	for _, o := range snap.Objects {
 		if !IsASO(o.Group()) {
+			if aso.LooksLikeASO(o.Group()) {
+				msg := fmt.Sprintf("%s is not an ASO API group", o.APIVersion())
+				if s := suggestKinds(o.Group(), o.Version(), o.Kind()); len(s) > 0 {
+					msg += "; did you mean " + strings.Join(s, " or ") + "?"
+				}
+				errs = append(errs, objErr(o, "apiVersion", "%s", msg))
+				continue
+			}
 			if !(o.Group() == "" && o.Version() == "v1" && (o.Kind() == "ConfigMap" || o.Kind() == "Secret")) {
 				g.ignored = append(g.ignored, o)
 			}
@@ -167,7 +175,12 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 				"unknown reconcile policy %q (want manage, skip or detach-on-delete)", n.Policy))
 		}
 		deps, err := aso.Dependencies(k, spec)
-		if err != nil {
+		if l := diag.AsList(err); len(l) > 0 {
+			for _, e := range l {
+				e.File, e.Line, e.Object = o.File, o.Line, o.ID()
+				errs = append(errs, e)
+			}
+		} else if err != nil {
 			errs = append(errs, objErr(o, "spec", "%v", err))
 		}
 		n.Deps = deps
@@ -444,10 +457,7 @@ func (g *Graph) edges(n *Node) diag.List {
 				continue
 			}
 			if d.Name == "" || d.Kind == "" {
-				if d.WellKnownName == "" {
-					errs = append(errs, objErr(n.Object, d.Field, "a reference needs armId, or group, kind and name"))
-				}
-				continue
+				continue // reported by aso.Dependencies and aso.Validate
 			}
 			t := g.byKey[Key(n.Namespace, d.Group, d.Kind, d.Name)]
 			if t == nil {

@@ -144,6 +144,13 @@ func (g *Graph) planNode(n *Node, in Input) (*Resource, error) {
 	for _, s := range body.Unknown {
 		skip[s] = true
 	}
+	if n.Kind.HasHook("armPayloadModifier") || n.Kind.Kind == "RoleAssignment" {
+		// A built-in role's name (wellKnownName) becomes its ID only in the
+		// executor's hook: compare what ARM holds with that, not the name.
+		if v := gjsonString(body.JSON, "properties", "roleDefinitionId"); v != "" && !strings.HasPrefix(v, "/") {
+			skip["/properties/roleDefinitionId"] = true
+		}
+	}
 	desiredDoc, err := decode(red)
 	if err != nil {
 		return nil, fmt.Errorf("decode body: %w", err)
@@ -259,4 +266,21 @@ func (p *Plan) Keys() []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// gjsonString reads a string at a path of object keys, "" when absent.
+func gjsonString(body []byte, path ...string) string {
+	var doc any
+	if json.Unmarshal(body, &doc) != nil {
+		return ""
+	}
+	for _, p := range path {
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return ""
+		}
+		doc = m[p]
+	}
+	s, _ := doc.(string)
+	return s
 }

@@ -148,6 +148,13 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 		rep.Run.Revision = snap.Revision
 		rep.Ignored = snap.Ignored
 	}
+	var revErr *source.RevisionError
+	if errors.As(err, &revErr) {
+		// The commit was fetched but cannot be parsed: refused like any
+		// other input error, with its revision.
+		rep.Run.Revision = revErr.Revision
+		snap = &source.Snapshot{Revision: revErr.Revision}
+	}
 	if err != nil {
 		var l diag.List
 		if errors.As(err, &l) || snap != nil {

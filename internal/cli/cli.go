@@ -1,0 +1,351 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gitaso/gitaso/azure"
+	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/source"
+	"github.com/gitaso/gitaso/state"
+)
+
+// Version is set at build time with -ldflags "-X github.com/gitaso/gitaso/internal/cli.Version=...".
+var Version = "dev"
+
+// ExitError carries a process exit code (2: plan has changes).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// settings are the options shared by serve, plan, apply and validate.
+type settings struct {
+	repo, branch, path, dir, cacheDir string
+	gitUser, gitPasswordFile, gitCA   string
+	stateFile                         string
+	cloudConfig, credentialsDir       string
+	subscription                      string
+	defaultPolicy                     string
+	namespacePolicies                 []string
+	parallelism                       int
+	logLevel, logFormat               string
+	config                            string
+}
+
+func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
+	fs.StringVar(&s.config, "config", "", "config file (YAML) with the same keys as the flags, e.g. `repo: https://...`")
+	fs.StringVar(&s.repo, "repo", "", "Git repository URL (https://, http://, git://, file:// or a path)")
+	fs.StringVar(&s.branch, "branch", "main", "branch to follow")
+	fs.StringVar(&s.path, "path", "", "directory inside the repository holding the manifests")
+	fs.StringVar(&s.dir, "dir", "", "read manifests from this local directory instead of Git (development)")
+	fs.StringVar(&s.cacheDir, "cache-dir", defaultCacheDir(), "where the Git clone is kept between runs")
+	fs.StringVar(&s.gitUser, "git-username", "", "username for HTTPS Git")
+	fs.StringVar(&s.gitPasswordFile, "git-password-file", "", "file holding the HTTPS Git password or token")
+	fs.StringVar(&s.gitCA, "git-ca-file", "", "PEM file of extra CAs to trust for HTTPS Git")
+	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&s.logFormat, "log-format", "text", "text or json")
+	if !withAzure {
+		fs.StringVar(&s.subscription, "subscription", "", "subscription ID for resources using the global credential (default $AZURE_SUBSCRIPTION_ID)")
+		fs.StringVar(&s.credentialsDir, "credentials-dir", "", "directory of credential secrets kept out of Git: <namespace>/<secret>.env|.yaml")
+		return
+	}
+	fs.StringVar(&s.stateFile, "state", "gitaso.db", "bbolt state file")
+	fs.StringVar(&s.cloudConfig, "cloud-config", "", "Azure cloud configuration file (endpoints and CA), e.g. the one `gitaso emulator` writes; default public Azure")
+	fs.StringVar(&s.credentialsDir, "credentials-dir", "", "directory of credential secrets kept out of Git: <namespace>/<secret>.env|.yaml")
+	fs.StringVar(&s.subscription, "subscription", "", "subscription ID for resources using the global credential (default $AZURE_SUBSCRIPTION_ID)")
+	fs.StringVar(&s.defaultPolicy, "default-reconcile-policy", "manage", "reconcile policy of resources without the annotation: manage, skip or detach-on-delete (ASO's DEFAULT_RECONCILE_POLICY)")
+	fs.StringSliceVar(&s.namespacePolicies, "namespace-reconcile-policy", nil, "per-namespace default policy, NAMESPACE=POLICY (repeatable)")
+	fs.IntVar(&s.parallelism, "parallelism", 16, "concurrent ARM operations")
+}
+
+func defaultCacheDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "gitaso")
+	}
+	return ".gitaso-cache"
+}
+
+// applyEnvAndConfig fills every flag the user did not set from GITASO_<FLAG>
+// (dashes as underscores) and then from the config file.
+func applyEnvAndConfig(fs *pflag.FlagSet) error {
+	var file map[string]any
+	if cf := fs.Lookup("config"); cf != nil {
+		path := cf.Value.String()
+		if path == "" {
+			path = os.Getenv("GITASO_CONFIG")
+		}
+		if path != "" {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("read config file: %w", err)
+			}
+			if err := yaml.Unmarshal(b, &file); err != nil {
+				return fmt.Errorf("config file %s: %w", path, err)
+			}
+			for k := range file {
+				if fs.Lookup(k) == nil {
+					return fmt.Errorf("config file %s: unknown setting %q (settings are the flag names, see --help)", path, k)
+				}
+			}
+		}
+	}
+	var errs []error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || f.Name == "config" {
+			return
+		}
+		env := "GITASO_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			}
+			return
+		}
+		if v, ok := file[f.Name]; ok {
+			var s string
+			switch t := v.(type) {
+			case []any:
+				parts := make([]string, len(t))
+				for i, p := range t {
+					parts[i] = fmt.Sprint(p)
+				}
+				s = strings.Join(parts, ",")
+			default:
+				s = fmt.Sprint(t)
+			}
+			if err := f.Value.Set(s); err != nil {
+				errs = append(errs, fmt.Errorf("config %s: %w", f.Name, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (s *settings) logger(w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(s.logLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if s.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func (s *settings) source(log *slog.Logger) (source.Source, error) {
+	switch {
+	case s.dir != "" && s.repo != "":
+		return nil, errors.New("set either --repo or --dir, not both")
+	case s.dir != "":
+		return source.NewDir(s.dir, s.path), nil
+	case s.repo != "":
+		opts := source.GitOptions{URL: s.repo, Branch: s.branch, Path: s.path, CacheDir: s.cacheDir, Username: s.gitUser, Logger: log}
+		if s.gitPasswordFile != "" {
+			b, err := os.ReadFile(s.gitPasswordFile)
+			if err != nil {
+				return nil, fmt.Errorf("read --git-password-file: %w", err)
+			}
+			opts.Password = strings.TrimSpace(string(b))
+		}
+		if s.gitCA != "" {
+			b, err := os.ReadFile(s.gitCA)
+			if err != nil {
+				return nil, fmt.Errorf("read --git-ca-file: %w", err)
+			}
+			opts.CABundle = b
+		}
+		return source.NewGit(opts)
+	}
+	return nil, errors.New("no source: set --repo URL (with --branch and --path) or --dir DIRECTORY")
+}
+
+// localSecrets reads every secret of the credentials directory.
+func (s *settings) localSecrets() (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	if s.credentialsDir == "" {
+		return out, nil
+	}
+	lookup := azure.DirSecrets(s.credentialsDir)
+	nss, err := os.ReadDir(s.credentialsDir)
+	if err != nil {
+		return nil, fmt.Errorf("read --credentials-dir: %w", err)
+	}
+	for _, ns := range nss {
+		if !ns.IsDir() {
+			continue
+		}
+		files, err := os.ReadDir(filepath.Join(s.credentialsDir, ns.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read --credentials-dir: %w", err)
+		}
+		for _, f := range files {
+			name := strings.TrimSuffix(f.Name(), filepath.Ext(f.Name()))
+			if f.IsDir() || name == "" {
+				continue
+			}
+			data, ok, err := lookup(ns.Name(), name)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out[ns.Name()+"/"+name] = data
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *settings) policies() (map[string]string, error) {
+	m := map[string]string{}
+	for _, p := range s.namespacePolicies {
+		ns, pol, ok := strings.Cut(p, "=")
+		if !ok || ns == "" || pol == "" {
+			return nil, fmt.Errorf("--namespace-reconcile-policy %q: want NAMESPACE=POLICY", p)
+		}
+		m[ns] = pol
+	}
+	return m, nil
+}
+
+// env holds what a command built from the settings.
+type env struct {
+	log     *slog.Logger
+	src     source.Source
+	db      *state.DB
+	clients *azure.Clients
+	cfg     reconcile.Config
+}
+
+func (e *env) close() {
+	if e.db != nil {
+		_ = e.db.Close()
+	}
+}
+
+// build prepares source, state, credentials and ARM clients. offline skips
+// everything Azure.
+func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error) {
+	e := &env{log: s.logger(stderr), cfg: reconcile.DefaultConfig()}
+	var err error
+	if e.src, err = s.source(e.log); err != nil {
+		return nil, err
+	}
+	if e.cfg.Secrets, err = s.localSecrets(); err != nil {
+		return nil, err
+	}
+	if e.cfg.NamespacePolicy, err = s.policies(); err != nil {
+		return nil, err
+	}
+	e.cfg.DefaultPolicy = s.defaultPolicy
+	if s.parallelism > 0 {
+		e.cfg.Parallelism = s.parallelism
+	}
+	e.cfg.SubscriptionID = s.subscription
+	if e.cfg.SubscriptionID == "" {
+		e.cfg.SubscriptionID = os.Getenv("AZURE_SUBSCRIPTION_ID")
+	}
+	if offline {
+		if e.cfg.SubscriptionID == "" {
+			e.cfg.SubscriptionID = "00000000-0000-0000-0000-000000000000"
+		}
+		return e, nil
+	}
+	cloud := azure.PublicCloud()
+	path := s.cloudConfig
+	if path == "" {
+		path = os.Getenv("GITASO_CLOUD_CONFIG")
+	}
+	if path != "" {
+		if cloud, err = azure.LoadCloud(path); err != nil {
+			return nil, err
+		}
+	}
+	cred, err := azure.CredentialFromEnv()
+	switch {
+	case err == nil:
+		e.cfg.Global = cred
+		if e.cfg.SubscriptionID == "" {
+			e.cfg.SubscriptionID = cred.SubscriptionID
+		}
+	case errors.Is(err, azure.ErrNoCredential):
+		e.log.Warn("no global Azure credential in the environment; only namespaces with an aso-credential secret can be applied")
+	default:
+		return nil, fmt.Errorf("global credential: %w", err)
+	}
+	opts := azure.DefaultOptions()
+	opts.Logger = e.log
+	e.clients = azure.NewClients(cloud, opts)
+	if needState {
+		if e.db, err = state.Open(s.stateFile); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Run executes the gitaso command line.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	root := &cobra.Command{
+		Use:   "gitaso",
+		Short: "Run Azure Service Operator manifests from Git, without Kubernetes",
+		Long: `gitaso reads ASO v2 manifests (apiVersion: <group>.azure.com/<version>) from a Git branch,
+plans the exact ARM requests ASO would send, and applies them to Azure in dependency order.
+
+  gitaso validate --dir ./infra                 parse and check everything, no Azure calls
+  gitaso plan --repo https://git/x --path infra show what would change (exit code 2 when changes are pending)
+  gitaso plan --offline --subscription ID ...   plan without any Azure access (everything as a create)
+  gitaso apply --repo ...                       apply once
+  gitaso serve --repo ... --listen :8080        run the daemon: poll, apply, serve status
+  gitaso emulator                               run a local Azure (ARM + Entra ID) for experiments
+
+Every flag can also be set as an environment variable GITASO_<FLAG> (dashes as underscores) or in a
+YAML --config file with the flag names as keys; flags win over the environment, which wins over the file.
+Azure credentials come from the environment as ASO reads them (AZURE_SUBSCRIPTION_ID, AZURE_TENANT_ID,
+AZURE_CLIENT_ID and AZURE_CLIENT_SECRET, a certificate, AZURE_FEDERATED_TOKEN_FILE, or managed identity),
+from an aso-credential Secret per namespace, or per resource with serviceoperator.azure.com/credential-from.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(validateCmd(stdout, stderr), planCmd(stdout, stderr), applyCmd(stdout, stderr),
+		serveCmd(stdout, stderr), emulatorCmd(stdout, stderr), versionCmd(stdout))
+	return root.ExecuteContext(ctx)
+}
+
+func versionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print gitaso's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(stdout, "gitaso %s\n", Version)
+			return err
+		},
+	}
+}
+
+func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	fs.DurationVar(p, name, def, usage)
+}

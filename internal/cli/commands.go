@@ -1,0 +1,276 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitaso/gitaso/api"
+	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/executor"
+	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/reconcile"
+)
+
+func validateCmd(stdout, stderr io.Writer) *cobra.Command {
+	s := &settings{}
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Parse the manifests, build the dependency graph and report every error (no Azure calls)",
+		Long: `validate reads every *.yaml/*.yml below the path, checks each ASO object against the catalog of
+ASO kinds (group, version, kind, field names and casing, enums, required fields, references, owners,
+credentials) and builds the dependency graph. All errors are reported together, each naming the file,
+line, object and field. Exit code 1 when there is any error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnvAndConfig(cmd.Flags()); err != nil {
+				return err
+			}
+			e, err := s.build(stderr, true, false)
+			if err != nil {
+				return err
+			}
+			r := reconcile.New(e.src, nil, nil, e.cfg, e.log)
+			snap, g, err := r.Build(cmd.Context())
+			if err != nil {
+				return reportInputErrors(stderr, err)
+			}
+			for _, o := range g.Ignored() {
+				fmt.Fprintf(stderr, "%s:%d: %s: ignored: %s is not an ASO kind, ConfigMap or Secret\n", o.File, o.Line, o.ID(), o.APIVersion())
+			}
+			_, err = fmt.Fprintf(stdout, "%d resources valid at revision %s\n", len(g.Nodes), snap.Revision)
+			return err
+		},
+	}
+	s.register(cmd.Flags(), false)
+	return cmd
+}
+
+func reportInputErrors(stderr io.Writer, err error) error {
+	if l := diag.AsList(err); len(l) > 0 {
+		for _, e := range l.Sorted() {
+			fmt.Fprintln(stderr, e.Error())
+		}
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d errors", len(l))}
+	}
+	return err
+}
+
+func planCmd(stdout, stderr io.Writer) *cobra.Command {
+	s := &settings{}
+	var output string
+	var offline, refresh bool
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Show what applying the branch would change in Azure (exit code 2 when changes are pending)",
+		Long: `plan converts every manifest into the ARM request ASO would send and compares it with what gitaso
+last applied (the state file) and, with --refresh (the default), with what Azure holds now.
+
+  --output text   reads like terraform plan, with ASO names and ARM IDs
+  --output json   the documented JSON interface: {"revision", "resources": [{"namespace", "kind", "name",
+                  "action", "armId", "request": {"method", "path", "body"}, "changes": [...]}]}
+  --offline       no Azure and no state at all: everything is a create (needs --subscription or
+                  AZURE_SUBSCRIPTION_ID; defaults to the zero subscription), for air-gapped review and CI
+
+Secret values are never shown. Exit codes: 0 no changes, 2 changes pending, 1 error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnvAndConfig(cmd.Flags()); err != nil {
+				return err
+			}
+			e, err := s.build(stderr, offline, !offline)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
+			rep, err := r.PlanOnly(cmd.Context(), refresh && !offline)
+			if err != nil {
+				return reportInputErrors(stderr, err)
+			}
+			switch output {
+			case "json":
+				err = planner.RenderJSON(stdout, rep.Plan)
+			case "text":
+				err = planner.RenderText(stdout, rep.Plan, planner.TextOptions{})
+			default:
+				return fmt.Errorf("--output %q: want text or json", output)
+			}
+			if err != nil {
+				return err
+			}
+			if rep.Plan.HasChanges() {
+				return &ExitError{Code: 2}
+			}
+			return nil
+		},
+	}
+	s.register(cmd.Flags(), true)
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().BoolVar(&offline, "offline", false, "plan without Azure or state: everything is a create")
+	cmd.Flags().BoolVar(&refresh, "refresh", true, "read Azure to find drift and resources to adopt")
+	return cmd
+}
+
+func applyCmd(stdout, stderr io.Writer) *cobra.Command {
+	s := &settings{}
+	var refresh bool
+	cmd := &cobra.Command{
+		Use:   "apply",
+		Short: "Plan and apply the branch once",
+		Long: `apply plans like 'gitaso plan' and applies the plan: PUTs in dependency order with bounded parallelism,
+then deletions of what was removed from Git, children first. Results, exports and the run are recorded in
+the state file. A revision with any input error is refused whole. Exit code 1 when anything failed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnvAndConfig(cmd.Flags()); err != nil {
+				return err
+			}
+			e, err := s.build(stderr, false, true)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
+			rep, err := r.Once(cmd.Context(), reconcile.Options{Trigger: "cli", Refresh: refresh})
+			if rep != nil && rep.Plan != nil {
+				if perr := planner.RenderText(stdout, rep.Plan, planner.TextOptions{}); perr != nil {
+					return perr
+				}
+			}
+			if err != nil {
+				return reportInputErrors(stderr, err)
+			}
+			if rep.Result != nil {
+				printResult(stdout, rep.Result)
+				if rep.Result.Failed() {
+					return &ExitError{Code: 1, Err: errors.New(rep.Run.Error)}
+				}
+			}
+			return nil
+		},
+	}
+	s.register(cmd.Flags(), true)
+	cmd.Flags().BoolVar(&refresh, "refresh", true, "read Azure first to find drift and resources to adopt")
+	return cmd
+}
+
+func printResult(w io.Writer, res *executor.Result) {
+	fmt.Fprintf(w, "\nApply finished in %s:\n", res.Finished.Sub(res.Started).Round(time.Millisecond))
+	for _, rr := range res.Resources {
+		if rr == nil || rr.Outcome == executor.Unchanged {
+			continue
+		}
+		line := fmt.Sprintf("  %-9s %s", rr.Outcome, rr.Resource.ID())
+		if rr.Ready.Status == "False" {
+			line += fmt.Sprintf(" [%s %s] %s", rr.Ready.Severity, rr.Ready.Reason, rr.Ready.Message)
+		}
+		fmt.Fprintln(w, line)
+	}
+	c := res.Counts()
+	fmt.Fprintf(w, "%d applied, %d unchanged, %d deleted, %d detached, %d observed, %d failed, %d skipped.\n",
+		c["applied"], c["unchanged"], c["deleted"], c["detached"], c["observed"], c["failed"], c["skipped"])
+}
+
+func serveCmd(stdout, stderr io.Writer) *cobra.Command {
+	s := &settings{}
+	var listen, tokenFile string
+	var interval, syncPeriod time.Duration
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon: follow the branch, apply every new revision, resync Azure, serve status",
+		Long: `serve polls the branch every --interval and applies every new revision; every --sync-period it also
+reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
+
+  GET  /api/v1/resources[?namespace=&kind=&ready=]   per-resource status (ASO's Ready condition)
+  GET  /api/v1/resources/{namespace}/{kind}/{name}
+  GET  /api/v1/runs                                  run history with revisions
+  GET  /api/v1/plan                                  the latest plan (JSON interface)
+  POST /api/v1/sync                                  reconcile now (with a refresh)
+  GET  /healthz  /readyz  /metrics`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnvAndConfig(cmd.Flags()); err != nil {
+				return err
+			}
+			e, err := s.build(stderr, false, true)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			e.cfg.Interval, e.cfg.SyncPeriod = interval, syncPeriod
+			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
+			var token string
+			if tokenFile != "" {
+				b, err := readTrim(tokenFile)
+				if err != nil {
+					return fmt.Errorf("read --api-token-file: %w", err)
+				}
+				token = b
+			}
+			h := api.New(e.db, api.Options{Sync: r.Sync, Ready: r.Ready, Logger: e.log, Token: token})
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", listen, err)
+			}
+			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+			e.log.Info("serving", "address", "http://"+ln.Addr().String(), "state", s.stateFile)
+			fmt.Fprintf(stdout, "gitaso serving on http://%s (API /api/v1/resources)\n", ln.Addr())
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() { errc <- srv.Serve(ln) }()
+			loopErr := make(chan error, 1)
+			go func() { loopErr <- r.Loop(ctx) }()
+			select {
+			case <-ctx.Done():
+			case err := <-errc:
+				cancel()
+				return err
+			case err := <-loopErr:
+				if err != nil {
+					return err
+				}
+			}
+			shut, c2 := context.WithTimeout(context.Background(), 5*time.Second)
+			defer c2()
+			_ = srv.Shutdown(shut)
+			<-loopErr
+			return nil
+		},
+	}
+	s.register(cmd.Flags(), true)
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the HTTP API")
+	cmd.Flags().StringVar(&tokenFile, "api-token-file", "", "file with a bearer token required by POST endpoints")
+	durationFlag(cmd.Flags(), &interval, "interval", time.Minute, "how often the branch is polled")
+	durationFlag(cmd.Flags(), &syncPeriod, "sync-period", time.Hour, "how often Azure is read back to correct drift (0 disables)")
+	return cmd
+}
+
+func emulatorCmd(stdout, stderr io.Writer) *cobra.Command {
+	var o emulator.CommandOptions
+	cmd := &cobra.Command{
+		Use:   "emulator",
+		Short: "Run a local Azure: ARM and Entra ID over HTTPS with an in-process CA",
+		Long: `emulator starts gitaso's ARM + Entra ID emulator on loopback, writes its CA certificate and a cloud
+configuration file, creates a bootstrap service principal with Owner on the default subscription and
+prints the environment a client needs (eval "$(gitaso emulator ... )" style lines). It runs until
+interrupted. State is in memory unless --data is given.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnvAndConfig(cmd.Flags()); err != nil {
+				return err
+			}
+			return emulator.RunCommand(cmd.Context(), o, stdout)
+		},
+	}
+	registerEmulatorFlags(cmd, &o)
+	return cmd
+}

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gitaso/gitaso/azure/emulator"
+)
+
+// federatedToken asks the emulator command to act as a cluster's OIDC issuer
+// for gitaso itself: it writes a service-account token that workload-identity
+// credentials exchange (AZURE_FEDERATED_TOKEN_FILE) and renews it.
+type federatedToken struct {
+	file, issuer, subject string
+}
+
+func registerEmulatorFlags(cmd *cobra.Command, o *emulator.CommandOptions) {
+	def := emulator.DefaultCommandOptions()
+	fs := cmd.Flags()
+	fs.StringVar(&o.Addr, "addr", def.Addr, "listen address (HTTPS)")
+	fs.StringVar(&o.Dir, "dir", def.Dir, "directory for ca.pem and cloud.json")
+	fs.StringVar(&o.DataFile, "data", "", "keep the emulator's state in this file across restarts (default: in memory)")
+	fs.DurationVar(&o.Latency, "latency", 0, "duration of long-running operations (e.g. 2s) for types without their own")
+	fs.Float64Var(&o.ThrottleScale, "throttle-scale", 1, "scale ARM's throttling buckets (0.1 = ten times stricter)")
+	fs.BoolVar(&o.NoThrottle, "no-throttle", false, "disable throttling")
+	fs.StringVar(&o.SubscriptionID, "subscription", "", "default subscription ID")
+	fs.StringVar(&o.TenantID, "tenant", "", "tenant ID")
+	fs.StringSliceVar(&o.Hostnames, "hostname", nil, "extra host names for the serving certificate (repeatable)")
+	ft := &federatedToken{}
+	fs.StringVar(&ft.file, "federated-token-file", "", "write a service-account token here (renewed hourly) for workload identity, as a cluster's OIDC issuer would")
+	fs.StringVar(&ft.issuer, "federated-issuer", "https://oidc.gitaso.local/cluster-01/", "issuer of the federated token")
+	fs.StringVar(&ft.subject, "federated-subject", "system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default", "subject of the federated token")
+	o.OnReady = func(e *emulator.Emulator) {
+		if ft.file == "" {
+			return
+		}
+		write := func() {
+			tok, err := e.IssueServiceAccountToken(ft.issuer, ft.subject, "api://AzureADTokenExchange")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "gitaso emulator: federated token:", err)
+				return
+			}
+			tmp := ft.file + ".tmp"
+			if err := os.WriteFile(tmp, []byte(tok), 0o600); err == nil {
+				_ = os.Rename(tmp, ft.file)
+			}
+		}
+		if abs, err := filepath.Abs(ft.file); err == nil {
+			ft.file = abs
+		}
+		write()
+		fmt.Fprintf(cmd.OutOrStdout(), "export AZURE_FEDERATED_TOKEN_FILE=%s\n", ft.file)
+		go func() {
+			t := time.NewTicker(50 * time.Minute)
+			defer t.Stop()
+			for {
+				select {
+				case <-cmd.Context().Done():
+					return
+				case <-t.C:
+					write()
+				}
+			}
+		}()
+	}
+}
