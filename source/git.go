@@ -16,13 +16,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
@@ -91,6 +94,7 @@ type Git struct {
 
 	mu      sync.Mutex
 	repo    *git.Repository
+	storage *filesystem.Storage // nil in memory
 	lastRev string
 	last    *Snapshot
 	lastErr error
@@ -253,21 +257,28 @@ func (g *Git) open() (*git.Repository, error) {
 		repo = r
 	} else {
 		dir := filepath.Join(g.opts.CacheDir, cacheKey(g.url, g.opts.Branch))
-		r, err := git.PlainOpen(dir)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("git source %s: create cache: %w", g.display, err)
+		}
+		// Keep a few pack files open: reading thousands of blobs would
+		// otherwise reopen the pack for every object.
+		st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(),
+			filesystem.Options{MaxOpenDescriptors: 16})
+		r, err := git.Open(st, nil)
 		switch {
 		case err == nil:
 			g.log.Debug("git cache opened", "dir", dir)
 		case errors.Is(err, git.ErrRepositoryNotExists):
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return nil, fmt.Errorf("git source %s: create cache: %w", g.display, err)
-			}
-			r, err = git.PlainInit(dir, true)
+			r, err = git.Init(st, nil)
 			if err != nil {
+				_ = st.Close()
 				return nil, fmt.Errorf("git source %s: init cache %s: %w", g.display, dir, err)
 			}
 		default:
+			_ = st.Close()
 			return nil, fmt.Errorf("git source %s: open cache %s (delete it to start over): %w", g.display, dir, err)
 		}
+		g.storage = st
 		repo = r
 	}
 	if rem, err := repo.Remote("origin"); err == nil {
@@ -368,18 +379,24 @@ func (g *Git) readBlob(h plumbing.Hash) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	data := make([]byte, 0, b.Size)
-	buf := make([]byte, 32*1024)
-	for {
-		n, err := r.Read(buf)
-		data = append(data, buf[:n]...)
-		if err == io.EOF {
-			return data, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	data := make([]byte, b.Size)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, err
 	}
+	return data, nil
+}
+
+// Close releases the cache's open files. The Git value can be used again
+// afterwards (it reopens the cache).
+func (g *Git) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var err error
+	if g.storage != nil {
+		err = g.storage.Close()
+	}
+	g.repo, g.storage = nil, nil
+	return err
 }
 
 // wrap names the URL and branch in an error and classifies go-git's errors.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gitaso/gitaso/internal/diag"
 )
@@ -95,14 +98,15 @@ func Build(ctx context.Context, revision string, files []File, r Renderer) (*Sna
 		line int
 	}
 	seen := map[string]seenAt{}
-	for _, f := range files {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
+	parsed, err := parseAll(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	for i, f := range files {
 		if isKustomization(f.Path) {
 			continue
 		}
-		objs, err := ParseFile(f.Path, f.Data)
+		objs, err := parsed[i].objs, parsed[i].err
 		if err != nil {
 			if l := diag.AsList(err); l != nil {
 				errs = append(errs, l...)
@@ -146,6 +150,35 @@ func Build(ctx context.Context, revision string, files []File, r Renderer) (*Sna
 		return nil, &RevisionError{Revision: revision, Errors: errs.Sorted()}
 	}
 	return snap, nil
+}
+
+type parseResult struct {
+	objs []Object
+	err  error
+}
+
+// parseAll parses files on all CPUs; each goroutine writes its own slots.
+func parseAll(ctx context.Context, files []File) ([]parseResult, error) {
+	out := make([]parseResult, len(files))
+	workers := min(runtime.GOMAXPROCS(0), len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(files) || ctx.Err() != nil {
+					return
+				}
+				if isKustomization(files[i].Path) {
+					continue
+				}
+				out[i].objs, out[i].err = ParseFile(files[i].Path, files[i].Data)
+			}
+		})
+	}
+	wg.Wait()
+	return out, ctx.Err()
 }
 
 // cleanPath validates a sub-path inside the repository and returns it as a
