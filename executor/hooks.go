@@ -1,58 +1,119 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"weak"
 
 	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/state"
 )
 
 // roleDefinitionsAPIVersion is the api-version ASO lists role definitions with.
 const roleDefinitionsAPIVersion = "2022-04-01"
 
-// hooks applies the payload modifiers ASO runs after conversion.
+// hooks applies the payload modifiers ASO runs after conversion (the kinds'
+// armPayloadModifier extensions). docs/hooks.md lists every hook of the
+// catalog and what gitaso does for it.
 func (w *walk) hooks(ctx context.Context, cli ARM, r *planner.Resource, body []byte) ([]byte, error) {
-	if r.Group == "authorization.azure.com" && r.Kind == "RoleAssignment" {
+	switch r.Group + "/" + r.Kind {
+	case "authorization.azure.com/RoleAssignment":
 		return w.resolveWellKnownRole(ctx, cli, r, body)
+	case "keyvault.azure.com/Vault":
+		return w.vaultCreateMode(ctx, cli, r, body)
+	}
+	if c, ok := preservedCollections[r.Group+"/"+r.Kind]; ok {
+		return w.preserveChildren(ctx, cli, r, body, c)
 	}
 	return body, nil
+}
+
+// planCache holds what the hooks look up once per plan (the role definition
+// list). It lives as long as the plan: it is keyed by a weak pointer and
+// dropped when the plan is collected.
+type planCache struct {
+	mu    sync.Mutex
+	roles map[string]*roleList // credential → built-in roles
+}
+
+type roleList struct {
+	mu    sync.Mutex
+	names map[string]string // lower-cased roleName → GUID; nil until read
+}
+
+var planCaches sync.Map // weak.Pointer[planner.Plan] → *planCache
+
+func cacheFor(p *planner.Plan) *planCache {
+	k := weak.Make(p)
+	if c, ok := planCaches.Load(k); ok {
+		return c.(*planCache)
+	}
+	c, loaded := planCaches.LoadOrStore(k, &planCache{roles: map[string]*roleList{}})
+	if !loaded {
+		runtime.AddCleanup(p, func(k weak.Pointer[planner.Plan]) { planCaches.Delete(k) }, k)
+	}
+	return c.(*planCache)
 }
 
 // resolveWellKnownRole replaces a roleDefinitionId that holds a built-in
 // role's name (roleDefinitionReference.wellKnownName) with the role's ID, as
 // ASO does: list role definitions, keep BuiltInRole ones, match roleName
-// case-insensitively, and build the ID in the assignment's subscription.
+// case-insensitively, and build the ID in the assignment's subscription. The
+// list is read once per plan and credential.
 func (w *walk) resolveWellKnownRole(ctx context.Context, cli ARM, r *planner.Resource, body []byte) ([]byte, error) {
-	var doc struct {
-		Properties struct {
-			RoleDefinitionID string `json:"roleDefinitionId"`
-		} `json:"properties"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, fmt.Errorf("read role assignment body: %w", err)
-	}
-	name := doc.Properties.RoleDefinitionID
-	if name == "" || strings.HasPrefix(name, "/") {
+	raw, ok := rawAt(body, "properties", "roleDefinitionId")
+	if !ok {
 		return body, nil
 	}
-	guid, err := w.builtInRole(ctx, cli, name)
+	var name string
+	if json.Unmarshal(raw, &name) != nil || name == "" || strings.HasPrefix(name, "/") {
+		return body, nil
+	}
+	guid, err := w.builtInRole(ctx, cli, r.Credential, name)
 	if err != nil {
 		return nil, err
 	}
 	id := fmt.Sprintf("/subscriptions/%s/providers/Microsoft.Authorization/roleDefinitions/%s", subscriptionOf(r.ARMID), guid)
-	old, _ := json.Marshal(name)
-	repl, _ := json.Marshal(id)
-	return bytes.Replace(body, append([]byte(`"roleDefinitionId":`), old...), append([]byte(`"roleDefinitionId":`), repl...), 1), nil
+	return setPath(body, []string{"properties", "roleDefinitionId"}, marshalJSON(id))
 }
 
-func (w *walk) builtInRole(ctx context.Context, cli ARM, name string) (string, error) {
+func (w *walk) builtInRole(ctx context.Context, cli ARM, credential, name string) (string, error) {
+	c := cacheFor(w.plan)
+	c.mu.Lock()
+	l := c.roles[credential]
+	if l == nil {
+		l = &roleList{}
+		c.roles[credential] = l
+	}
+	c.mu.Unlock()
+	l.mu.Lock()
+	if l.names == nil {
+		names, err := listBuiltInRoles(ctx, cli)
+		if err != nil {
+			l.mu.Unlock()
+			return "", fmt.Errorf("list role definitions to resolve wellKnownName %q: %w", name, err)
+		}
+		l.names = names
+	}
+	guid, ok := l.names[strings.ToLower(name)]
+	l.mu.Unlock()
+	if ok {
+		return guid, nil
+	}
+	return "", &statusError{reason: "ReferenceNotFound", severity: state.SeverityError,
+		msg: fmt.Sprintf("no built-in role named %q (roleDefinitionReference.wellKnownName)", name)}
+}
+
+func listBuiltInRoles(ctx context.Context, cli ARM) (map[string]string, error) {
 	items, err := cli.List(ctx, "/providers/Microsoft.Authorization/roleDefinitions", roleDefinitionsAPIVersion)
 	if err != nil {
-		return "", fmt.Errorf("list role definitions to resolve wellKnownName %q: %w", name, err)
+		return nil, err
 	}
+	out := make(map[string]string, len(items))
 	for _, it := range items {
 		var rd struct {
 			Name       string `json:"name"`
@@ -61,12 +122,12 @@ func (w *walk) builtInRole(ctx context.Context, cli ARM, name string) (string, e
 				Type     string `json:"type"`
 			} `json:"properties"`
 		}
-		if json.Unmarshal(it, &rd) != nil {
+		if json.Unmarshal(it, &rd) != nil || rd.Properties.RoleName == "" {
 			continue
 		}
-		if strings.EqualFold(rd.Properties.RoleName, name) && (rd.Properties.Type == "" || strings.EqualFold(rd.Properties.Type, "BuiltInRole")) {
-			return rd.Name, nil
+		if rd.Properties.Type == "" || strings.EqualFold(rd.Properties.Type, "BuiltInRole") {
+			out[strings.ToLower(rd.Properties.RoleName)] = rd.Name
 		}
 	}
-	return "", &statusError{reason: "ReferenceNotFound", severity: "Error", msg: fmt.Sprintf("no built-in role named %q (roleDefinitionReference.wellKnownName)", name)}
+	return out, nil
 }
