@@ -188,6 +188,19 @@ func (g *Git) Fetch(ctx context.Context) (*Snapshot, error) {
 		return g.last, g.lastErr
 	}
 	snap, err := g.snapshotAt(ctx, hash)
+	if errors.Is(err, plumbing.ErrObjectNotFound) && g.storage != nil {
+		// The cache lost objects (a crash mid-write, a disk problem): start
+		// over with a fresh clone once.
+		g.log.WarnContext(ctx, "git cache is missing objects, cloning again", "url", g.display, "error", err)
+		if rerr := g.resetCache(); rerr != nil {
+			return nil, rerr
+		}
+		if hash, fetched, err = g.fetch(ctx); err != nil {
+			return nil, err
+		}
+		rev = hash.String()
+		snap, err = g.snapshotAt(ctx, hash)
+	}
 	var rerr *RevisionError
 	if err != nil && !errors.As(err, &rerr) {
 		return nil, err // I/O or cancellation: try again next time
@@ -213,10 +226,29 @@ func (g *Git) fetch(ctx context.Context) (plumbing.Hash, bool, error) {
 		}
 		g.repo = repo
 	}
+	if g.storage != nil {
+		// Every fetch adds a pack file; go-git cannot repack a shallow
+		// repository, so when they pile up, start over with a shallow clone.
+		if packs, err := g.storage.ObjectPacks(); err == nil && len(packs) > maxPacks {
+			g.log.InfoContext(ctx, "compacting git cache by cloning again", "url", g.display, "packs", len(packs))
+			if err := g.resetCache(); err != nil {
+				return plumbing.ZeroHash, false, err
+			}
+		}
+	}
 	refName := plumbing.NewRemoteReferenceName("origin", g.opts.Branch)
 	before := plumbing.ZeroHash
 	if ref, err := g.repo.Reference(refName, true); err == nil {
 		before = ref.Hash()
+		if _, err := g.repo.CommitObject(before); err != nil {
+			// The cache lost objects (a crash mid-write, a disk problem):
+			// an incremental fetch would fetch the whole history.
+			g.log.WarnContext(ctx, "git cache is damaged, cloning again", "url", g.display, "error", err)
+			if err := g.resetCache(); err != nil {
+				return plumbing.ZeroHash, false, err
+			}
+			before = plumbing.ZeroHash
+		}
 	}
 	depth := 0
 	if before.IsZero() {
@@ -246,6 +278,32 @@ func (g *Git) fetch(ctx context.Context) (plumbing.Hash, bool, error) {
 	return ref.Hash(), ref.Hash() != before, nil
 }
 
+// maxPacks is the number of pack files in the cache above which the cache is
+// replaced by a fresh shallow clone.
+var maxPacks = 64
+
+// resetCache deletes the on-disk cache and opens a new, empty one.
+func (g *Git) resetCache() error {
+	if g.storage != nil {
+		_ = g.storage.Close()
+	}
+	g.repo, g.storage = nil, nil
+	if err := os.RemoveAll(g.cacheDir()); err != nil {
+		return fmt.Errorf("git source %s: delete cache: %w", g.display, err)
+	}
+	repo, err := g.open()
+	if err != nil {
+		return err
+	}
+	g.repo = repo
+	return nil
+}
+
+// cacheDir is the on-disk bare repository of this URL and branch.
+func (g *Git) cacheDir() string {
+	return filepath.Join(g.opts.CacheDir, cacheKey(g.url, g.opts.Branch))
+}
+
 // open opens (or creates) the bare cache repository.
 func (g *Git) open() (*git.Repository, error) {
 	var repo *git.Repository
@@ -256,7 +314,7 @@ func (g *Git) open() (*git.Repository, error) {
 		}
 		repo = r
 	} else {
-		dir := filepath.Join(g.opts.CacheDir, cacheKey(g.url, g.opts.Branch))
+		dir := g.cacheDir()
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("git source %s: create cache: %w", g.display, err)
 		}

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -310,5 +313,71 @@ func TestGitOptionsLogValue(t *testing.T) {
 		URL: "https://bob:tok3n@example.com/r.git", Username: "bob", Password: "tok3n"})
 	if strings.Contains(logs.String(), "tok3n") || !strings.Contains(logs.String(), "example.com") {
 		t.Errorf("log: %s", logs.String())
+	}
+}
+
+func TestGitCacheCompactionAndRecovery(t *testing.T) {
+	srv := gittest.NewServer(t)
+	repo := srv.CreateRepo("platform")
+	repo.Commit(map[string]string{"rg.yaml": rgYAML}, nil, "first")
+	cache := t.TempDir()
+	ctx := context.Background()
+	var logs bytes.Buffer
+	g, err := NewGit(GitOptions{URL: repo.URL(), CABundle: srv.CABundle(), CacheDir: cache,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	old := maxPacks
+	maxPacks = 2
+	defer func() { maxPacks = old }()
+
+	packCount := func() int {
+		t.Helper()
+		packs, err := filepath.Glob(filepath.Join(g.cacheDir(), "objects", "pack", "*.pack"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(packs)
+	}
+	for i := range 4 {
+		srv.ResetRequests()
+		sha := repo.Commit(map[string]string{fmt.Sprintf("cm%d.yaml", i): strings.Replace(cmYAML, "name: settings", fmt.Sprintf("name: cm%d", i), 1)}, nil, "more")
+		snap, err := g.Fetch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Revision != sha || len(snap.Objects) != i+2 {
+			t.Fatalf("fetch %d: revision %s objects %v", i, snap.Revision, ids(snap.Objects))
+		}
+		if n := packCount(); n > maxPacks+1 {
+			t.Errorf("fetch %d: %d packs, want at most %d", i, n, maxPacks+1)
+		}
+	}
+
+	// Lose every object of the cache but keep the refs: the next fetch must
+	// notice and clone again instead of failing forever.
+	packs, _ := filepath.Glob(filepath.Join(g.cacheDir(), "objects", "pack", "*"))
+	for _, p := range packs {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.Close()
+	sha := repo.Commit(map[string]string{"rg.yaml": strings.Replace(rgYAML, "westeurope", "northeurope", 1)}, nil, "after loss")
+	srv.ResetRequests()
+	snap, err := g.Fetch(ctx)
+	if err != nil {
+		t.Fatalf("fetch after losing the cache's objects: %v", err)
+	}
+	if snap.Revision != sha || len(snap.Objects) != 5 {
+		t.Errorf("after recovery: revision %s objects %v", snap.Revision, ids(snap.Objects))
+	}
+	if p := uploadPacks(srv); len(p) != 1 || !strings.Contains(p[0], "deepen 1") {
+		t.Errorf("recovery should be one shallow clone, got %q", p)
+	}
+	if !strings.Contains(logs.String(), "git cache is damaged, cloning again") || !strings.Contains(logs.String(), "compacting git cache") {
+		t.Errorf("logs:\n%s", logs.String())
 	}
 }
