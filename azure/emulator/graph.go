@@ -74,7 +74,8 @@ func (e *Emulator) serveGraph(w http.ResponseWriter, r *http.Request, c *accessC
 		cands = e.store.ofType(rgTypeKey, "")
 	} else {
 		for _, x := range e.store.all() {
-			if x.typeKey != rgTypeKey && x.subKey != "" {
+			// Role assignments and definitions live in AuthorizationResources, not Resources.
+			if x.typeKey != rgTypeKey && x.subKey != "" && !strings.HasPrefix(x.typeKey, "microsoft.authorization/") {
 				cands = append(cands, x)
 			}
 		}

@@ -3,6 +3,7 @@ package emulator_test
 import (
 	"encoding/json"
 	"net/url"
+	"os"
 )
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -13,3 +14,5 @@ func jsonString(v any) string {
 }
 
 func urlEscape(s string) string { return url.QueryEscape(s) }
+
+func readFile(p string) ([]byte, error) { return os.ReadFile(p) }
