@@ -1,6 +1,8 @@
 package source
 
 import (
+	"log/slog"
+	"strconv"
 	"strings"
 )
 
@@ -10,6 +12,16 @@ type Object struct {
 	Line    int            // 1-based line where the object's YAML mapping starts
 	Index   int            // document index within the file (0-based, empty documents count)
 	Content map[string]any // the object, JSON-compatible values only
+}
+
+// String names the object and where it is: "file:line namespace/Kind/name".
+// It never prints the content (a Secret's values).
+func (o Object) String() string { return o.File + ":" + strconv.Itoa(o.Line) + " " + o.ID() }
+
+// LogValue logs where the object is and its ID, never its content.
+func (o Object) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("file", o.File), slog.Int("line", o.Line),
+		slog.String("apiVersion", o.APIVersion()), slog.String("id", o.ID()))
 }
 
 // DefaultNamespace is the namespace of an object without metadata.namespace.

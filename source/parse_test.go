@@ -245,6 +245,10 @@ func TestObjectAccessors(t *testing.T) {
 		t.Errorf("spec.owner = %v", owner)
 	}
 
+	if got := o.String(); got != "testdata/roleassignment.yaml:1 default/RoleAssignment/aso-sample-contributor" {
+		t.Errorf("String() = %q", got)
+	}
+
 	core := Object{Content: map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": "s", "namespace": "team-a", "annotations": map[string]any{"k": "v"}}}}
 	if core.Group() != "" || core.Version() != "v1" || core.Namespace() != "team-a" || !core.IsSecret() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -124,6 +125,10 @@ func Build(ctx context.Context, revision string, files []File, r Renderer) (*Sna
 				snap.Ignored = append(snap.Ignored, o)
 				continue
 			}
+			if es := validateNames(o); len(es) > 0 {
+				errs = append(errs, es...)
+				continue
+			}
 			key := o.Namespace() + "/" + g + "/" + o.Kind() + "/" + o.Name()
 			if prev, dup := seen[key]; dup {
 				errs = append(errs, &diag.Error{File: o.File, Line: o.Line, Object: o.ID(),
@@ -150,6 +155,32 @@ func Build(ctx context.Context, revision string, files []File, r Renderer) (*Sna
 		return nil, &RevisionError{Revision: revision, Errors: errs.Sorted()}
 	}
 	return snap, nil
+}
+
+var (
+	dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	dnsLabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	kindRE         = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+)
+
+// validateNames checks names as the Kubernetes API server would for the
+// objects gitaso keeps: metadata.name is a DNS subdomain, metadata.namespace a
+// DNS label, kind an identifier. IDs ("namespace/Kind/name") rely on it.
+func validateNames(o Object) diag.List {
+	var errs diag.List
+	fail := func(field, msg string) {
+		errs = append(errs, &diag.Error{File: o.File, Line: o.Line, Object: o.ID(), Field: field, Msg: msg})
+	}
+	if name := o.Name(); len(name) > 253 || !dnsSubdomainRE.MatchString(name) {
+		fail("metadata.name", fmt.Sprintf("%q is not a valid name: lower case letters, digits, '-' and '.', at most 253 characters, starting and ending with a letter or digit", name))
+	}
+	if ns := str(o.metadata()["namespace"]); ns != "" && (len(ns) > 63 || !dnsLabelRE.MatchString(ns)) {
+		fail("metadata.namespace", fmt.Sprintf("%q is not a valid namespace: lower case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit", ns))
+	}
+	if !kindRE.MatchString(o.Kind()) {
+		fail("kind", fmt.Sprintf("%q is not a valid kind", o.Kind()))
+	}
+	return errs
 }
 
 type parseResult struct {

@@ -3,6 +3,8 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -96,6 +98,8 @@ func TestBuildCollectsEveryError(t *testing.T) {
 		{Path: "c.yaml", Data: []byte(rgYAML)},
 		{Path: "d/dup.yaml", Data: []byte("# again\n" + rgYAML)},
 		{Path: "e.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {port: 5432}\n")},
+		{Path: "f.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: My/CM, namespace: Team_A}\n")},
+		{Path: "g.yaml", Data: []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: Not/Checked}\n")},
 	}
 	snap, err := Build(context.Background(), "rev2", files, nil)
 	if snap != nil {
@@ -110,6 +114,8 @@ func TestBuildCollectsEveryError(t *testing.T) {
 		"b.yaml:1: invalid YAML: mapping values are not allowed in this context",
 		"d/dup.yaml:2: team-a/ResourceGroup/rg: defined twice (also at c.yaml:1)",
 		"e.yaml:1: default/ConfigMap/c: data.port: must be a string, got a number (quote it)",
+		`f.yaml:1: Team_A/ConfigMap/My/CM: metadata.name: "My/CM" is not a valid name: lower case letters, digits, '-' and '.', at most 253 characters, starting and ending with a letter or digit`,
+		`f.yaml:1: Team_A/ConfigMap/My/CM: metadata.namespace: "Team_A" is not a valid namespace: lower case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit`,
 	}
 	var got []string
 	for _, e := range diag.AsList(err) {
@@ -118,7 +124,7 @@ func TestBuildCollectsEveryError(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
-	if !strings.HasPrefix(err.Error(), "revision rev2 refused (4 errors):\n") {
+	if !strings.HasPrefix(err.Error(), "revision rev2 refused (6 errors):\n") {
 		t.Errorf("error text: %q", err.Error())
 	}
 }
@@ -242,5 +248,21 @@ func TestDirRevisionIsOrderIndependentAndUnambiguous(t *testing.T) {
 	c := []File{{Path: "a.yaml", Data: []byte("xb.yaml")}}
 	if DirRevision(a) == DirRevision(c) {
 		t.Errorf("different file sets share a revision")
+	}
+}
+
+func TestObjectNeverLogsContent(t *testing.T) {
+	objs, err := ParseFile("s.yaml", []byte(secretYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("read", "object", objs[0])
+	out := buf.String() + fmt.Sprint(objs[0]) + fmt.Sprintf("%v %s", objs, objs[0])
+	if strings.Contains(out, "aHVudGVyMg==") || strings.Contains(out, "root") {
+		t.Errorf("secret material printed: %s", out)
+	}
+	if !strings.Contains(out, `"id":"team-a/Secret/db"`) {
+		t.Errorf("log lacks the object ID: %s", out)
 	}
 }
