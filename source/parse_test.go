@@ -102,6 +102,14 @@ data:
 			}}},
 		},
 		{
+			name: "CRLF line endings and a byte order mark",
+			in:   "\ufeffapiVersion: v1\r\nkind: Secret\r\nmetadata:\r\n  name: s\r\n---\r\napiVersion: v1\r\nkind: Secret\r\nmetadata: {name: t}\r\n",
+			want: []Object{
+				{File: "m.yaml", Line: 1, Index: 0, Content: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}}},
+				{File: "m.yaml", Line: 6, Index: 1, Content: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "t"}}},
+			},
+		},
+		{
 			name: "only comments and separators",
 			in:   "# nothing\n---\n---\n",
 			want: nil,
