@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"strings"
 )
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
@@ -16,3 +17,5 @@ func jsonString(v any) string {
 func urlEscape(s string) string { return url.QueryEscape(s) }
 
 func readFile(p string) ([]byte, error) { return os.ReadFile(p) }
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
