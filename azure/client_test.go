@@ -537,3 +537,30 @@ func TestRequestURLEscapes(t *testing.T) {
 		t.Error("missing api-version accepted")
 	}
 }
+
+func TestWaitHonoursContext(t *testing.T) {
+	f := newFakeAzure(t)
+	f.handle("PATCH", saID, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Azure-AsyncOperation", f.url("/ops/forever"))
+		writeJSON(w, 202, nil)
+	})
+	f.handle("GET", "/ops/forever", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{"status": "InProgress"})
+	})
+	c := newTestClient(t, f)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Patch(ctx, saID, saAPI, []byte(`{"tags":{"a":"b"}}`))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want deadline exceeded, got %v", err)
+	}
+	var patches int
+	for _, r := range f.armRequests() {
+		if r.Method == "PATCH" {
+			patches++
+		}
+	}
+	if patches != 1 {
+		t.Errorf("PATCH sent %d times", patches)
+	}
+}

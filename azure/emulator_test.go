@@ -336,6 +336,7 @@ func BenchmarkEmulatorGet(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := c.Get(ctx, rg, "2021-04-01"); err != nil {
@@ -344,4 +345,38 @@ func BenchmarkEmulatorGet(b *testing.B) {
 			}
 		}
 	})
+}
+
+// With client-side buckets just under the emulator's (ARM's, scaled down),
+// no request is ever throttled: gitaso waits instead of collecting 429s.
+func TestEmulatorLimiterKeepsUnderARMBuckets(t *testing.T) {
+	const scale = 0.2 // emulator reads: 50 burst, 5/s
+	env := newEmuEnv(t, emulator.WithThrottleScale(scale))
+	o := DefaultOptions()
+	o.Limits = RateLimits{
+		Reads:   Limit{Burst: int(250 * scale * 0.9), PerSecond: 25 * scale * 0.9},
+		Writes:  Limit{Burst: int(200 * scale * 0.9), PerSecond: 10 * scale * 0.9},
+		Deletes: Limit{Burst: int(200 * scale * 0.9), PerSecond: 10 * scale * 0.9},
+	}
+	c, err := NewClients(env.cloud, o).For(env.owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rg := "/subscriptions/" + env.sub + "/resourceGroups/rg-limits"
+	if _, err := c.Put(ctx, rg, "2021-04-01", []byte(`{"location":"westeurope"}`)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 55 { // 45 from the burst, 10 more at 4.5/s
+		wg.Go(func() {
+			if _, err := c.Get(ctx, rg, "2021-04-01"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if st := env.e.Stats(); st.ByStatus[429] != 0 || st.Throttled != 0 {
+		t.Fatalf("throttled %d times (%v)", st.Throttled, st.ByStatus)
+	}
 }
