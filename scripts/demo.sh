@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# make demo: the embedded Azure (gitaso emulator) + the gitaso daemon following a local Git repository made
+# from examples/onboarding. Runs until interrupted (Ctrl-C). DEMO_ONESHOT=1 exits once the demo is set up and
+# every resource is Ready (used by the demo's own test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+bin="$root/bin/gitaso"
+[ -x "$bin" ] || { echo "build first: make build" >&2; exit 1; }
+
+work=${DEMO_DIR:-$root/demo-data}
+rm -rf "$work" && mkdir -p "$work"
+eport=${DEMO_EMULATOR_PORT:-8443}
+aport=${DEMO_API_PORT:-8080}
+api="http://127.0.0.1:$aport"
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+say "starting the emulator (ARM + Entra ID on https://127.0.0.1:$eport)"
+"$bin" emulator --addr "127.0.0.1:$eport" --dir "$work/emulator" --latency 500ms \
+  --federated-token-file "$work/emulator/federated-token" >"$work/emulator.env" 2>"$work/emulator.log" &
+pids+=($!)
+for _ in $(seq 1 100); do grep -q AZURE_FEDERATED_TOKEN_FILE "$work/emulator.env" 2>/dev/null && break; sleep 0.1; done
+grep -q AZURE_FEDERATED_TOKEN_FILE "$work/emulator.env" || { cat "$work/emulator.log" >&2; exit 1; }
+# shellcheck disable=SC1090
+source "$work/emulator.env"
+echo "tenant $AZURE_TENANT_ID, subscription $AZURE_SUBSCRIPTION_ID, cloud config $GITASO_CLOUD_CONFIG"
+
+fill() { # copy examples/onboarding/$1 into the repo with the placeholders filled in
+  mkdir -p "$work/repo/$1"
+  for f in examples/onboarding/"$1"/*.yaml; do
+    sed -e "s/__SUBSCRIPTION_ID__/$AZURE_SUBSCRIPTION_ID/g" -e "s/__TENANT_ID__/$AZURE_TENANT_ID/g" \
+        -e "s/__TEAM_A_CLIENT_ID__/${TEAM_A_CLIENT_ID:-__TEAM_A_CLIENT_ID__}/g" "$f" >"$work/repo/$1/$(basename "$f")"
+  done
+}
+git_() { git -C "$work/repo" -c user.name=demo -c user.email=demo@gitaso.local "$@"; }
+
+say "creating the Git repository $work/repo (commit 1: the platform team's onboarding of team-a)"
+git init -q -b main "$work/repo"
+fill platform
+git_ add -A && git_ commit -qm "platform: onboard team-a (identity, federated credential, resource groups, roles)"
+
+say "starting gitaso serve on $api"
+"$bin" serve --repo "$work/repo" --branch main --cache-dir "$work/cache" --state "$work/gitaso.db" \
+  --listen "127.0.0.1:$aport" --interval 2s --sync-period 5m --log-level info >"$work/gitaso.out" 2>"$work/gitaso.log" &
+pids+=($!)
+
+ready_count() { # prints "<ready> <total>" for a namespace
+  local body; body=$(curl -fsS "$api/api/v1/resources?namespace=$1" 2>/dev/null) || { echo "0 0"; return; }
+  echo "$(grep -o '"status":"True"' <<<"$body" | wc -l) $(grep -o '"armId"' <<<"$body" | wc -l)"
+}
+wait_ready() { # namespace expected-count
+  local r t
+  for _ in $(seq 1 300); do
+    read -r r t < <(ready_count "$1")
+    if [ "$t" -ge "$2" ] && [ "$r" -eq "$t" ]; then echo "$1: $r/$t resources Ready"; return 0; fi
+    sleep 0.5
+  done
+  echo "$1: only $r/$t resources Ready; see $work/gitaso.log and $api/api/v1/resources?ready=false" >&2
+  return 1
+}
+platform_count=$(cat examples/onboarding/platform/*.yaml | grep -c '^kind: ' || true)
+secrets=$(cat examples/onboarding/platform/*.yaml | grep -c '^kind: \(Secret\|ConfigMap\)$' || true)
+wait_ready platform $((platform_count - secrets))
+
+TEAM_A_CLIENT_ID=$(curl -fsS "$api/api/v1/resources/platform/UserAssignedIdentity/team-a-identity" |
+  grep -o '"team-a-identity-settings/clientId":"[^"]*"' | cut -d'"' -f4)
+[ -n "$TEAM_A_CLIENT_ID" ] || { echo "team-a identity has no exported clientId" >&2; exit 1; }
+echo "team-a's identity has clientId $TEAM_A_CLIENT_ID (exported to ConfigMap team-a-identity-settings)"
+
+say "commit 2: team-a's own resources, applied with team-a's workload-identity credential"
+fill team-a
+git_ add -A && git_ commit -qm "team-a: queue, topic, database, storage"
+team_count=$(cat examples/onboarding/team-a/*.yaml | grep -c '^kind: ' || true)
+team_secrets=$(cat examples/onboarding/team-a/*.yaml | grep -c '^kind: \(Secret\|ConfigMap\)$' || true)
+wait_ready team-a $((team_count - team_secrets))
+
+cat <<EOF
+
+gitaso is running. Look at:
+  curl -s $api/api/v1/resources            # every resource with ASO's Ready condition
+  curl -s $api/api/v1/runs                 # runs and their revisions
+  curl -s $api/api/v1/plan                 # the latest plan (JSON interface)
+  $bin plan --dir $work/repo --offline     # the plan as text, without Azure
+Change a manifest and commit; the next poll (2 s) applies exactly that change:
+  cd $work/repo && sed -i 's/maxDeliveryCount: 10/maxDeliveryCount: 5/' team-a/servicebus.yaml && git commit -qam 'fewer retries'
+Logs: $work/gitaso.log (daemon), $work/emulator.log. Emulator settings: source $work/emulator.env
+EOF
+
+if [ "${DEMO_ONESHOT:-0}" = 1 ]; then exit 0; fi
+echo "Ctrl-C to stop."
+wait
