@@ -2,6 +2,9 @@ package executor_test
 
 import (
 	"context"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
 	"io"
 	"log/slog"
 	"os"
@@ -29,7 +32,11 @@ type oneClient struct{ c *azure.Client }
 
 func (o oneClient) For(context.Context, string) (executor.ARM, error) { return o.c, nil }
 
-func newEmu(t testing.TB) *emu {
+func newEmu(t testing.TB) *emu { return newEmuVia(t, nil) }
+
+// newEmuVia puts front (when not nil) between the ARM client and the
+// emulator: an HTTPS server of its own whose handler gets the emulator.
+func newEmuVia(t testing.TB, front func(arm http.Handler) http.Handler) *emu {
 	t.Helper()
 	e, err := emulator.New()
 	if err != nil {
@@ -48,6 +55,16 @@ func newEmu(t testing.TB) *emu {
 	cloud, err := azure.LoadCloud(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if front != nil {
+		srv := httptest.NewUnstartedServer(front(e))
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+		if err := os.WriteFile(caFile, append(e.CACertPEM(), pemCert...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cloud.ARMEndpoint = srv.URL
 	}
 	sp, err := e.AddServicePrincipal("platform")
 	if err != nil {
