@@ -3,10 +3,10 @@ package executor_test
 import (
 	"context"
 	"encoding/pem"
-	"net/http"
-	"net/http/httptest"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
