@@ -20,6 +20,9 @@ var ErrNotFound = errors.New("not found")
 // stands in. Retryable follows ASO's classification: codes that no retry can
 // fix (InvalidRequestContent, LocationRequired, PropertyChangeNotAllowed, …)
 // are fatal, everything else is retried. RetryAfter is the server's hint.
+// StatusCode is the HTTP status of the response that carried the error: for a
+// long-running operation that ended Failed it is the status of the operation
+// resource (usually 200), and Code/Message come from its "error".
 type ARMError struct {
 	StatusCode int
 	Code       string
