@@ -292,3 +292,24 @@ func TestCheckExpression(t *testing.T) {
 		}
 	}
 }
+
+// TestObservedResourceExports: reconcile-policy skip only reads the resource,
+// and its exports are still written from what ARM holds.
+func TestObservedResourceExports(t *testing.T) {
+	m := newEmu(t)
+	mustOK(t, m.apply(t, rg, identity)["team-identity"])
+	skipped := strings.Replace(identity, "  labels:\n", "  annotations:\n    serviceoperator.azure.com/reconcile-policy: skip\n  labels:\n", 1)
+	rr := m.apply(t, rg, skipped)["team-identity"]
+	if rr.Outcome != executor.Observed {
+		t.Fatalf("outcome %s (%v), want observed", rr.Outcome, rr.Err)
+	}
+	var uai struct {
+		Properties struct{ PrincipalID string }
+	}
+	if err := json.Unmarshal(rr.Response, &uai); err != nil {
+		t.Fatal(err)
+	}
+	if got := rr.Outputs["identity-settings"]["principalId"]; got == "" || got != uai.Properties.PrincipalID {
+		t.Errorf("principalId export %q, want %q", got, uai.Properties.PrincipalID)
+	}
+}
