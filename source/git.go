@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -98,6 +99,8 @@ type Git struct {
 	lastRev string
 	last    *Snapshot
 	lastErr error
+	parsed  map[treeFile]parseResult // per blob, for the last snapshot
+	reads   int                      // blobs read and parsed (tests)
 }
 
 // NewGit validates the options; it does no network I/O (the first Fetch
@@ -359,18 +362,68 @@ func cacheKey(u, branch string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// snapshotAt reads, renders and parses the manifests of one commit.
+// snapshotAt reads, renders and parses the manifests of one commit. Without
+// a Renderer, files whose blob was parsed for the previous snapshot are not
+// read or parsed again (their objects are deep-copied), so a commit touching
+// one file of thousands costs a tree walk and one parse.
 func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*Snapshot, error) {
-	files, err := g.filesAt(ctx, hash)
+	list, err := g.listAt(ctx, hash)
 	if err != nil {
 		return nil, err
 	}
-	return Build(ctx, hash.String(), files, g.opts.Renderer)
+	if g.opts.Renderer != nil {
+		files := make([]File, len(list))
+		for i, tf := range list {
+			data, err := g.readBlob(tf.hash)
+			if err != nil {
+				return nil, fmt.Errorf("git source %s at %s: read %s: %w", g.display, hash, tf.path, err)
+			}
+			files[i] = File{Path: tf.path, Data: data}
+		}
+		return Build(ctx, hash.String(), files, g.opts.Renderer)
+	}
+	results := make([]parseResult, len(list))
+	next := make(map[treeFile]parseResult, len(list))
+	var miss []File
+	var missIdx []int
+	for i, tf := range list {
+		if isKustomization(tf.path) {
+			continue
+		}
+		if r, ok := g.parsed[tf]; ok {
+			next[tf] = r
+			results[i] = parseResult{objs: copyObjects(r.objs), err: r.err}
+			continue
+		}
+		data, err := g.readBlob(tf.hash)
+		if err != nil {
+			return nil, fmt.Errorf("git source %s at %s: read %s: %w", g.display, hash, tf.path, err)
+		}
+		miss = append(miss, File{Path: tf.path, Data: data})
+		missIdx = append(missIdx, i)
+	}
+	g.reads += len(miss)
+	parsed, err := parseAll(ctx, miss)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range missIdx {
+		next[list[i]] = parsed[j]
+		results[i] = parseResult{objs: copyObjects(parsed[j].objs), err: parsed[j].err}
+	}
+	g.parsed = next
+	return assemble(hash.String(), results)
 }
 
-// filesAt lists and reads every *.yaml/*.yml below the path in a commit,
+// treeFile is a manifest file in a commit: its path and blob.
+type treeFile struct {
+	path string
+	hash plumbing.Hash
+}
+
+// listAt lists every *.yaml/*.yml below the path in a commit, sorted by path,
 // skipping hidden directories, symlinks and submodules.
-func (g *Git) filesAt(ctx context.Context, hash plumbing.Hash) ([]File, error) {
+func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) ([]treeFile, error) {
 	commit, err := g.repo.CommitObject(hash)
 	if err != nil {
 		return nil, fmt.Errorf("git source %s: read commit %s: %w", g.display, hash, err)
@@ -388,7 +441,7 @@ func (g *Git) filesAt(ctx context.Context, hash plumbing.Hash) ([]File, error) {
 			return nil, fmt.Errorf("git source %s: read %q at %s: %w", g.display, g.path, hash, err)
 		}
 	}
-	var files []File
+	var files []treeFile
 	var walk func(t *object.Tree, dir string) error
 	walk = func(t *object.Tree, dir string) error {
 		if err := ctx.Err(); err != nil {
@@ -409,14 +462,9 @@ func (g *Git) filesAt(ctx context.Context, hash plumbing.Hash) ([]File, error) {
 					return err
 				}
 			case filemode.Regular, filemode.Executable, filemode.Deprecated:
-				if !IsYAMLFile(e.Name) {
-					continue
+				if IsYAMLFile(e.Name) {
+					files = append(files, treeFile{path: p, hash: e.Hash})
 				}
-				data, err := g.readBlob(e.Hash)
-				if err != nil {
-					return fmt.Errorf("read %s: %w", p, err)
-				}
-				files = append(files, File{Path: p, Data: data})
 			}
 		}
 		return nil
@@ -424,7 +472,8 @@ func (g *Git) filesAt(ctx context.Context, hash plumbing.Hash) ([]File, error) {
 	if err := walk(tree, g.path); err != nil {
 		return nil, fmt.Errorf("git source %s at %s: %w", g.display, hash, err)
 	}
-	return sortedFiles(files), nil
+	slices.SortFunc(files, func(a, b treeFile) int { return strings.Compare(a.path, b.path) })
+	return files, nil
 }
 
 func (g *Git) readBlob(h plumbing.Hash) ([]byte, error) {

@@ -381,3 +381,47 @@ func TestGitCacheCompactionAndRecovery(t *testing.T) {
 		t.Errorf("logs:\n%s", logs.String())
 	}
 }
+
+func TestGitReparsesOnlyChangedFiles(t *testing.T) {
+	srv := gittest.NewServer(t)
+	repo := srv.CreateRepo("platform")
+	files := map[string]string{}
+	for i := range 20 {
+		files[fmt.Sprintf("cm/%02d.yaml", i)] = strings.Replace(cmYAML, "name: settings", fmt.Sprintf("name: cm%02d", i), 1)
+	}
+	files["rg.yaml"] = rgYAML
+	repo.Commit(files, nil, "first")
+	ctx := context.Background()
+	g, err := NewGit(GitOptions{URL: repo.URL(), CABundle: srv.CABundle(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap1, err := g.Fetch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.reads != 21 {
+		t.Errorf("first snapshot read %d files, want 21", g.reads)
+	}
+	// Callers must not modify snapshots, but if one does, the next snapshot
+	// must not see it.
+	snap1.Objects[0].Content["data"].(map[string]any)["region"] = "mutated"
+
+	repo.Commit(map[string]string{"rg.yaml": strings.Replace(rgYAML, "westeurope", "northeurope", 1)}, []string{"cm/19.yaml"}, "second")
+	snap2, err := g.Fetch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.reads != 22 {
+		t.Errorf("second snapshot read %d files in all, want 22 (only rg.yaml again)", g.reads)
+	}
+	if len(snap2.Objects) != 20 {
+		t.Fatalf("objects %v", ids(snap2.Objects))
+	}
+	if got := snap2.Objects[0].Content["data"].(map[string]any)["region"]; got != "westeurope" {
+		t.Errorf("a cached object shares state with the previous snapshot: region %v", got)
+	}
+	if loc := snap2.Objects[19].Spec()["location"]; snap2.Objects[19].Kind() != "ResourceGroup" || loc != "northeurope" {
+		t.Errorf("changed file not re-read: %v %v", snap2.Objects[19], loc)
+	}
+}

@@ -112,3 +112,38 @@ func stringMap(v any) map[string]string {
 	}
 	return out
 }
+
+// DeepCopy returns a copy of the object that shares nothing with it.
+func (o Object) DeepCopy() Object {
+	o.Content, _ = deepCopy(o.Content).(map[string]any)
+	return o
+}
+
+func copyObjects(objs []Object) []Object {
+	if objs == nil {
+		return nil
+	}
+	out := make([]Object, len(objs))
+	for i, o := range objs {
+		out[i] = o.DeepCopy()
+	}
+	return out
+}
+
+func deepCopy(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = deepCopy(e)
+		}
+		return s
+	}
+	return v
+}

@@ -92,6 +92,15 @@ func Build(ctx context.Context, revision string, files []File, r Renderer) (*Sna
 		}
 		slices.SortStableFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	}
+	parsed, err := parseAll(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	return assemble(revision, parsed)
+}
+
+// assemble classifies and checks parsed files (in path order) into a snapshot.
+func assemble(revision string, parsed []parseResult) (*Snapshot, error) {
 	snap := &Snapshot{Revision: revision}
 	var errs diag.List
 	type seenAt struct {
@@ -99,15 +108,8 @@ func Build(ctx context.Context, revision string, files []File, r Renderer) (*Sna
 		line int
 	}
 	seen := map[string]seenAt{}
-	parsed, err := parseAll(ctx, files)
-	if err != nil {
-		return nil, err
-	}
-	for i, f := range files {
-		if isKustomization(f.Path) {
-			continue
-		}
-		objs, err := parsed[i].objs, parsed[i].err
+	for _, p := range parsed {
+		objs, err := p.objs, p.err
 		if err != nil {
 			if l := diag.AsList(err); l != nil {
 				errs = append(errs, l...)
@@ -183,6 +185,8 @@ func validateNames(o Object) diag.List {
 	return errs
 }
 
+// parseResult is ParseFile's answer for one file (zero for files that are
+// not parsed, such as kustomization.yaml).
 type parseResult struct {
 	objs []Object
 	err  error
