@@ -32,6 +32,14 @@
 //		// the commit is malformed: keep the last good revision
 //	}
 //
+// The Git cache: the first fetch into an empty CacheDir is a shallow clone
+// (depth 1, single branch, no tags); later fetches, including after a
+// restart, transfer only new objects (never with a depth, which would resend
+// the whole tree). Files are read from the commit tree, never checked out.
+// Files whose blob did not change since the previous snapshot are not parsed
+// again. When pack files pile up (go-git cannot repack a shallow clone) or the
+// cache is damaged, the cache is replaced by a fresh shallow clone.
+//
 // In directory mode (NewDir) the revision is a content hash, so that an
 // unchanged directory yields an unchanged revision.
 package source
