@@ -425,3 +425,39 @@ func TestGitReparsesOnlyChangedFiles(t *testing.T) {
 		t.Errorf("changed file not re-read: %v %v", snap2.Objects[19], loc)
 	}
 }
+
+func TestGitConcurrentFetchAndCancel(t *testing.T) {
+	srv := gittest.NewServer(t)
+	repo := srv.CreateRepo("platform")
+	sha := repo.Commit(map[string]string{"rg.yaml": rgYAML}, nil, "first")
+	g, err := NewGit(GitOptions{URL: repo.URL(), CABundle: srv.CABundle(), CacheDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := g.Fetch(cancelled); !errors.Is(err, context.Canceled) {
+		t.Errorf("fetch with a cancelled context: %v", err)
+	}
+
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			snap, err := g.Fetch(context.Background())
+			if err == nil && snap.Revision != sha {
+				err = fmt.Errorf("revision %s, want %s", snap.Revision, sha)
+			}
+			if err == nil {
+				_, err = g.Head(context.Background())
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
