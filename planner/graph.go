@@ -102,6 +102,20 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 	g.inputs = newInputs(opts.Secrets)
 	var errs diag.List
 
+	// Objects the source set aside as foreign kinds may be misspelt ASO ones.
+	g.ignored = nil
+	for _, o := range snap.Ignored {
+		if aso.LooksLikeASO(o.Group()) {
+			msg := fmt.Sprintf("%s is not an ASO API group", o.APIVersion())
+			if s := suggestKinds(o.Group(), o.Version(), o.Kind()); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			errs = append(errs, objErr(o, "apiVersion", "%s", msg))
+			continue
+		}
+		g.ignored = append(g.ignored, o)
+	}
+
 	// Inputs first.
 	for _, o := range snap.Objects {
 		if o.Group() != "" || o.Version() != "v1" {
@@ -190,9 +204,11 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 	}
 
 	// Credentials and subscriptions.
+	badCred := map[*Node]bool{}
 	for _, n := range g.Nodes {
 		if e := g.chooseCredential(n, opts); e != nil {
 			errs = append(errs, e)
+			badCred[n] = true
 		}
 	}
 	// Exports: who produces which config map / secret key.
@@ -215,6 +231,9 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 
 	// Owners and ARM IDs.
 	for _, n := range g.Nodes {
+		if badCred[n] {
+			continue // no subscription: its ARM ID cannot be built, already reported
+		}
 		if _, err := g.resolveARMID(n); err != nil {
 			if de, ok := err.(*diag.Error); ok {
 				if de.File == "" {
@@ -478,6 +497,10 @@ func (g *Graph) edges(n *Node) diag.List {
 			}
 			if p := g.inputs.producer(n.Namespace, secret, d.Name, d.Key); p != nil {
 				add(p.Key())
+				continue
+			}
+			if keys := g.inputs.exportedKeys(n.Namespace, secret, d.Name); len(keys) > 0 {
+				errs = append(errs, objErr(n.Object, d.Field, "%s %s has no key %q: it is exported with keys %s", kindWord(secret), d.Name, d.Key, strings.Join(keys, ", ")))
 				continue
 			}
 			errs = append(errs, objErr(n.Object, d.Field, "%s %s (key %q) not found in namespace %q: declare it or export it from a resource's operatorSpec", kindWord(secret), d.Name, d.Key, n.Namespace))

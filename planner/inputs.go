@@ -2,6 +2,9 @@ package planner
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/gitaso/gitaso/planner/aso"
 )
@@ -47,8 +50,26 @@ func (in *inputs) hasKey(ns string, secret bool, name, key string) bool {
 	return ok
 }
 
+// producer returns the node exporting the key, or the whole config map or
+// secret (an expression export without a key yields a map).
 func (in *inputs) producer(ns string, secret bool, name, key string) *Node {
-	return in.producers[exportKey(ns, secret, name, key)]
+	if p := in.producers[exportKey(ns, secret, name, key)]; p != nil {
+		return p
+	}
+	return in.producers[exportKey(ns, secret, name, "")]
+}
+
+// exportedKeys lists the keys resources export into a config map or secret.
+func (in *inputs) exportedKeys(ns string, secret bool, name string) []string {
+	prefix := exportKey(ns, secret, name, "")
+	var keys []string
+	for k := range in.producers {
+		if rest, ok := strings.CutPrefix(k, prefix); ok && rest != "" {
+			keys = append(keys, strconv.Quote(rest))
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Outputs are exported values known so far, keyed by exportKey. Secret
