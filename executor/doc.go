@@ -11,7 +11,13 @@
 // Values known only after apply (a RoleAssignment's principalIdFromConfig
 // fed by an identity's operatorSpec.configMaps) are resolved by converting
 // the resource again, with the exports produced so far, just before its PUT.
-// ASO's payload hooks run after conversion (RoleAssignment wellKnownName).
+// ASO's payload hooks run after conversion: RoleAssignment wellKnownName,
+// Key Vault createMode, and the child collections (subnets, security rules,
+// routes, inbound NAT rules) that VNet/NSG/route table/load balancer PUTs
+// must keep. After a write, operatorSpec exports are computed from ARM's
+// answer (and the kind's listKeys-style call for secrets), including
+// configMapExpressions/secretExpressions in CEL. docs/hooks.md lists every
+// ASO hook and what gitaso does with it.
 //
 // The executor returns a Result; the reconcile loop records it in state in
 // one transaction.

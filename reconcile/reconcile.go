@@ -424,7 +424,8 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior state.Resourc
 		gen++
 	}
 	s.Generation = gen
-	if rr.Outcome == executor.Applied {
+	if rr.Outcome == executor.Applied || rr.Hash != "" {
+		// The PUT succeeded (even when an export after it failed).
 		s.ARMID, s.APIVersion = pr.ARMID, pr.APIVersion
 		s.AppliedHash, s.AppliedBody = rr.Hash, rr.Body
 		s.Revision = rev
@@ -438,7 +439,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior state.Resourc
 	cond := rr.Ready
 	cond.ObservedGeneration = gen
 	s.Ready, _ = state.MergeCondition(prior.Ready, cond, now)
-	if rr.Outcome == executor.Applied || rr.Outcome == executor.Observed {
+	if rr.Outcome == executor.Applied || rr.Outcome == executor.Observed || rr.Hash != "" {
 		s.Outputs = map[string]string{}
 		s.SecretOutputs = nil
 		for name, kv := range rr.Outputs {

@@ -270,15 +270,11 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 		}
 		return e, nil
 	}
-	cloud := azure.PublicCloud()
-	path := s.cloudConfig
-	if path == "" {
-		path = os.Getenv("GITASO_CLOUD_CONFIG")
-	}
-	if path != "" {
-		if cloud, err = azure.LoadCloud(path); err != nil {
-			return nil, err
-		}
+	// LoadCloud falls back to GITASO_CLOUD_CONFIG, then public Azure, and
+	// applies the endpoint and CA environment overrides.
+	cloud, err := azure.LoadCloud(s.cloudConfig)
+	if err != nil {
+		return nil, err
 	}
 	cred, err := azure.CredentialFromEnv()
 	switch {
