@@ -112,8 +112,6 @@ func BenchmarkStoreMemory100k(b *testing.B) {
 			sem <- struct{}{}
 			go func(i int) {
 				defer func() { <-sem; done <- struct{}{} }()
-				path := fmt.Sprintf("%s/providers/Microsoft.ServiceBus/namespaces/ns%d/queues/q%d?api-version=2024-01-01", rg, i%1, i)
-				_ = path
 				p := fmt.Sprintf("%s/providers/Microsoft.Storage/storageAccounts/sa%06d?api-version=%s", rg, i, storageAPI)
 				if st := rawDo(b, e, tok, http.MethodPut, p, `{"location":"westus2","kind":"StorageV2","sku":{"name":"Standard_LRS"},"tags":{"team":"a"}}`); st != 202 {
 					errs.Add(1)

@@ -71,10 +71,8 @@ func (e *Emulator) startOp(res *resource, kind opKind, create bool, apiVersion s
 		op.failCode, op.failMsg = fail.Code, fail.Message
 	}
 	res.opID = op.ID
-	if len(e.ops) >= 20000 {
-		e.pruneOps(now)
-	}
 	e.ops[op.ID] = op
+	e.inflight[op.ID] = op
 	e.pending.Add(1)
 	return op
 }
@@ -89,14 +87,6 @@ func subOfKey(r *resource) string {
 		return parts[1]
 	}
 	return r.subKey
-}
-
-func (e *Emulator) pruneOps(now time.Time) {
-	for id, op := range e.ops {
-		if op.status != statusInProgress && now.Sub(op.end) > time.Minute {
-			delete(e.ops, id)
-		}
-	}
 }
 
 // opURL is the absolute URL of an operation's status (Azure-AsyncOperation) or result (Location) resource.
@@ -129,16 +119,23 @@ func (e *Emulator) advance(now time.Time) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, op := range e.ops {
-		if op.status == statusInProgress {
-			e.step(op, now)
-		}
+	for _, op := range e.inflight {
+		e.step(op, now)
 	}
 }
 
+// maxFinishedOps is how many finished operations stay queryable.
+const maxFinishedOps = 10000
+
 func (e *Emulator) finishOp(op *operation, status string, now time.Time) {
 	op.status, op.end = status, now
+	delete(e.inflight, op.ID)
 	e.pending.Add(-1)
+	e.finished = append(e.finished, op.ID)
+	if len(e.finished) > maxFinishedOps {
+		delete(e.ops, e.finished[0])
+		e.finished = e.finished[1:]
+	}
 	e.markDirty()
 }
 

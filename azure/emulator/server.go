@@ -35,14 +35,16 @@ type Emulator struct {
 	httpClient *http.Client
 
 	// mu guards the store, the directory, the RBAC index, subscriptions and operations.
-	mu      sync.RWMutex
-	store   *store
-	dir     *directory
-	rbac    *rbacIndex
-	subs    map[string]*subscription
-	ops     map[string]*operation
-	pending atomic.Int64
-	hostMI  *principal
+	mu       sync.RWMutex
+	store    *store
+	dir      *directory
+	rbac     *rbacIndex
+	subs     map[string]*subscription
+	ops      map[string]*operation // in flight and recently finished, by ID
+	inflight map[string]*operation
+	finished []string // IDs of finished operations, oldest first
+	pending  atomic.Int64
+	hostMI   *principal
 
 	latMu          sync.RWMutex
 	latency        map[string]time.Duration
@@ -82,6 +84,7 @@ func New(opts ...Option) (*Emulator, error) {
 		rbac:           newRBACIndex(),
 		subs:           map[string]*subscription{},
 		ops:            map[string]*operation{},
+		inflight:       map[string]*operation{},
 		latency:        o.latency,
 		defaultLatency: o.defaultLatency,
 		faults:         newFaultInjector(o.faults, o.seed),
