@@ -41,8 +41,8 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 		return fmt.Errorf("reconcile loop: interval must be positive")
 	}
 	lastRev := ""
-	run := func(trigger string, refresh bool) {
-		rep, err := r.Once(ctx, Options{Trigger: trigger, Refresh: refresh})
+	run := func(trigger string, refresh, all bool) {
+		rep, err := r.Once(ctx, Options{Trigger: trigger, Refresh: refresh, All: all})
 		if rep != nil {
 			lastRev = rep.Run.Revision
 			r.log.InfoContext(ctx, "run finished", "revision", rep.Run.Revision, "trigger", trigger,
@@ -52,7 +52,7 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 			r.log.ErrorContext(ctx, "run failed", "error", err)
 		}
 	}
-	run("startup", true)
+	run("startup", true, true)
 	tick := time.NewTicker(r.cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -60,11 +60,10 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case refresh := <-r.trigger:
-			run("api", refresh)
+			run("api", refresh, true)
 		case <-tick.C:
-			due := r.cfg.SyncPeriod > 0 && time.Since(r.lastRefresh) >= r.cfg.SyncPeriod
-			if due {
-				run("resync", true)
+			if due := r.nextDue; !due.IsZero() && !time.Now().Before(due) {
+				run("resync", true, false)
 				continue
 			}
 			rev, err := r.peekRevision(ctx)
@@ -73,7 +72,7 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 				continue
 			}
 			if rev != lastRev {
-				run("interval", false)
+				run("interval", false, false)
 			}
 		}
 	}

@@ -39,6 +39,10 @@ type Config struct {
 	// SyncPeriod is how often Azure is read back to detect drift even
 	// without a commit (ASO's AZURE_SYNC_PERIOD, default 1h; 0 disables).
 	SyncPeriod time.Duration
+	// NamespaceSyncPeriod and KindSyncPeriod ("Kind" or "group/Kind")
+	// override SyncPeriod; the kind wins over the namespace.
+	NamespaceSyncPeriod map[string]time.Duration
+	KindSyncPeriod      map[string]time.Duration
 	// Parallelism bounds concurrent ARM operations.
 	Parallelism int
 	// ReadParallelism bounds concurrent reads during a refresh.
@@ -60,6 +64,9 @@ type Reconciler struct {
 
 	mu          sync.Mutex // one run at a time
 	lastRefresh time.Time
+	readMu      sync.Mutex
+	lastRead    map[string]time.Time // node key → last time Azure was read for it
+	nextDue     time.Time            // when the next resource is due for a resync
 	lastGood    *planner.Graph
 	trigger     chan bool
 	ready       atomic.Bool
@@ -77,15 +84,16 @@ func New(src source.Source, db *state.DB, clients *azure.Clients, cfg Config, lo
 	if cfg.ReadParallelism <= 0 {
 		cfg.ReadParallelism = 16
 	}
-	return &Reconciler{src: src, db: db, clients: clients, cfg: cfg, log: log, trigger: make(chan bool, 1)}
+	return &Reconciler{src: src, db: db, clients: clients, cfg: cfg, log: log, trigger: make(chan bool, 1), lastRead: map[string]time.Time{}}
 }
 
 // Options for one run.
 type Options struct {
 	Trigger string // startup, interval, api, resync, cli
-	// Refresh reads every managed resource from Azure to detect drift and
-	// adoption.
+	// Refresh reads Azure back to detect drift and adoption: every resource
+	// when All is set, otherwise only those whose sync period has elapsed.
 	Refresh bool
+	All     bool
 	// DryRun plans without applying or recording anything but the plan.
 	DryRun bool
 }
@@ -135,7 +143,7 @@ func (r *Reconciler) Build(ctx context.Context) (*source.Snapshot, *planner.Grap
 // PlanOnly builds and plans without applying (gitaso plan). With refresh it
 // reads Azure.
 func (r *Reconciler) PlanOnly(ctx context.Context, refresh bool) (*Report, error) {
-	return r.Once(ctx, Options{Trigger: "cli", Refresh: refresh, DryRun: true})
+	return r.Once(ctx, Options{Trigger: "cli", Refresh: refresh, All: true, DryRun: true})
 }
 
 // Once runs one reconcile.
@@ -198,11 +206,13 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if err != nil {
 		return err
 	}
-	var observed planner.Observed
+	in := planner.Input{Prior: prior, Outputs: outputs}
+	var p *planner.Plan
 	if opts.Refresh && r.clients != nil {
-		observed = r.refresh(ctx, g, prior)
+		p, err = r.observe(ctx, g, in, opts.All)
+	} else {
+		p, err = g.Plan(in)
 	}
-	p, err := g.Plan(planner.Input{Prior: prior, Observed: observed, Outputs: outputs})
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = state.OutcomeRefused, err.Error()
 		return fmt.Errorf("%w: %s", ErrRefused, err)
@@ -266,6 +276,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if opts.Refresh {
 		r.lastRefresh = time.Now()
 	}
+	r.nextDue = r.nextResync(g)
 	if rep.Run.Outcome == state.OutcomeSucceeded {
 		r.lastErr.Store("")
 	} else {
@@ -322,51 +333,6 @@ func (r *Reconciler) priorState() (map[string]state.Resource, planner.Outputs, e
 		}
 	}
 	return prior, outputs, nil
-}
-
-// refresh reads every resource of the graph (and every resource in state)
-// from ARM. Errors other than 404 leave the resource unread.
-func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, prior map[string]state.Resource) planner.Observed {
-	type item struct{ id, api, cred string }
-	var items []item
-	seen := map[string]bool{}
-	for _, n := range g.Nodes {
-		id := strings.ToLower(n.ARMID)
-		if !seen[id] {
-			seen[id] = true
-			items = append(items, item{n.ARMID, n.Kind.APIVersion, n.Credential})
-		}
-	}
-	obs := planner.Observed{}
-	var mu sync.Mutex
-	sem := make(chan struct{}, r.cfg.ReadParallelism)
-	var wg sync.WaitGroup
-	cf := &clientsFor{r: r, g: g}
-	for _, it := range items {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			cli, err := cf.For(ctx, it.cred)
-			if err != nil {
-				return
-			}
-			body, err := cli.Get(ctx, it.id, it.api)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				obs[strings.ToLower(it.id)] = body
-			case errors.Is(err, azure.ErrNotFound):
-				obs[strings.ToLower(it.id)] = nil
-			default:
-				r.log.WarnContext(ctx, "refresh read failed", "armId", it.id, "error", err)
-			}
-		}()
-	}
-	wg.Wait()
-	return obs
 }
 
 // record writes a run's results in one transaction.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -183,6 +184,7 @@ func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{}
 	var listen, tokenFile string
 	var interval, syncPeriod time.Duration
+	var nsPeriods, kindPeriods []string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: follow the branch, apply every new revision, resync Azure, serve status",
@@ -206,6 +208,12 @@ reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
 			}
 			defer e.close()
 			e.cfg.Interval, e.cfg.SyncPeriod = interval, syncPeriod
+			if e.cfg.NamespaceSyncPeriod, err = durationMap("--namespace-sync-period", nsPeriods); err != nil {
+				return err
+			}
+			if e.cfg.KindSyncPeriod, err = durationMap("--kind-sync-period", kindPeriods); err != nil {
+				return err
+			}
 			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
 			var token string
 			if tokenFile != "" {
@@ -250,7 +258,9 @@ reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the HTTP API")
 	cmd.Flags().StringVar(&tokenFile, "api-token-file", "", "file with a bearer token required by POST endpoints")
 	durationFlag(cmd.Flags(), &interval, "interval", time.Minute, "how often the branch is polled")
-	durationFlag(cmd.Flags(), &syncPeriod, "sync-period", time.Hour, "how often Azure is read back to correct drift (0 disables)")
+	durationFlag(cmd.Flags(), &syncPeriod, "sync-period", time.Hour, "how often Azure is read back to correct drift (0 disables); reads are bulk Resource Graph queries, writes only where a field differs")
+	cmd.Flags().StringSliceVar(&nsPeriods, "namespace-sync-period", nil, "sync period for one namespace, NAMESPACE=DURATION (repeatable; 0 disables)")
+	cmd.Flags().StringSliceVar(&kindPeriods, "kind-sync-period", nil, "sync period for one kind, Kind=DURATION or group/Kind=DURATION (repeatable; wins over the namespace)")
 	return cmd
 }
 
@@ -273,4 +283,20 @@ interrupted. State is in memory unless --data is given.`,
 	}
 	registerEmulatorFlags(cmd, &o)
 	return cmd
+}
+
+func durationMap(flag string, items []string) (map[string]time.Duration, error) {
+	m := map[string]time.Duration{}
+	for _, it := range items {
+		k, v, ok := strings.Cut(it, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%s %q: want NAME=DURATION", flag, it)
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", flag, it, err)
+		}
+		m[k] = d
+	}
+	return m, nil
 }

@@ -1,0 +1,263 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gitaso/gitaso/azure"
+	"github.com/gitaso/gitaso/planner"
+)
+
+// Reading Azure back (refresh) at low cost.
+//
+// ASO re-PUTs every resource once per sync period (1,000 resources at 1 h are
+// 1,000 writes an hour). gitaso reads in bulk instead and writes only where a
+// field the manifest sets differs:
+//
+//  1. one Resource Graph query per credential and 500 IDs (pages of 1,000
+//     rows), plus one on ResourceContainers for resource groups;
+//  2. the plan is made against those rows; every resource the rows say has
+//     drifted, and every resource the graph did not return (child types the
+//     graph does not index, or resources that are gone), is a suspect;
+//  3. suspects are confirmed with a targeted GET (the graph lags behind ARM)
+//     and the final plan is made against what the GETs returned.
+//
+// When the graph cannot be queried (no permission, a cloud without it) every
+// due resource is read with a GET.
+
+const graphBatch = 500
+
+// syncPeriodFor returns the sync period of a node: per kind ("Kind" or
+// "group/Kind"), then per namespace, then the default.
+func (r *Reconciler) syncPeriodFor(n *planner.Node) time.Duration {
+	if p, ok := r.cfg.KindSyncPeriod[n.Kind.Group+"/"+n.Kind.Kind]; ok {
+		return p
+	}
+	if p, ok := r.cfg.KindSyncPeriod[n.Kind.Kind]; ok {
+		return p
+	}
+	if p, ok := r.cfg.NamespaceSyncPeriod[n.Namespace]; ok {
+		return p
+	}
+	return r.cfg.SyncPeriod
+}
+
+// due reports whether a node should be read back now.
+func (r *Reconciler) due(n *planner.Node, now time.Time, all bool) bool {
+	if all {
+		return true
+	}
+	p := r.syncPeriodFor(n)
+	if p <= 0 {
+		return false
+	}
+	last, ok := r.lastRead[n.Key()]
+	return !ok || now.Sub(last) >= p
+}
+
+// nextResync returns when the next node becomes due, zero if none will.
+func (r *Reconciler) nextResync(g *planner.Graph) time.Time {
+	var next time.Time
+	for _, n := range g.Nodes {
+		p := r.syncPeriodFor(n)
+		if p <= 0 {
+			continue
+		}
+		t := r.lastRead[n.Key()].Add(p)
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	return next
+}
+
+// observe reads Azure for the due nodes and returns a final plan.
+func (r *Reconciler) observe(ctx context.Context, g *planner.Graph, in planner.Input, all bool) (*planner.Plan, error) {
+	now := time.Now()
+	var due []*planner.Node
+	for _, n := range g.Nodes {
+		if r.due(n, now, all) {
+			due = append(due, n)
+		}
+	}
+	if len(due) == 0 {
+		return g.Plan(in)
+	}
+	cf := &clientsFor{r: r, g: g}
+	rows, missing := r.bulkRead(ctx, cf, due)
+	in.Observed = rows
+	suspects := missing
+	if len(rows) > 0 {
+		p, err := g.Plan(in)
+		if err != nil {
+			return nil, err
+		}
+		for _, res := range p.Resources {
+			if res.Action == planner.Drift || res.Action == planner.Adopt {
+				if n := res.Node(); n != nil {
+					suspects = append(suspects, n)
+				}
+			}
+		}
+	}
+	confirmed := r.readEach(ctx, cf, suspects)
+	observed := planner.Observed{}
+	for id, b := range rows {
+		observed[id] = b
+	}
+	for id, b := range confirmed {
+		observed[id] = b
+	}
+	// Suspects whose GET failed (not a 404) are not judged this time.
+	for _, n := range suspects {
+		if _, ok := confirmed[strings.ToLower(n.ARMID)]; !ok {
+			delete(observed, strings.ToLower(n.ARMID))
+		}
+	}
+	r.readMu.Lock()
+	for _, n := range due {
+		if _, ok := observed[strings.ToLower(n.ARMID)]; ok {
+			r.lastRead[n.Key()] = now
+		}
+	}
+	r.readMu.Unlock()
+	in.Observed = observed
+	return g.Plan(in)
+}
+
+// bulkRead queries Resource Graph for the nodes, per credential. It returns
+// the rows found and the nodes that need a GET (not returned, or the query
+// failed).
+func (r *Reconciler) bulkRead(ctx context.Context, cf *clientsFor, nodes []*planner.Node) (planner.Observed, []*planner.Node) {
+	byCred := map[string][]*planner.Node{}
+	var creds []string
+	for _, n := range nodes {
+		if _, ok := byCred[n.Credential]; !ok {
+			creds = append(creds, n.Credential)
+		}
+		byCred[n.Credential] = append(byCred[n.Credential], n)
+	}
+	sort.Strings(creds)
+	rows := planner.Observed{}
+	var missing []*planner.Node
+	for _, cred := range creds {
+		ns := byCred[cred]
+		cli, err := cf.client(cred)
+		if err != nil {
+			missing = append(missing, ns...)
+			continue
+		}
+		found, err := graphRows(ctx, cli, ns)
+		if err != nil {
+			r.log.WarnContext(ctx, "resource graph query failed; reading resources one by one", "credential", cred, "error", err)
+			missing = append(missing, ns...)
+			continue
+		}
+		for _, n := range ns {
+			id := strings.ToLower(n.ARMID)
+			if b, ok := found[id]; ok {
+				rows[id] = b
+			} else {
+				missing = append(missing, n)
+			}
+		}
+	}
+	return rows, missing
+}
+
+func graphRows(ctx context.Context, cli *azure.Client, nodes []*planner.Node) (map[string]json.RawMessage, error) {
+	var groups, others []*planner.Node
+	subs := map[string]bool{}
+	for _, n := range nodes {
+		if n.Kind.Scope == "location" {
+			groups = append(groups, n)
+		} else {
+			others = append(others, n)
+		}
+		subs[n.Subscription] = true
+	}
+	var subList []string
+	for s := range subs {
+		subList = append(subList, s)
+	}
+	sort.Strings(subList)
+	out := map[string]json.RawMessage{}
+	run := func(table string, ns []*planner.Node) error {
+		for i := 0; i < len(ns); i += graphBatch {
+			end := min(i+graphBatch, len(ns))
+			ids := make([]string, 0, end-i)
+			for _, n := range ns[i:end] {
+				ids = append(ids, "'"+strings.ReplaceAll(n.ARMID, "'", "")+"'")
+			}
+			q := table + " | where id in~ (" + strings.Join(ids, ", ") + ")"
+			rs, err := cli.Query(ctx, q, subList)
+			if err != nil {
+				return err
+			}
+			for _, row := range rs {
+				id, _ := row["id"].(string)
+				if id == "" {
+					continue
+				}
+				b, err := json.Marshal(row)
+				if err != nil {
+					return fmt.Errorf("encode graph row %s: %w", id, err)
+				}
+				out[strings.ToLower(id)] = b
+			}
+		}
+		return nil
+	}
+	if err := run("Resources", others); err != nil {
+		return nil, err
+	}
+	if err := run("ResourceContainers", groups); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readEach GETs the nodes: the body, nil for 404; failed reads are absent.
+func (r *Reconciler) readEach(ctx context.Context, cf *clientsFor, nodes []*planner.Node) planner.Observed {
+	obs := planner.Observed{}
+	seen := map[string]bool{}
+	var mu sync.Mutex
+	sem := make(chan struct{}, r.cfg.ReadParallelism)
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		id := strings.ToLower(n.ARMID)
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cli, err := cf.client(n.Credential)
+			if err != nil {
+				return
+			}
+			body, err := cli.Get(ctx, n.ARMID, n.Kind.APIVersion)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				obs[id] = body
+			case errors.Is(err, azure.ErrNotFound):
+				obs[id] = nil
+			default:
+				r.log.WarnContext(ctx, "refresh read failed", "armId", n.ARMID, "error", err)
+			}
+		}()
+	}
+	wg.Wait()
+	return obs
+}

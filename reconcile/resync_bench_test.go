@@ -1,0 +1,192 @@
+package reconcile_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gitaso/gitaso/azure"
+	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/internal/benchdata"
+	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/source"
+	"github.com/gitaso/gitaso/state"
+)
+
+type resyncEnv struct {
+	emu *emulator.Emulator
+	rec *reconcile.Reconciler
+	cli *azure.Client
+	db  *state.DB
+}
+
+// newResyncEnv applies n generated resources (resource group → Service Bus
+// namespace → queue) to an emulator without latency or throttling.
+func newResyncEnv(tb testing.TB, n int) *resyncEnv {
+	tb.Helper()
+	emu, err := emulator.New(emulator.WithoutThrottling())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = emu.Close() })
+	dir := tb.TempDir()
+	repo := filepath.Join(dir, "repo")
+	if err := benchdata.GenerateApplyTree(repo, n); err != nil {
+		tb.Fatal(err)
+	}
+	rewriteSubscription(tb, repo, emu.SubscriptionID())
+	sp, err := emu.AddPrincipal(emulator.PrincipalSpec{ServicePrincipal: emulator.ServicePrincipal{DisplayName: "resync"},
+		Roles: []emulator.RoleGrant{{Role: "Owner", Scope: "/subscriptions/" + emu.SubscriptionID()}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	caFile, cloudFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cloud.json")
+	_ = os.WriteFile(caFile, emu.CACertPEM(), 0o600)
+	_ = os.WriteFile(cloudFile, emu.CloudConfigJSON(caFile), 0o600)
+	cloud, err := azure.LoadCloud(cloudFile)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cred, err := azure.CredentialFromSecret("bench/global", map[string]string{
+		"AZURE_SUBSCRIPTION_ID": emu.SubscriptionID(), "AZURE_TENANT_ID": emu.TenantID(),
+		"AZURE_CLIENT_ID": sp.ClientID, "AZURE_CLIENT_SECRET": sp.Secret})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db, err := state.Open(filepath.Join(dir, "state.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = db.Close() })
+	opts := azure.DefaultOptions()
+	opts.Limits.Disabled = true
+	clients := azure.NewClients(cloud, opts)
+	cfg := reconcile.DefaultConfig()
+	cfg.Global = cred
+	cfg.Parallelism = 32
+	rec := reconcile.New(source.NewDir(repo, ""), db, clients, cfg, nil)
+	rep, err := rec.Once(context.Background(), reconcile.Options{Trigger: "setup"})
+	if err != nil || rep.Run.Outcome != state.OutcomeSucceeded {
+		tb.Fatalf("setup apply: %v %s", err, rep.Run.Error)
+	}
+	cli, err := clients.For(cred)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &resyncEnv{emu: emu, rec: rec, cli: cli, db: db}
+}
+
+// armRequests counts the requests ARM saw (token requests excluded) and the
+// writes among them.
+func armRequests(emu *emulator.Emulator) (requests, writes int) {
+	for _, l := range emu.RequestLog() {
+		if !strings.HasPrefix(l.Path, "/subscriptions") && !strings.HasPrefix(l.Path, "/providers") {
+			continue
+		}
+		requests++
+		if l.Method == "PUT" || l.Method == "PATCH" || l.Method == "DELETE" {
+			writes++
+		}
+	}
+	return requests, writes
+}
+
+// drift changes maxDeliveryCount of k queues behind gitaso's back.
+func drift(tb testing.TB, e *resyncEnv, k int) {
+	tb.Helper()
+	rs, err := e.db.Resources(state.Filter{Kind: "NamespacesQueue"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, r := range rs[:k] {
+		body, err := e.cli.Get(context.Background(), r.ARMID, r.APIVersion)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		changed := strings.Replace(string(body), `"maxDeliveryCount":10`, `"maxDeliveryCount":99`, 1)
+		if changed == string(body) {
+			tb.Fatalf("queue body has no maxDeliveryCount 10: %s", body)
+		}
+		if _, err := e.cli.Put(context.Background(), r.ARMID, r.APIVersion, []byte(changed)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkResync1k is issue 4's resync benchmark: one sync period over
+// 1,000 unchanged resources (target ≤ 10 ARM requests per period and no
+// writes), then one period with 10 resources changed behind gitaso's back
+// (target: every drift corrected in that period, with only their writes).
+func BenchmarkResync1k(b *testing.B) {
+	e := newResyncEnv(b, 1000)
+	var req, wr, dreq, dwr, corrected int
+	for b.Loop() {
+		e.emu.ResetStats()
+		rep, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true, All: true})
+		if err != nil || rep.Plan.HasChanges() {
+			b.Fatalf("unchanged resync: %v %v", err, rep.Plan.Summary())
+		}
+		req, wr = armRequests(e.emu)
+
+		b.StopTimer()
+		drift(b, e, 10)
+		e.emu.ResetStats()
+		b.StartTimer()
+		rep, err = e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true, All: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		corrected = rep.Plan.Summary()[planner.Drift]
+		dreq, dwr = armRequests(e.emu)
+	}
+	b.ReportMetric(float64(req), "requests/period")
+	b.ReportMetric(float64(wr), "writes/period")
+	b.ReportMetric(float64(corrected), "drifts-corrected")
+	b.ReportMetric(float64(dreq), "requests/drift-period")
+	b.ReportMetric(float64(dwr), "writes/drift-period")
+}
+
+// TestResyncReadsInBulk checks the same behaviour on a small scale.
+func TestResyncReadsInBulk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("emulator")
+	}
+	e := newResyncEnv(t, 100)
+	e.emu.ResetStats()
+	rep, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true, All: true})
+	if err != nil || rep.Plan.HasChanges() {
+		t.Fatalf("unchanged resync: %v %v", err, rep.Plan.Summary())
+	}
+	if req, wr := armRequests(e.emu); req > 2 || wr != 0 {
+		t.Errorf("resync of 100 unchanged resources: %d requests, %d writes; want ≤ 2 graph queries and no writes", req, wr)
+	}
+	drift(t, e, 3)
+	e.emu.ResetStats()
+	rep, err = e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true, All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Plan.Summary()[planner.Drift]; got != 3 {
+		t.Errorf("drifts planned %d, want 3", got)
+	}
+	if _, wr := armRequests(e.emu); wr != 3 {
+		t.Errorf("writes %d, want 3", wr)
+	}
+	// The next period finds nothing to do.
+	e.emu.ResetStats()
+	rep, _ = e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true, All: true})
+	if rep.Plan.HasChanges() {
+		t.Errorf("drift not corrected: %v", rep.Plan.Summary())
+	}
+	// Sync periods: nothing is due right after a read.
+	e.emu.ResetStats()
+	if _, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true}); err != nil {
+		t.Fatal(err)
+	}
+	if req, _ := armRequests(e.emu); req != 0 {
+		t.Errorf("a resync before the period elapsed sent %d requests", req)
+	}
+}
