@@ -1,0 +1,171 @@
+package e2e_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gitaso/gitaso/azure"
+	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/internal/gittest"
+	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/source"
+	"github.com/gitaso/gitaso/state"
+)
+
+// envOptions change what newEnvWith builds; the zero value gives newEnv's
+// setup.
+type envOptions struct {
+	emulator []emulator.Option
+	config   func(*reconcile.Config)
+	client   func(*azure.Options)
+}
+
+// newEnvWith is newEnv with emulator options, reconcile settings (default
+// policies) and ARM client options (retries) of the test's choosing.
+func newEnvWith(t *testing.T, o envOptions) *env {
+	t.Helper()
+	emu, err := emulator.New(o.emulator...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = emu.Close() })
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, emu.CACertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cloudFile := filepath.Join(dir, "cloud.json")
+	if err := os.WriteFile(cloudFile, emu.CloudConfigJSON(caFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cloud, err := azure.LoadCloud(cloudFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	platform, err := emu.AddServicePrincipal("platform")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := emu.SubscriptionID()
+	for _, role := range []string{"Contributor", "User Access Administrator"} {
+		if err := emu.AssignRole(platform.ObjectID, role, "/subscriptions/"+sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	global, err := azure.CredentialFromSecret("env/global", map[string]string{
+		"AZURE_SUBSCRIPTION_ID": sub, "AZURE_TENANT_ID": emu.TenantID(),
+		"AZURE_CLIENT_ID": platform.ClientID, "AZURE_CLIENT_SECRET": platform.Secret,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := azure.DefaultOptions()
+	opts.PollInterval = 10 * time.Millisecond
+	if o.client != nil {
+		o.client(&opts)
+	}
+	clients := azure.NewClients(cloud, opts)
+	cli, err := clients.For(global)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := gittest.NewServer(t)
+	repo := srv.CreateRepo("infra")
+	src, err := source.NewGit(source.GitOptions{URL: repo.URL(), Branch: repo.Branch(), Path: "clusters/snd", CacheDir: filepath.Join(dir, "cache"), CABundle: srv.CABundle()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := state.Open(filepath.Join(dir, "gitaso.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	cfg := reconcile.DefaultConfig()
+	cfg.Global = global
+	if o.config != nil {
+		o.config(&cfg)
+	}
+	rec := reconcile.New(src, db, clients, cfg, nil)
+	return &env{t: t, emu: emu, repo: repo, db: db, rec: rec, cli: cli, sub: sub, files: map[string]string{}}
+}
+
+// lookup returns a resource from state and whether it is there.
+func (e *env) lookup(ns, group, kind, name string) (state.Resource, bool) {
+	e.t.Helper()
+	r, ok, err := e.db.Resource(state.ResourceKey(ns, group, kind, name))
+	if err != nil {
+		e.t.Fatalf("state: %v", err)
+	}
+	return r, ok
+}
+
+// armRequests returns the ARM requests the emulator saw since the last
+// reset, as "METHOD path" (operation polls left out), for methods given
+// (all when none).
+func (e *env) armRequests(methods ...string) []string {
+	var out []string
+	for _, l := range e.emu.RequestLog() {
+		if strings.Contains(l.Path, "/operations/") || strings.Contains(l.Path, "/operationResults/") ||
+			!strings.HasPrefix(strings.ToLower(l.Path), "/subscriptions/") {
+			continue
+		}
+		keep := len(methods) == 0
+		for _, m := range methods {
+			keep = keep || l.Method == m
+		}
+		if keep {
+			out = append(out, l.Method+" "+strings.ToLower(l.Path))
+		}
+	}
+	return out
+}
+
+// mustPut creates or replaces a resource behind gitaso's back and returns
+// ARM's answer.
+func (e *env) mustPut(id, apiVersion, body string) []byte {
+	e.t.Helper()
+	out, err := e.cli.Put(context.Background(), id, apiVersion, []byte(body))
+	if err != nil {
+		e.t.Fatalf("PUT %s: %v", id, err)
+	}
+	return out
+}
+
+// exists reports whether ARM has the resource.
+func (e *env) exists(id, apiVersion string) bool {
+	e.t.Helper()
+	_, err := e.cli.Get(context.Background(), id, apiVersion)
+	if err != nil && !strings.Contains(err.Error(), "404") {
+		e.t.Fatalf("GET %s: %v", id, err)
+	}
+	return err == nil
+}
+
+// planned returns the plan entry of a resource, failing when it is absent.
+func planned(t *testing.T, p *planner.Plan, ns, group, kind, name string) *planner.Resource {
+	t.Helper()
+	r := p.Get(state.ResourceKey(ns, group, kind, name))
+	if r == nil {
+		t.Fatalf("plan has no %s/%s/%s", ns, kind, name)
+	}
+	return r
+}
+
+// rgID is the ARM ID of a resource group of the emulator's subscription.
+func (e *env) rgID(name string) string { return "/subscriptions/" + e.sub + "/resourceGroups/" + name }
+
+// waitNextSecond sleeps until the wall clock has passed a second boundary
+// (at most one second): lastTransitionTime has a resolution of one second.
+func waitNextSecond() {
+	now := time.Now()
+	time.Sleep(now.Truncate(time.Second).Add(time.Second + 10*time.Millisecond).Sub(now))
+}
+
+// placeholder keeps clusters/snd in the commit once every manifest is gone
+// (a source path missing from a commit is an error).
+const placeholder = "# kept so that the directory exists\n"
