@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-bin="$root/bin/gitaso"
+bin=${GITASO_BIN:-$root/bin/gitaso}
 [ -x "$bin" ] || { echo "build first: make build" >&2; exit 1; }
 
 work=${DEMO_DIR:-$root/demo-data}

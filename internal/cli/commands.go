@@ -80,7 +80,9 @@ last applied (the state file) and, with --refresh (the default), with what Azure
   --offline       no Azure and no state at all: everything is a create (needs --subscription or
                   AZURE_SUBSCRIPTION_ID; defaults to the zero subscription), for air-gapped review and CI
 
-Secret values are never shown. Exit codes: 0 no changes, 2 changes pending, 1 error.`,
+Values that exist only once another resource is applied (an identity's principalId feeding a
+RoleAssignment's principalIdFromConfig) show as "(known after apply)". Secret values are never shown.
+Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnvAndConfig(cmd.Flags()); err != nil {

@@ -1,0 +1,130 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gitaso/gitaso/internal/cli"
+)
+
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := cli.Run(context.Background(), args, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func exitCode(err error) int {
+	var ee *cli.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.Code
+	}
+	return 1
+}
+
+func TestValidateExamples(t *testing.T) {
+	out, stderr, err := run(t, "validate", "--dir", "../../examples/onboarding")
+	if err != nil {
+		t.Fatalf("validate: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "18 resources valid") {
+		t.Errorf("output %q", out)
+	}
+}
+
+func TestValidateReportsEveryError(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", "apiVersion: storage.azure.com/v1api20230101\nkind: StorageAcount\nmetadata:\n  name: x\n  namespace: n\nspec: {}\n")
+	write(t, dir, "b.yaml", "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  namespace: n\nspec:\n  locaton: westeurope\n")
+	_, stderr, err := run(t, "validate", "--dir", dir)
+	if exitCode(err) != 1 {
+		t.Fatalf("exit code %d (%v), want 1", exitCode(err), err)
+	}
+	for _, want := range []string{
+		`a.yaml:1: n/StorageAcount/x: apiVersion: unknown ASO kind`,
+		`StorageAccount`,
+		`b.yaml:1: n/ResourceGroup/rg: spec.locaton: unknown field "locaton"`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestOfflinePlanJSONAndExitCode(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "rg.yaml", "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  namespace: n\nspec:\n  location: westeurope\n")
+	out, stderr, err := run(t, "plan", "--offline", "--subscription", "22222222-2222-2222-2222-222222222222", "--dir", dir, "-o", "json")
+	if exitCode(err) != 2 {
+		t.Fatalf("exit code %d (%v), want 2 (changes pending)\n%s", exitCode(err), err, stderr)
+	}
+	var p struct {
+		Revision  string
+		Resources []struct {
+			Namespace, Kind, Name, Action, ArmID string
+			Request                              struct{ Method, Path string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatalf("plan JSON: %v\n%s", err, out)
+	}
+	if len(p.Resources) != 1 {
+		t.Fatalf("resources %+v", p.Resources)
+	}
+	r := p.Resources[0]
+	if r.Action != "create" || r.Request.Method != "PUT" ||
+		r.Request.Path != "/subscriptions/22222222-2222-2222-2222-222222222222/resourceGroups/rg?api-version=2020-06-01" {
+		t.Errorf("plan entry %+v", r)
+	}
+}
+
+func TestSettingsFromEnvAndConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "manifests/rg.yaml", "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  namespace: n\nspec:\n  location: westeurope\n")
+	cfg := filepath.Join(dir, "gitaso.yaml")
+	write(t, dir, "gitaso.yaml", "dir: "+filepath.Join(dir, "manifests")+"\nsubscription: 33333333-3333-3333-3333-333333333333\n")
+	t.Setenv("GITASO_OUTPUT", "json")
+	out, stderr, err := run(t, "plan", "--offline", "--config", cfg)
+	if exitCode(err) != 2 {
+		t.Fatalf("exit %d: %v\n%s", exitCode(err), err, stderr)
+	}
+	if !strings.Contains(out, `"/subscriptions/33333333-3333-3333-3333-333333333333/resourceGroups/rg?api-version=2020-06-01"`) {
+		t.Errorf("config file or env not applied:\n%s", out)
+	}
+	write(t, dir, "bad.yaml", "nope: 1\n")
+	if _, _, err := run(t, "plan", "--offline", "--config", filepath.Join(dir, "bad.yaml")); err == nil || !strings.Contains(err.Error(), `unknown setting "nope"`) {
+		t.Errorf("unknown config key: %v", err)
+	}
+}
+
+func TestHelpTeaches(t *testing.T) {
+	out, _, err := run(t, "plan", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--offline", "Exit codes", "terraform plan", "--config", "known after apply"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan --help lacks %q", want)
+		}
+	}
+}
+
+func write(t *testing.T, dir, name, content string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
