@@ -137,6 +137,27 @@ func (r *Reconciler) Build(ctx context.Context) (*source.Snapshot, *planner.Grap
 	if err != nil {
 		return snap, nil, err
 	}
+	// CEL export expressions compile before anything is sent (the planner
+	// cannot import the executor's CEL environment).
+	var errs diag.List
+	for _, n := range g.Nodes {
+		for _, ex := range n.Exports {
+			if !ex.Expr {
+				continue
+			}
+			if err := executor.CheckExpression(ex.Source); err != nil {
+				field := "spec.operatorSpec.configMapExpressions"
+				if ex.Secret {
+					field = "spec.operatorSpec.secretExpressions"
+				}
+				errs = append(errs, &diag.Error{File: n.Object.File, Line: n.Object.Line, Object: n.ID(), Field: field,
+					Msg: fmt.Sprintf("expression for %s/%s: %v", ex.Name, ex.Key, err)})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return snap, nil, errs
+	}
 	return snap, g, nil
 }
 

@@ -59,7 +59,11 @@ func reportInputErrors(stderr io.Writer, err error) error {
 		for _, e := range l.Sorted() {
 			fmt.Fprintln(stderr, e.Error())
 		}
-		return &ExitError{Code: 1, Err: fmt.Errorf("%d errors", len(l))}
+		word := "errors"
+		if len(l) == 1 {
+			word = "error"
+		}
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d %s; nothing was applied", len(l), word)}
 	}
 	return err
 }
