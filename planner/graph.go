@@ -378,6 +378,10 @@ func (g *Graph) resolveARMID(n *Node) (string, error) {
 			n.ownerErr = objErr(n.Object, "spec.owner", "owner is required for %s", n.Kind.Kind)
 			return "", n.ownerErr
 		case ref.ARMID != "":
+			if want, got, ok := ownerARMTypeOK(n.Kind, ref.ARMID); !ok {
+				n.ownerErr = objErr(n.Object, "spec.owner.armId", "the owner of a %s must be a %s (%s), got the ID of a %s", n.Kind.Kind, n.Kind.OwnerKind, want, got)
+				return "", n.ownerErr
+			}
 			ownerID = ref.ARMID
 		default:
 			group, kind := ref.Group, ref.Kind

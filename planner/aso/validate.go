@@ -235,6 +235,19 @@ func (v *validator) value(f *field, d int, raw any, p *vpath) {
 
 func (v *validator) enum(f *field, raw any, p *vpath) {
 	got := scalarString(raw)
+	if _, isStr := raw.(string); !isStr && len(f.enum) > 0 {
+		if _, enumStr := f.enum[0].(string); enumStr {
+			switch raw.(type) {
+			case int64, float64, bool:
+				for _, e := range f.enum {
+					if scalarString(e) == got {
+						v.add(p, "expected a string, got %s (quote it: \"%s\")", typeName(raw), got)
+						return
+					}
+				}
+			}
+		}
+	}
 	var want []string
 	for _, e := range f.enum {
 		s := scalarString(e)
