@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/planner/aso"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -254,20 +255,72 @@ func isOwner(n *planner.Node, key string) bool {
 }
 
 // producesFor returns ConfigMapNotFound or SecretNotFound when dependency key
-// is a resource exporting a value n reads.
+// is a resource exporting a value n reads: SecretNotFound when n reads one of
+// its secrets, ConfigMapNotFound when n reads one of its config map values.
 func producesFor(p *planner.Plan, key string, n *planner.Node) string {
-	g := p.Graph()
-	dn := g.Node(key)
+	dn := p.Graph().Node(key)
 	if dn == nil {
 		return ""
 	}
-	for _, ex := range dn.Exports {
-		if ex.Secret {
-			return "SecretNotFound"
+	reason := ""
+	for _, d := range n.Deps {
+		for _, ex := range dn.Exports {
+			if !reads(d, ex) {
+				continue
+			}
+			if ex.Secret {
+				return "SecretNotFound"
+			}
+			reason = "ConfigMapNotFound"
 		}
-		return "ConfigMapNotFound"
 	}
-	return ""
+	return reason
+}
+
+// reads reports whether dependency d of a resource reads export ex.
+func reads(d aso.Dep, ex planner.Export) bool {
+	switch d.Type {
+	case aso.DepConfigMap:
+		return !ex.Secret && ex.Name == d.Name && ex.Key == d.Key
+	case aso.DepSecret:
+		return ex.Secret && ex.Name == d.Name && ex.Key == d.Key
+	case aso.DepSecretMap:
+		return ex.Secret && ex.Name == d.Name
+	}
+	return false
+}
+
+// missingInputs explains the values of n's body that are still unknown
+// although their producers ran: SecretNotFound when a secret is missing
+// (else ConfigMapNotFound), naming each missing config map or secret key and
+// the resource that should have exported it.
+func missingInputs(p *planner.Plan, n *planner.Node, outs planner.Outputs) (reason string, missing []string) {
+	reason = "ConfigMapNotFound"
+	if n == nil {
+		return reason, nil
+	}
+	for _, key := range n.DependsOn {
+		dn := p.Graph().Node(key)
+		if dn == nil {
+			continue
+		}
+		for _, d := range n.Deps {
+			for _, ex := range dn.Exports {
+				if !reads(d, ex) {
+					continue
+				}
+				if _, ok := outs[planner.OutputKey(n.Namespace, ex.Secret, ex.Name, ex.Key)]; ok {
+					continue
+				}
+				what := "config map"
+				if ex.Secret {
+					what, reason = "secret", "SecretNotFound"
+				}
+				missing = append(missing, fmt.Sprintf("%s %s key %s (exported by %s)", what, ex.Name, ex.Key, dn.ID()))
+			}
+		}
+	}
+	return reason, missing
 }
 
 func firstLine(s string) string {
@@ -392,8 +445,12 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 		return fail(err)
 	}
 	if len(body.Unknown) > 0 {
-		return fail(&statusError{reason: "ConfigMapNotFound", severity: state.SeverityWarning,
-			msg: fmt.Sprintf("values at %s are not known: the resources exporting them did not produce them", strings.Join(body.Unknown, ", "))})
+		reason, missing := missingInputs(w.plan, r.Node(), outs)
+		msg := fmt.Sprintf("values at %s are not known: the resources exporting them did not produce them", strings.Join(body.Unknown, ", "))
+		if len(missing) > 0 {
+			msg += ": " + strings.Join(missing, "; ")
+		}
+		return fail(&statusError{reason: reason, severity: state.SeverityWarning, msg: msg})
 	}
 	sent := body.JSON
 	if sent, err = w.hooks(ctx, cli, r, sent); err != nil {
