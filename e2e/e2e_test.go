@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/internal/gittest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
@@ -34,49 +34,9 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ctx := context.Background()
-	emu, err := emulator.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = emu.Close() })
+	em := emutest.New(t, emutest.Roles("Contributor", "User Access Administrator"))
+	emu, sub, cli, clients, global := em.Emu, em.Sub, em.Client, em.Clients, em.Cred
 	dir := t.TempDir()
-	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, emu.CACertPEM(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cloudFile := filepath.Join(dir, "cloud.json")
-	if err := os.WriteFile(cloudFile, emu.CloudConfigJSON(caFile), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cloud, err := azure.LoadCloud(cloudFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	platform, err := emu.AddServicePrincipal("platform")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub := emu.SubscriptionID()
-	for _, role := range []string{"Contributor", "User Access Administrator"} {
-		if err := emu.AssignRole(platform.ObjectID, role, "/subscriptions/"+sub); err != nil {
-			t.Fatal(err)
-		}
-	}
-	global, err := azure.CredentialFromSecret("env/global", map[string]string{
-		"AZURE_SUBSCRIPTION_ID": sub, "AZURE_TENANT_ID": emu.TenantID(),
-		"AZURE_CLIENT_ID": platform.ClientID, "AZURE_CLIENT_SECRET": platform.Secret,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := azure.DefaultOptions()
-	opts.PollInterval = 10 * time.Millisecond
-	clients := azure.NewClients(cloud, opts)
-	cli, err := clients.For(global)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	srv := gittest.NewServer(t)
 	repo := srv.CreateRepo("infra")
@@ -92,7 +52,6 @@ func newEnv(t *testing.T) *env {
 	cfg := reconcile.DefaultConfig()
 	cfg.Global = global
 	rec := reconcile.New(src, db, clients, cfg, nil)
-	_ = ctx
 	return &env{t: t, emu: emu, repo: repo, db: db, rec: rec, cli: cli, sub: sub, files: map[string]string{}}
 }
 

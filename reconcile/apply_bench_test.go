@@ -11,6 +11,7 @@ import (
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/internal/benchdata"
+	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
@@ -25,10 +26,9 @@ func BenchmarkApply1k(b *testing.B) {
 	const n, latency = 1000, 200 * time.Millisecond
 	for b.Loop() {
 		b.StopTimer()
-		emu, err := emulator.New(emulator.WithDefaultLatency(latency), emulator.WithPollInterval(latency))
-		if err != nil {
-			b.Fatal(err)
-		}
+		env := emutest.New(b, emutest.Emulator(emulator.WithDefaultLatency(latency), emulator.WithPollInterval(latency)),
+			emutest.ClientOptions(func(o *azure.Options) { *o = azure.DefaultOptions() }))
+		emu := env.Emu
 		dir := b.TempDir()
 		repo := filepath.Join(dir, "repo")
 		if err := benchdata.GenerateApplyTree(repo, n); err != nil {
@@ -36,33 +36,14 @@ func BenchmarkApply1k(b *testing.B) {
 		}
 		// The generator writes the zero subscription; point it at the emulator's.
 		rewriteSubscription(b, repo, emu.SubscriptionID())
-		sp, err := emu.AddPrincipal(emulator.PrincipalSpec{ServicePrincipal: emulator.ServicePrincipal{DisplayName: "bench"},
-			Roles: []emulator.RoleGrant{{Role: "Owner", Scope: "/subscriptions/" + emu.SubscriptionID()}}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		caFile := filepath.Join(dir, "ca.pem")
-		cloudFile := filepath.Join(dir, "cloud.json")
-		_ = os.WriteFile(caFile, emu.CACertPEM(), 0o600)
-		_ = os.WriteFile(cloudFile, emu.CloudConfigJSON(caFile), 0o600)
-		cloud, err := azure.LoadCloud(cloudFile)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cred, err := azure.CredentialFromSecret("bench/global", map[string]string{
-			"AZURE_SUBSCRIPTION_ID": emu.SubscriptionID(), "AZURE_TENANT_ID": emu.TenantID(),
-			"AZURE_CLIENT_ID": sp.ClientID, "AZURE_CLIENT_SECRET": sp.Secret})
-		if err != nil {
-			b.Fatal(err)
-		}
 		db, err := state.Open(filepath.Join(dir, "state.db"))
 		if err != nil {
 			b.Fatal(err)
 		}
 		cfg := reconcile.DefaultConfig()
-		cfg.Global = cred
+		cfg.Global = env.Cred
 		cfg.Parallelism = 32
-		rec := reconcile.New(source.NewDir(repo, ""), db, azure.NewClients(cloud, azure.DefaultOptions()), cfg, nil)
+		rec := reconcile.New(source.NewDir(repo, ""), db, env.Clients, cfg, nil)
 
 		b.StartTimer()
 		start := time.Now()

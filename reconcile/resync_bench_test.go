@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/internal/benchdata"
+	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/source"
@@ -27,56 +27,28 @@ type resyncEnv struct {
 // namespace → queue) to an emulator without latency or throttling.
 func newResyncEnv(tb testing.TB, n int) *resyncEnv {
 	tb.Helper()
-	emu, err := emulator.New(emulator.WithoutThrottling())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = emu.Close() })
+	env := emutest.New(tb, emutest.Emulator(emulator.WithoutThrottling()),
+		emutest.ClientOptions(func(o *azure.Options) { o.Limits.Disabled = true }))
 	dir := tb.TempDir()
 	repo := filepath.Join(dir, "repo")
 	if err := benchdata.GenerateApplyTree(repo, n); err != nil {
 		tb.Fatal(err)
 	}
-	rewriteSubscription(tb, repo, emu.SubscriptionID())
-	sp, err := emu.AddPrincipal(emulator.PrincipalSpec{ServicePrincipal: emulator.ServicePrincipal{DisplayName: "resync"},
-		Roles: []emulator.RoleGrant{{Role: "Owner", Scope: "/subscriptions/" + emu.SubscriptionID()}}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	caFile, cloudFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "cloud.json")
-	_ = os.WriteFile(caFile, emu.CACertPEM(), 0o600)
-	_ = os.WriteFile(cloudFile, emu.CloudConfigJSON(caFile), 0o600)
-	cloud, err := azure.LoadCloud(cloudFile)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cred, err := azure.CredentialFromSecret("bench/global", map[string]string{
-		"AZURE_SUBSCRIPTION_ID": emu.SubscriptionID(), "AZURE_TENANT_ID": emu.TenantID(),
-		"AZURE_CLIENT_ID": sp.ClientID, "AZURE_CLIENT_SECRET": sp.Secret})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	rewriteSubscription(tb, repo, env.Sub)
 	db, err := state.Open(filepath.Join(dir, "state.db"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = db.Close() })
-	opts := azure.DefaultOptions()
-	opts.Limits.Disabled = true
-	clients := azure.NewClients(cloud, opts)
 	cfg := reconcile.DefaultConfig()
-	cfg.Global = cred
+	cfg.Global = env.Cred
 	cfg.Parallelism = 32
-	rec := reconcile.New(source.NewDir(repo, ""), db, clients, cfg, nil)
+	rec := reconcile.New(source.NewDir(repo, ""), db, env.Clients, cfg, nil)
 	rep, err := rec.Once(context.Background(), reconcile.Options{Trigger: "setup"})
 	if err != nil || rep.Run.Outcome != state.OutcomeSucceeded {
 		tb.Fatalf("setup apply: %v %s", err, rep.Run.Error)
 	}
-	cli, err := clients.For(cred)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &resyncEnv{emu: emu, rec: rec, cli: cli, db: db}
+	return &resyncEnv{emu: env.Emu, rec: rec, cli: env.Client, db: db}
 }
 
 // armRequests counts the requests ARM saw (token requests excluded) and the
