@@ -440,7 +440,10 @@ spec:
 	const locMsg = "The location property is required for this definition."
 	e.emu.SetFaults(emulator.Faults{ProvisioningFailures: []emulator.ProvisioningFailure{{Match: "/resourceGroups/fatal-rg", Code: "LocationRequired", Message: locMsg}}})
 	e.commit("fatal", map[string]string{"fatal.yaml": rg("fatal-rg") + child})
-	e.run(false)
+	rep := e.run(false)
+	if retry, _ := rep.Result.Retry(); retry {
+		t.Error("a fatal error (and its waiting child) reported as worth retrying")
+	}
 	fatal := e.resource("platform", rgGroup, "ResourceGroup", "fatal-rg")
 	wantCond(t, "fatal group", fatal.Ready, state.StatusFalse, state.SeverityError, "LocationRequired", locMsg)
 	if strings.Contains(fatal.Ready.Message, "retry") {
@@ -453,20 +456,26 @@ spec:
 	// message, and the retry time ARM asked for.
 	e.emu.SetFaults(emulator.Faults{Rate429: 1, Methods: []string{http.MethodPut}})
 	e.commit("throttled", map[string]string{"throttled.yaml": rg("throttled-rg")})
-	e.run(false)
+	rep = e.run(false)
+	if retry, after := rep.Result.Retry(); !retry || after != 30*time.Second {
+		t.Errorf("throttled run: retry %v after %s, want a retry after 30s", retry, after)
+	}
 	wantCond(t, "throttled group", e.resource("platform", rgGroup, "ResourceGroup", "throttled-rg").Ready,
 		state.StatusFalse, state.SeverityWarning, "SubscriptionRequestsThrottled", "Number of requests exceeded the limit", "retry after 30s")
 
 	// A server error: Warning, ARM's code and message.
 	e.emu.SetFaults(emulator.Faults{Rate500: 1, Methods: []string{http.MethodPut}})
 	e.commit("broken", map[string]string{"broken.yaml": rg("broken-rg")})
-	e.run(false)
+	rep = e.run(false)
+	if retry, _ := rep.Result.Retry(); !retry {
+		t.Error("a run with 500s reported as not worth retrying")
+	}
 	wantCond(t, "group hit by 500s", e.resource("platform", rgGroup, "ResourceGroup", "broken-rg").Ready,
 		state.StatusFalse, state.SeverityWarning, "InternalServerError", "Encountered internal server error.")
 
 	// All causes gone: the next run retries every failed resource.
 	e.emu.SetFaults(emulator.Faults{})
-	rep := e.run(false)
+	rep = e.run(false)
 	if rep.Run.Outcome != state.OutcomeSucceeded {
 		t.Fatalf("after the faults: %s %s", rep.Run.Outcome, rep.Run.Error)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/state"
@@ -20,6 +21,15 @@ func (e *statusError) Error() string { return e.reason + ": " + e.msg }
 func (e *statusError) Unwrap() error { return e.err }
 
 func isNotFound(err error) bool { return errors.Is(err, azure.ErrNotFound) }
+
+// retryAfter is ARM's Retry-After for a retryable error, else zero.
+func retryAfter(err error) time.Duration {
+	var ae *azure.ARMError
+	if errors.As(err, &ae) && ae.Retryable {
+		return ae.RetryAfter
+	}
+	return 0
+}
 
 // failedCondition maps an error to ASO's Ready condition: ARM's own error code
 // as the reason, Error severity for codes no retry can fix and Warning for

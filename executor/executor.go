@@ -81,19 +81,23 @@ const (
 
 // ResourceResult is the result for one plan entry.
 type ResourceResult struct {
-	Key       string
-	Resource  *planner.Resource
-	Outcome   Outcome
-	Ready     state.Condition
-	Hash      string          // hash of the body sent (applied)
-	Body      json.RawMessage // the body sent, secrets redacted (applied)
-	Response  json.RawMessage // ARM's final resource (applied/observed)
-	Outputs   map[string]map[string]string
-	Secrets   map[string]map[string]string
-	Err       error
-	Duration  time.Duration
-	Requests  int
-	StartedAt time.Time
+	Key      string
+	Resource *planner.Resource
+	Outcome  Outcome
+	Ready    state.Condition
+	Hash     string          // hash of the body sent (applied)
+	Body     json.RawMessage // the body sent, secrets redacted (applied)
+	Response json.RawMessage // ARM's final resource (applied/observed)
+	Outputs  map[string]map[string]string
+	Secrets  map[string]map[string]string
+	Err      error
+	// RetryAfter is ARM's Retry-After for a failure worth retrying (a
+	// Warning), zero when ARM gave none or the failure is fatal (an Error:
+	// no retry until the manifest changes).
+	RetryAfter time.Duration
+	Duration   time.Duration
+	Requests   int
+	StartedAt  time.Time
 }
 
 // Result is the outcome of one Apply.
@@ -111,6 +115,23 @@ func (r *Result) Counts() map[string]int {
 		m[string(rr.Outcome)]++
 	}
 	return m
+}
+
+// Retry reports whether a retry may succeed without a change of the manifests
+// (some resource failed with Warning severity; resources skipped for a failed
+// dependency follow that dependency), and the earliest Retry-After ARM asked
+// for among them (zero when none did).
+func (r *Result) Retry() (retryable bool, after time.Duration) {
+	for _, rr := range r.Resources {
+		if rr == nil || rr.Outcome != Failed || rr.Ready.Severity == state.SeverityError {
+			continue
+		}
+		retryable = true
+		if rr.RetryAfter > 0 && (after == 0 || rr.RetryAfter < after) {
+			after = rr.RetryAfter
+		}
+	}
+	return retryable, after
 }
 
 // Failed reports whether any resource failed or was skipped.
@@ -230,9 +251,6 @@ func (w *walk) blocker(r *planner.Resource) *ResourceResult {
 	for _, d := range r.DependsOn {
 		dr, ok := w.results[d]
 		if !ok || (dr.Outcome != Failed && dr.Outcome != Skipped) {
-			continue
-		}
-		if dr.Outcome == Observed && dr.Ready.Status == state.StatusTrue {
 			continue
 		}
 		reason, what := "ReferenceNotFound", "referenced resource"
@@ -386,6 +404,7 @@ func (w *walk) delete(ctx context.Context, r *planner.Resource) *ResourceResult 
 	rr.Requests++
 	if err := cli.Delete(ctx, r.ARMID, r.APIVersion); err != nil {
 		rr.Outcome, rr.Err, rr.Ready = Failed, err, failedCondition(err)
+		rr.RetryAfter = retryAfter(err)
 		w.e.opts.Logger.WarnContext(ctx, "delete failed", "resource", r.ID(), "error", err)
 		return rr
 	}
@@ -400,6 +419,7 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	defer func() { rr.Duration = w.e.opts.Now().Sub(rr.StartedAt) }()
 	fail := func(err error) *ResourceResult {
 		rr.Outcome, rr.Err, rr.Ready = Failed, err, failedCondition(err)
+		rr.RetryAfter = retryAfter(err)
 		w.e.opts.Logger.WarnContext(ctx, "apply failed", "resource", r.ID(), "error", err)
 		return rr
 	}
