@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/internal/gittest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
@@ -29,51 +29,9 @@ type envOptions struct {
 // policies) and ARM client options (retries) of the test's choosing.
 func newEnvWith(t *testing.T, o envOptions) *env {
 	t.Helper()
-	emu, err := emulator.New(o.emulator...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = emu.Close() })
+	em := emutest.New(t, emutest.Roles("Contributor", "User Access Administrator"),
+		emutest.Emulator(o.emulator...), emutest.ClientOptions(o.client))
 	dir := t.TempDir()
-	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, emu.CACertPEM(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cloudFile := filepath.Join(dir, "cloud.json")
-	if err := os.WriteFile(cloudFile, emu.CloudConfigJSON(caFile), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cloud, err := azure.LoadCloud(cloudFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	platform, err := emu.AddServicePrincipal("platform")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub := emu.SubscriptionID()
-	for _, role := range []string{"Contributor", "User Access Administrator"} {
-		if err := emu.AssignRole(platform.ObjectID, role, "/subscriptions/"+sub); err != nil {
-			t.Fatal(err)
-		}
-	}
-	global, err := azure.CredentialFromSecret("env/global", map[string]string{
-		"AZURE_SUBSCRIPTION_ID": sub, "AZURE_TENANT_ID": emu.TenantID(),
-		"AZURE_CLIENT_ID": platform.ClientID, "AZURE_CLIENT_SECRET": platform.Secret,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := azure.DefaultOptions()
-	opts.PollInterval = 10 * time.Millisecond
-	if o.client != nil {
-		o.client(&opts)
-	}
-	clients := azure.NewClients(cloud, opts)
-	cli, err := clients.For(global)
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := gittest.NewServer(t)
 	repo := srv.CreateRepo("infra")
 	src, err := source.NewGit(source.GitOptions{URL: repo.URL(), Branch: repo.Branch(), Path: "clusters/snd", CacheDir: filepath.Join(dir, "cache"), CABundle: srv.CABundle()})
@@ -86,12 +44,12 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	cfg := reconcile.DefaultConfig()
-	cfg.Global = global
+	cfg.Global = em.Cred
 	if o.config != nil {
 		o.config(&cfg)
 	}
-	rec := reconcile.New(src, db, clients, cfg, nil)
-	return &env{t: t, emu: emu, repo: repo, db: db, rec: rec, cli: cli, sub: sub, files: map[string]string{}}
+	rec := reconcile.New(src, db, em.Clients, cfg, nil)
+	return &env{t: t, emu: em.Emu, repo: repo, db: db, rec: rec, cli: em.Client, sub: em.Sub, files: map[string]string{}}
 }
 
 // lookup returns a resource from state and whether it is there.
