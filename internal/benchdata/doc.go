@@ -10,6 +10,6 @@
 //	err := benchdata.GenerateApplyTree(dir, 1000)
 //
 // GenerateWith takes Options (depth, location, ...) and returns a Summary of what it wrote.
-// The sub-package schemacheck checks manifests against the ASO facts catalog; the tests use it to prove that
-// every generated document is a valid ASO manifest.
+// The tests read the output through gitaso's own pipeline (source.Dir, planner.Build, Plan) to prove that
+// every generated document is a valid ASO manifest and that the shape matches the Summary.
 package benchdata

@@ -3,88 +3,98 @@ package benchdata_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/gitaso/gitaso/internal/benchdata"
-	"github.com/gitaso/gitaso/internal/benchdata/schemacheck"
+	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/source"
 )
 
 const sub = "11111111-2222-3333-4444-555555555555"
 
-// ownerKind is the owner of each generated kind (RoleAssignment: the kind named in its owner).
-var ownerKind = map[string]string{
-	"UserAssignedIdentity":                 "ResourceGroup",
-	"FederatedIdentityCredential":          "UserAssignedIdentity",
-	"StorageAccount":                       "ResourceGroup",
-	"StorageAccountsBlobService":           "StorageAccount",
-	"StorageAccountsBlobServicesContainer": "StorageAccountsBlobService",
-	"Namespace":                            "ResourceGroup",
-	"NamespacesQueue":                      "Namespace",
-	"NamespacesTopic":                      "Namespace",
-	"NamespacesTopicsSubscription":         "NamespacesTopic",
-}
-
-// analyse parses dir and measures it independently of the generator: ASO resources per kind and per
-// namespace, and the owner-chain depth of every resource (owners resolved by name within the namespace).
+// analysis is a generated directory measured independently of the generator, through gitaso's own pipeline
+// (source.Dir, then planner.Build): ASO resources per kind and per namespace, and the owner-chain depth of
+// every resource.
 type analysis struct {
-	docs       []schemacheck.Doc
-	byKind     map[string]int // "apiVersion Kind"
-	byNS       map[string]int
-	byDepth    map[int]int
-	files      int
-	unresolved []string
+	graph   *planner.Graph
+	byKind  map[string]int // "apiVersion Kind"
+	byNS    map[string]int
+	byDepth map[int]int
+	files   int
 }
 
+// analyse parses dir as gitaso does and builds its graph. planner.Build checks every document against ASO's
+// catalog (kinds, fields with their casing, types, enums, required fields) and resolves owners, references,
+// exported ConfigMaps, credentials, duplicates and cycles, returning every problem: any error it reports
+// fails the test, which replaces checking unresolved owners and the schema here.
 func analyse(t *testing.T, dir string) analysis {
 	t.Helper()
-	docs, err := schemacheck.ReadDir(dir)
+	snap, err := source.NewDir(dir, "").Fetch(t.Context())
 	if err != nil {
 		t.Fatalf("generated files do not parse: %v", err)
 	}
-	a := analysis{docs: docs, byKind: map[string]int{}, byNS: map[string]int{}, byDepth: map[int]int{}}
+	checkNoEmptyDocuments(t, dir, snap)
+	a := analysis{byKind: map[string]int{}, byNS: map[string]int{}, byDepth: map[int]int{}}
 	files := map[string]bool{}
-	index := map[string]schemacheck.Doc{} // ns/Kind/name
-	for _, d := range docs {
-		files[d.File] = true
-		if !strings.HasSuffix(d.Group(), ".azure.com") {
-			continue
+	for _, o := range slices.Concat(snap.Objects, snap.Ignored) {
+		files[o.File] = true
+		if o.IsASO() {
+			a.byKind[o.APIVersion()+" "+o.Kind()]++
+			a.byNS[o.Namespace()]++
 		}
-		a.byKind[d.APIVersion()+" "+d.Kind()]++
-		a.byNS[d.Namespace()]++
-		index[d.ID()] = d
 	}
 	a.files = len(files)
-	checkNoEmptyDocuments(t, dir, docs)
-	var depth func(d schemacheck.Doc, seen int) int
-	depth = func(d schemacheck.Doc, seen int) int {
-		if seen > 10 {
-			t.Fatalf("owner cycle at %s", d.ID())
+	g, err := planner.Build(snap, planner.Options{SubscriptionID: sub})
+	if err != nil {
+		msg := err.Error()
+		if l := diag.AsList(err).Sorted(); len(l) > 10 {
+			msg = l[:10].Error() + fmt.Sprintf("\n... and %d more", len(l)-10)
 		}
-		owner, _ := d.Spec()["owner"].(map[string]any)
-		if owner == nil {
-			return 1
-		}
-		name, _ := owner["name"].(string)
-		kind, _ := owner["kind"].(string)
-		if kind == "" {
-			kind = ownerKind[d.Kind()]
-		}
-		o, ok := index[d.Namespace()+"/"+kind+"/"+name]
-		if !ok {
-			a.unresolved = append(a.unresolved, d.ID()+" → "+kind+"/"+name)
-			return 1
-		}
-		return depth(o, seen+1) + 1
+		t.Fatalf("planner.Build rejects the generated repository:\n%s", msg)
 	}
-	for _, d := range index {
-		a.byDepth[depth(d, 0)]++
+	a.graph = g
+	total := 0
+	for _, c := range a.byNS {
+		total += c
+	}
+	if len(g.Nodes) != total {
+		t.Errorf("graph has %d nodes, parsed %d ASO resources", len(g.Nodes), total)
+	}
+	// Depth: 1 for a resource without an owner in the repository, +1 per owner up the chain (Build has
+	// rejected cycles, the bound only guards this loop).
+	for _, n := range g.Nodes {
+		d := 1
+		for o := g.Node(n.OwnerKey()); o != nil && d <= len(g.Nodes); o = g.Node(o.OwnerKey()) {
+			d++
+		}
+		a.byDepth[d]++
 	}
 	return a
+}
+
+// checkPlan plans the graph from scratch: every resource converts to an ARM create request.
+func checkPlan(t *testing.T, g *planner.Graph) {
+	t.Helper()
+	plan, err := g.Plan(planner.Input{})
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if len(plan.Resources) != len(g.Nodes) {
+		t.Errorf("plan has %d resources, graph %d nodes", len(plan.Resources), len(g.Nodes))
+	}
+	for _, r := range plan.Resources {
+		if r.Action != planner.Create || r.Request == nil || !strings.HasPrefix(r.ARMID, "/subscriptions/"+sub+"/") {
+			t.Errorf("%s: action %v, ARM ID %s; want a create request in subscription %s", r.ID(), r.Action, r.ARMID, sub)
+		}
+	}
 }
 
 func TestGenerateCounts(t *testing.T) {
@@ -146,9 +156,6 @@ func TestGenerateCounts(t *testing.T) {
 			}
 			a := analyse(t, dir)
 			n := tc.opts.Namespaces
-			if len(a.unresolved) > 0 {
-				t.Errorf("owners not found: %v", a.unresolved)
-			}
 			if len(a.byNS) != n || sum.Namespaces != n {
 				t.Errorf("namespaces: parsed %d, summary %d, want %d", len(a.byNS), sum.Namespaces, n)
 			}
@@ -174,31 +181,8 @@ func TestGenerateCounts(t *testing.T) {
 			if sum.Resources != n*tc.opts.PerNamespace || a.files != sum.Files {
 				t.Errorf("summary resources %d files %d, parsed files %d", sum.Resources, sum.Files, a.files)
 			}
-			checkSchema(t, a.docs)
+			checkPlan(t, a.graph)
 		})
-	}
-}
-
-// checkSchema proves every generated document is a valid ASO manifest (fields, casing, enums, owners,
-// exported ConfigMaps) when the facts catalog is available.
-func checkSchema(t *testing.T, docs []schemacheck.Doc) {
-	t.Helper()
-	dir := os.Getenv("GITASO_SHARED_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared")
-	}
-	cat, err := schemacheck.Load(filepath.Join(dir, "aso-schema"))
-	if err != nil {
-		t.Logf("schema check skipped: %v", err)
-		return
-	}
-	errs := cat.Check(docs)
-	for i, e := range errs {
-		if i == 10 {
-			t.Errorf("... and %d more", len(errs)-10)
-			break
-		}
-		t.Error(e)
 	}
 }
 
@@ -215,8 +199,8 @@ func TestGenerateDefaultIsTenThousandInFiveHundredNamespaces(t *testing.T) {
 	for _, c := range a.byKind {
 		total += c
 	}
-	if total != 10000 || len(a.byNS) != 500 || len(a.unresolved) != 0 {
-		t.Fatalf("got %d resources in %d namespaces (unresolved owners: %d), want 10000 in 500", total, len(a.byNS), len(a.unresolved))
+	if total != 10000 || len(a.byNS) != 500 {
+		t.Fatalf("got %d resources in %d namespaces, want 10000 in 500", total, len(a.byNS))
 	}
 	if a.byDepth[4] == 0 || a.byDepth[5] != 0 {
 		t.Errorf("depths = %v, want chains of exactly up to 4", a.byDepth)
@@ -300,9 +284,6 @@ func TestGenerateApplyTree(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := analyse(t, dir)
-		if len(a.unresolved) > 0 {
-			t.Errorf("n=%d: owners not found: %v", tc.n, a.unresolved)
-		}
 		want := map[int]int{1: tc.groups, 2: tc.namespaces, 3: tc.queues}
 		maps.DeleteFunc(want, func(_ int, v int) bool { return v == 0 })
 		if !maps.Equal(a.byDepth, want) {
@@ -312,7 +293,7 @@ func TestGenerateApplyTree(t *testing.T) {
 			t.Errorf("n=%d: namespaces %v, files %d", tc.n, a.byNS, a.files)
 		}
 		if tc.n == 1000 {
-			checkSchema(t, a.docs)
+			checkPlan(t, a.graph)
 		}
 	}
 }
@@ -330,11 +311,11 @@ func BenchmarkGenerate10k(b *testing.B) {
 
 // checkNoEmptyDocuments fails when a file has a "---" that does not separate two documents (a comment-only
 // or empty document, which some YAML readers reject).
-func checkNoEmptyDocuments(t *testing.T, dir string, docs []schemacheck.Doc) {
+func checkNoEmptyDocuments(t *testing.T, dir string, snap *source.Snapshot) {
 	t.Helper()
 	perFile := map[string]int{}
-	for _, d := range docs {
-		perFile[d.File]++
+	for _, o := range slices.Concat(snap.Objects, snap.Ignored) {
+		perFile[o.File]++
 	}
 	for f, n := range perFile {
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
