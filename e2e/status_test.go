@@ -539,3 +539,51 @@ spec:
 	r = e.resource("platform", raGroup, "RoleAssignment", "ghost-reader")
 	wantCond(t, "unknown principal", r.Ready, state.StatusFalse, state.SeverityWarning, "PrincipalNotFound", "99999999000040008000000000000000 does not exist in the directory")
 }
+
+// A failure that is not ARM's (here Entra ID refusing a wrong client secret)
+// is the catch-all Failed, with the real cause as message and no secret.
+func TestStatusFailedCatchAll(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	e := newEnv(t)
+	sp, err := e.emu.AddServicePrincipal("team-d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wrong = "not-the-secret-0123456789"
+	e.commit("team-d", map[string]string{"team-d.yaml": `
+apiVersion: v1
+kind: Secret
+metadata:
+  name: aso-credential
+  namespace: team-d
+stringData:
+  AZURE_SUBSCRIPTION_ID: __SUB__
+  AZURE_TENANT_ID: ` + e.emu.TenantID() + `
+  AZURE_CLIENT_ID: ` + sp.ClientID + `
+  AZURE_CLIENT_SECRET: ` + wrong + `
+---
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: team-d-rg
+  namespace: team-d
+spec:
+  location: westeurope
+`})
+	e.emu.ResetStats()
+	e.run(false)
+	r := e.resource("team-d", rgGroup, "ResourceGroup", "team-d-rg")
+	wantCond(t, "group", r.Ready, state.StatusFalse, state.SeverityWarning, "Failed",
+		"authentication failed", "AADSTS7000215: Invalid client secret provided", sp.ClientID)
+	if strings.Contains(r.Ready.Message, "\n") {
+		t.Errorf("multi-line message: %q", r.Ready.Message)
+	}
+	if strings.Contains(r.Ready.Message, wrong) || strings.Contains(r.Ready.Message, sp.Secret) {
+		t.Errorf("secret in the message: %q", r.Ready.Message)
+	}
+	if got := e.armRequests(); len(got) != 0 {
+		t.Errorf("ARM requests %v, want none without a token", got)
+	}
+}

@@ -2,9 +2,14 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/state"
@@ -38,6 +43,7 @@ func failedCondition(err error) state.Condition {
 	c := state.Condition{Type: state.ConditionReady, Status: state.StatusFalse}
 	var se *statusError
 	var ae *azure.ARMError
+	var afe *azidentity.AuthenticationFailedError
 	switch {
 	case errors.As(err, &se):
 		c.Reason, c.Severity, c.Message = se.reason, se.severity, se.msg
@@ -53,6 +59,11 @@ func failedCondition(err error) state.Condition {
 		if ae.RetryAfter > 0 && ae.Retryable {
 			c.Message += fmt.Sprintf(" (retry after %s)", ae.RetryAfter)
 		}
+	case errors.As(err, &afe):
+		// Entra ID refused the credential: azidentity's message is a
+		// multi-line dump of the token response; keep its first line and
+		// Entra's own description (AADSTS code, trace and correlation IDs).
+		c.Reason, c.Severity, c.Message = "Failed", state.SeverityWarning, authMessage(err, afe)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		c.Reason, c.Severity, c.Message = "Failed", state.SeverityWarning, "interrupted: "+err.Error()
 	default:
@@ -62,4 +73,28 @@ func failedCondition(err error) state.Condition {
 		c.Reason = "Failed"
 	}
 	return c
+}
+
+// authMessage is the first line of an authentication failure and, when the
+// token endpoint answered with one, its error_description.
+func authMessage(err error, afe *azidentity.AuthenticationFailedError) string {
+	msg := strings.TrimSpace(firstLine(err.Error()))
+	if afe.RawResponse == nil {
+		return msg
+	}
+	body, rerr := runtime.Payload(afe.RawResponse)
+	if rerr != nil {
+		return msg
+	}
+	var b struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	if json.Unmarshal(body, &b) != nil || (b.Description == "" && b.Error == "") {
+		return msg
+	}
+	if b.Description == "" {
+		return msg + " " + b.Error
+	}
+	return msg + " " + b.Description
 }
