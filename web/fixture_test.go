@@ -1,0 +1,347 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gitaso/gitaso/api"
+	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/source"
+	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/web"
+)
+
+const subscription = "11111111-2222-3333-4444-555555555555"
+
+// Values planted in the state that the page must never show: a SOPS-style
+// Secret value behind a FlexibleServer password (before and after a change),
+// a secret export value kept encrypted in state, and the applied-body hash.
+const (
+	secretPassword    = "hunter2-very-secret-pw"
+	secretPasswordNew = "correct-horse-battery-staple"
+	secretExportValue = "PLANTED-storage-key-0123456789=="
+	apiToken          = "tok-9f8e7d6c5b4a"
+)
+
+// onboarding is a resource group, an identity exporting its principalId, a
+// role assignment reading it, a storage account with a blob container, and a
+// PostgreSQL server whose password comes from a Secret.
+const onboarding = `
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: team-a-rg
+  namespace: platform
+spec:
+  location: westeurope
+---
+apiVersion: managedidentity.azure.com/v1api20230131
+kind: UserAssignedIdentity
+metadata:
+  name: team-a-identity
+  namespace: platform
+spec:
+  location: westeurope
+  owner:
+    name: team-a-rg
+  operatorSpec:
+    configMaps:
+      principalId:
+        name: team-a-identity-settings
+        key: principalId
+---
+apiVersion: authorization.azure.com/v1api20220401
+kind: RoleAssignment
+metadata:
+  name: team-a-contributor
+  namespace: platform
+spec:
+  owner:
+    name: team-a-rg
+    group: resources.azure.com
+    kind: ResourceGroup
+  principalIdFromConfig:
+    name: team-a-identity-settings
+    key: principalId
+  roleDefinitionReference:
+    armId: /subscriptions/11111111-2222-3333-4444-555555555555/providers/Microsoft.Authorization/roleDefinitions/b24988ac-6180-42a0-ab88-20f7382dd24c
+---
+apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccount
+metadata:
+  name: teamastorage
+  namespace: platform
+spec:
+  location: westeurope
+  kind: StorageV2
+  sku:
+    name: Standard_LRS
+  owner:
+    name: team-a-rg
+---
+apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccountsBlobService
+metadata:
+  name: teamastorage-blob
+  namespace: platform
+spec:
+  owner:
+    name: teamastorage
+---
+apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccountsBlobServicesContainer
+metadata:
+  name: data
+  namespace: platform
+spec:
+  owner:
+    name: teamastorage-blob
+`
+
+const database = `
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata: {name: rg, namespace: db}
+spec: {location: westeurope}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: admin, namespace: db}
+stringData: {password: "` + secretPassword + `"}
+---
+apiVersion: dbforpostgresql.azure.com/v1api20240801
+kind: FlexibleServer
+metadata: {name: pg, namespace: db}
+spec:
+  location: westeurope
+  owner: {name: rg}
+  version: "16"
+  administratorLogin: admin
+  administratorLoginPassword: {name: admin, key: password}
+`
+
+const principalID = "aaaaaaaa-0000-0000-0000-000000000001"
+
+// Keys of the resources the tests look at.
+var (
+	keyStorage   = planner.Key("platform", "storage.azure.com", "StorageAccount", "teamastorage")
+	keyPG        = planner.Key("db", "dbforpostgresql.azure.com", "FlexibleServer", "pg")
+	keyIdentity  = planner.Key("platform", "managedidentity.azure.com", "UserAssignedIdentity", "team-a-identity")
+	keyRole      = planner.Key("platform", "authorization.azure.com", "RoleAssignment", "team-a-contributor")
+	keyContainer = planner.Key("platform", "storage.azure.com", "StorageAccountsBlobServicesContainer", "data")
+)
+
+const authzMessage = "The client 'gitaso' with object id 'bbbb' does not have authorization to perform action " +
+	"'Microsoft.Storage/storageAccounts/write' over scope '/subscriptions/" + subscription + "/resourceGroups/team-a-rg' <or it does not exist>."
+
+type fixture struct {
+	srv  *httptest.Server
+	db   *state.DB
+	plan *planner.Plan // the plan stored in state
+
+	mu       sync.Mutex
+	syncs    int
+	requests []string // method + path + query of API requests seen
+}
+
+func (f *fixture) syncCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.syncs
+}
+
+func (f *fixture) seen() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.requests...)
+}
+
+func parse(t testing.TB, files map[string]string) *planner.Graph {
+	t.Helper()
+	snap := &source.Snapshot{Revision: "0123456789abcdef0123456789abcdef01234567"}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		objs, err := source.ParseFile(n, []byte(files[n]))
+		if err != nil {
+			t.Fatalf("parse %s: %v", n, err)
+		}
+		snap.Objects = append(snap.Objects, objs...)
+	}
+	g, err := planner.Build(snap, planner.Options{SubscriptionID: subscription})
+	if err != nil {
+		t.Fatalf("build: %v", err)
+	}
+	return g
+}
+
+// newFixture writes a realistic state through state.DB.Update (resources as
+// the executor leaves them, with redacted applied bodies; a failing storage
+// account; runs; secret exports; the plan of a changed revision) and serves
+// api.New with web.Handler as its UI.
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	db, err := state.Open(filepath.Join(t.TempDir(), "gitaso.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+
+	// Revision 1, as applied.
+	g1 := parse(t, map[string]string{"platform/team-a.yaml": onboarding, "db/pg.yaml": database})
+	p1, err := g1.Plan(planner.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := planner.Outputs{planner.OutputKey("platform", false, "team-a-identity-settings", "principalId"): principalID}
+	now := time.Now().UTC().Truncate(time.Second)
+	prior := map[string]state.Resource{}
+	for _, r := range p1.Resources {
+		body, err := p1.Body(r, outs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		red, err := planner.Redact(body.JSON, body.Secrets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prior[r.Key()] = state.Resource{
+			Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
+			ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: r.Policy,
+			AppliedHash: planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON),
+			AppliedBody: red, Generation: 1, Revision: p1.Revision, UpdatedAt: now.Add(-90 * time.Second),
+			Ready: state.Condition{Type: "Ready", Status: "True", Reason: "Succeeded", ObservedGeneration: 1, LastTransitionTime: now.Add(-90 * time.Second)},
+		}
+	}
+	if bytes.Contains(prior[keyPG].AppliedBody, []byte(secretPassword)) {
+		t.Fatal("fixture: redacted applied body still holds the password")
+	}
+	id := prior[keyIdentity]
+	id.Outputs = map[string]string{"team-a-identity-settings/principalId": principalID}
+	prior[keyIdentity] = id
+	sa := prior[keyStorage]
+	sa.Generation = 2
+	sa.Ready = state.Condition{Type: "Ready", Status: "False", Severity: "Error", Reason: "AuthorizationFailed",
+		Message: authzMessage, ObservedGeneration: 2, LastTransitionTime: now.Add(-30 * time.Second)}
+	sa.SecretOutputs = []string{"teamastorage-keys/key1"}
+	sa.UpdatedAt = now.Add(-30 * time.Second)
+	prior[keyStorage] = sa
+	pg := prior[keyPG]
+	pg.Ready = state.Condition{Type: "Ready", Status: "False", Severity: "Info", Reason: "Reconciling",
+		Message: "The resource is in the process of being reconciled by the operator", ObservedGeneration: 1}
+	prior[keyPG] = pg
+	delete(prior, keyRole) // not applied yet: planned as a create with a value known after apply
+
+	// Revision 2: a bigger SKU, the container removed, a new password.
+	v2 := strings.Replace(onboarding, "name: Standard_LRS", "name: Standard_GRS", 1)
+	v2 = v2[:strings.LastIndex(v2, "---")]
+	g2 := parse(t, map[string]string{"platform/team-a.yaml": v2, "db/pg.yaml": strings.Replace(database, secretPassword, secretPasswordNew, 1)})
+	p2, err := g2.Plan(planner.Input{Prior: prior})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2.Revision = "fedcba9876543210fedcba9876543210fedcba98"
+	planJSON, err := json.Marshal(p2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{secretPassword, secretPasswordNew} {
+		if bytes.Contains(planJSON, []byte(s)) {
+			t.Fatalf("fixture: the planner put %q in the plan", s)
+		}
+	}
+
+	err = db.Update(func(w *state.Writer) error {
+		for _, r := range prior {
+			if err := w.PutResource(r); err != nil {
+				return err
+			}
+		}
+		if err := w.PutSecretExports("platform", "teamastorage-keys", map[string]string{"key1": secretExportValue}); err != nil {
+			return err
+		}
+		if err := w.PutExports("platform", "team-a-identity-settings", map[string]string{"principalId": principalID}); err != nil {
+			return err
+		}
+		runs := []*state.Run{
+			{Revision: p1.Revision, Trigger: "startup", StartedAt: now.Add(-10 * time.Minute), FinishedAt: now.Add(-10*time.Minute + 42*time.Second),
+				Outcome: state.OutcomeSucceeded, Counts: map[string]int{"create": len(p1.Resources)}, Summary: "8 created"},
+			{Revision: p2.Revision, Trigger: "webhook", StartedAt: now.Add(-40 * time.Second), FinishedAt: now.Add(-31 * time.Second),
+				Outcome: state.OutcomePartial, Counts: map[string]int{"update": 2, "create": 1, "delete": 1, "no-op": 5},
+				Error: "platform/StorageAccount/teamastorage: AuthorizationFailed: " + authzMessage},
+		}
+		for _, r := range runs {
+			if err := w.PutRun(r); err != nil {
+				return err
+			}
+		}
+		if err := w.SetLatestRevision(p2.Revision); err != nil {
+			return err
+		}
+		return w.SetPlan(planJSON)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f := &fixture{db: db, plan: p2}
+	h := api.New(db, api.Options{
+		Sync: func(ctx context.Context) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.syncs++
+			return nil
+		},
+		Token:  apiToken,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		UI:     web.Handler(),
+	})
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			f.mu.Lock()
+			f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI())
+			f.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// planText is what `gitaso plan` prints for the stored plan.
+func (f *fixture) planText(t testing.TB, showUnchanged bool) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := planner.RenderText(&buf, f.plan, planner.TextOptions{ShowUnchanged: showUnchanged}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// secrets are the values that must never reach the page.
+func (f *fixture) secrets(t testing.TB) []string {
+	t.Helper()
+	out := []string{secretPassword, secretPasswordNew, secretExportValue, apiToken}
+	rs, err := f.db.Resources(state.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		out = append(out, r.AppliedHash)
+	}
+	return out
+}
