@@ -39,6 +39,7 @@ func TestAdoption(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel()
 	e := newEnv(t)
 	rgID := e.rgID("legacy-rg")
 	e.mustPut(rgID, rgAPI, `{"location":"westeurope","tags":{"owner":"ops"}}`)
@@ -156,6 +157,7 @@ func TestReconcilePolicySkip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel()
 	e := newEnv(t)
 	rgID := e.rgID("shared-rg")
 	e.mustPut(rgID, rgAPI, `{"location":"westeurope","tags":{"owner":"network-team"}}`)
@@ -309,6 +311,7 @@ func TestReconcilePolicyDetachOnDelete(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel()
 	e := newEnv(t)
 	manifests := `
 apiVersion: resources.azure.com/v1api20200601
@@ -398,6 +401,7 @@ func TestDefaultReconcilePolicy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel()
 	e := newEnvWith(t, envOptions{config: func(c *reconcile.Config) {
 		c.DefaultPolicy = planner.PolicySkip
 		c.NamespacePolicy = map[string]string{"platform": planner.PolicyManage, "archive": planner.PolicyDetachOnDelete}

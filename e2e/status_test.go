@@ -41,6 +41,7 @@ func TestStatusOwnerDeniedThenGranted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel()
 	e := newEnv(t)
 	team, err := e.emu.AddServicePrincipal("team-c")
 	if err != nil {
@@ -142,6 +143,7 @@ func TestStatusObservedGeneration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel()
 	e := newEnv(t)
 	const msg = "The resource operation failed (injected)."
 	e.emu.SetFaults(emulator.Faults{ProvisioningFailures: []emulator.ProvisioningFailure{{Match: "/resourceGroups/failing-rg", Code: "Conflict", Message: msg}}})
@@ -228,6 +230,7 @@ func TestStatusProducerFailed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel()
 	e := newEnvWith(t, envOptions{emulator: []emulator.Option{emulator.WithDefaultLatency(20 * time.Millisecond), emulator.WithPollInterval(5 * time.Millisecond)}})
 	manifests := `
 apiVersion: managedidentity.azure.com/v1api20230131
@@ -381,6 +384,7 @@ func TestStatusSubscriptionMismatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel()
 	e := newEnv(t)
 	const other = "00000000-0000-4000-8000-000000000001"
 	e.commit("other", map[string]string{"other.yaml": `
@@ -413,6 +417,7 @@ func TestStatusARMErrorCodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel()
 	// The emulator's 429s ask for a wait of its poll interval (30 s here),
 	// beyond the client's MaxRetryDelay: the client does not wait and the
 	// executor reports the retry time. 500s are retried once, at once.
@@ -498,6 +503,7 @@ func TestStatusRoleAssignmentErrors(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel()
 	e := newEnv(t)
 	a, err := e.emu.AddServicePrincipal("principal-a")
 	if err != nil {
@@ -546,6 +552,7 @@ func TestStatusFailedCatchAll(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	t.Parallel()
 	e := newEnv(t)
 	sp, err := e.emu.AddServicePrincipal("team-d")
 	if err != nil {
