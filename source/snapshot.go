@@ -30,6 +30,12 @@ type Source interface {
 type File struct {
 	Path string // slash path relative to the repository root
 	Data []byte
+	// Generated marks text a Renderer built from other files, such as the
+	// output of a kustomize build named after its kustomization.yaml. It is
+	// parsed even when Path names a kustomization file, and since its lines
+	// are not lines of the file at Path, its objects and errors carry Line 0
+	// (Index is the position in the generated text).
+	Generated bool
 }
 
 // Renderer is the render stage between reading files and parsing them
@@ -205,10 +211,19 @@ func parseAll(ctx context.Context, files []File) ([]parseResult, error) {
 				if i >= len(files) || ctx.Err() != nil {
 					return
 				}
-				if isKustomization(files[i].Path) {
+				f := files[i]
+				if isKustomization(f.Path) && !f.Generated {
 					continue
 				}
-				out[i].objs, out[i].err = ParseFile(files[i].Path, files[i].Data)
+				out[i].objs, out[i].err = ParseFile(f.Path, f.Data)
+				if f.Generated {
+					for j := range out[i].objs {
+						out[i].objs[j].Line = 0
+					}
+					for _, e := range diag.AsList(out[i].err) {
+						e.Line = 0
+					}
+				}
 			}
 		})
 	}

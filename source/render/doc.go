@@ -1,0 +1,75 @@
+// Package render is gitaso's render stage (a source.Renderer): it builds
+// kustomizations in memory and runs Flux post-build substitution, so that a
+// repository written for Flux's kustomize-controller renders the same
+// objects in gitaso.
+//
+// # Kustomize
+//
+// With Options.Kustomize, a directory holding a kustomization.yaml (or
+// .yml) is built with sigs.k8s.io/kustomize/api (krusty) over an in-memory
+// copy of the files the source read, and the build output replaces the raw
+// files of that directory: files below a directory holding a kustomization
+// file are never parsed on their own; kustomize decides what of them is
+// used. Which directories are built:
+//
+//   - Options.KustomizeDirs empty: every topmost directory holding a
+//     kustomization file (as Flux's generated kustomization does for a path
+//     without one: a sub-directory with its own kustomization is built);
+//   - Options.KustomizeDirs set: exactly those directories (relative to the
+//     repository root), e.g. "deploy/overlays/prod" when the source path is
+//     "deploy" and holds base/ and overlays/.
+//
+// Objects of a build are named after the kustomization file (File) with
+// their position in the build output (Index) and Line 0 (see
+// source.File.Generated).
+//
+// Limits: only the *.yaml/*.yml files below the source path exist for
+// kustomize, so a base must be below the source path and generator inputs
+// in other files (.env, .properties, .json) are not found. Remote bases
+// (URLs, github.com/..., ?ref=) are refused before kustomize runs
+// (ErrRemoteBase); so is an entry that is in none of the files read
+// (kustomize would try to clone it). Plugins and Helm charts are disabled.
+// namePrefix and nameSuffix do NOT rewrite ASO references such as
+// spec.owner.name (kustomize does not know ASO's reference fields): give
+// owners and references their final names, or patch them.
+//
+// # Substitution
+//
+// With Options.Substitute, every document is run through Flux's envsubst
+// (github.com/fluxcd/pkg/envsubst, the library kustomize-controller uses)
+// after the kustomize builds: ${VAR}, ${VAR:=default}, ${VAR:-default},
+// ${VAR=default} and the other bash forms; $${VAR} is a literal ${VAR} (and
+// $$ a literal $); a bare $VAR is left alone. Variables come from
+// Options.SubstituteFrom (ConfigMaps and Secrets of the repository, Secret
+// values decoded; a later one overrides an earlier one) and then Options.Vars
+// (inline, overriding), as spec.postBuild.substituteFrom and substitute do.
+// Newlines are removed from values, as Flux does, so lines in errors stay
+// true. Variable names must match Flux's ^[_[:alpha:]][_[:alpha:][:digit:]]*$.
+// Without Options.Strict an unset variable becomes ""; with it, ${VAR} with
+// no value and no default is an error naming file, line and variable
+// (ErrUnsetVariable). An object annotated or labelled
+// kustomize.toolkit.fluxcd.io/substitute: disabled is left as it is.
+//
+// Differences from Flux: Flux substitutes each object after serialising it
+// (JSON to YAML, keys sorted, comments dropped, quotes as the serialiser
+// chooses); gitaso substitutes the document as written for files outside
+// kustomizations, so quotes are kept ("${PORT}" stays a string, where Flux
+// may turn it into a number) and ${VAR} in comments is substituted too (an
+// unset one is an error in strict mode: write $${VAR} in comments).
+// Kustomize output is serialised as Flux does.
+//
+// SOPS decryption is not done here (yet).
+//
+// Example:
+//
+//	from, _ := render.ParseRef("platform/platform-vars")
+//	r, err := render.New(render.Options{
+//		Kustomize:      true,
+//		Substitute:     true,
+//		SubstituteFrom: []render.Ref{from},
+//		Vars:           map[string]string{"ENVIRONMENT": "snd"},
+//		Strict:         true,
+//	})
+//	if err != nil { ... }
+//	src := source.NewDir(root, "clusters/snd", source.WithRenderer(r))
+package render

@@ -1,0 +1,269 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/source"
+)
+
+// Options configures a Renderer. The zero value renders nothing (files pass
+// through as they are); DefaultOptions turns kustomize builds on.
+type Options struct {
+	// Kustomize builds directories that hold a kustomization.yaml (see the
+	// package documentation for which ones) instead of parsing their files.
+	Kustomize bool
+	// KustomizeDirs, when set, are the only kustomization directories built
+	// (slash paths relative to the repository root, like file names in
+	// errors). Files below any directory holding a kustomization file are
+	// never parsed on their own either way.
+	KustomizeDirs []string
+
+	// Substitute turns Flux post-build substitution on (${VAR} and friends).
+	Substitute bool
+	// Vars are inline variables (Flux spec.postBuild.substitute); they
+	// override variables read from SubstituteFrom.
+	Vars map[string]string
+	// SubstituteFrom names ConfigMaps and Secrets of the repository whose
+	// data are variables (Flux spec.postBuild.substituteFrom); a later one
+	// overrides an earlier one.
+	SubstituteFrom []Ref
+	// Strict makes an unset variable without a default an error (Flux
+	// --feature-gates=StrictPostBuildSubstitutions). Otherwise it becomes "".
+	Strict bool
+
+	// Logger receives one debug line per render; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultOptions builds kustomizations and does not substitute.
+func DefaultOptions() Options { return Options{Kustomize: true} }
+
+// Renderer is the render stage of a source: kustomize builds, then Flux
+// post-build substitution. It implements source.Renderer and is safe for
+// concurrent use.
+type Renderer struct {
+	opts   Options
+	vars   Vars
+	logger *slog.Logger
+}
+
+var _ source.Renderer = (*Renderer)(nil)
+
+// New checks the options and returns a Renderer. Inline variable names must
+// be valid Flux variable names.
+func New(opts Options) (*Renderer, error) {
+	vars := make(Vars, len(opts.Vars))
+	for k, v := range opts.Vars {
+		if !ValidName(k) {
+			return nil, fmt.Errorf("substitute: %q is not a valid variable name (letters, digits and '_', not starting with a digit)", k)
+		}
+		vars[k] = cleanValue(v)
+	}
+	for _, r := range opts.SubstituteFrom {
+		if r.Name == "" {
+			return nil, fmt.Errorf("substitute-from: empty name")
+		}
+		if r.Kind != "" && r.Kind != "ConfigMap" && r.Kind != "Secret" {
+			return nil, fmt.Errorf("substitute-from %s: kind must be ConfigMap or Secret", r)
+		}
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Renderer{opts: opts, vars: vars, logger: logger}, nil
+}
+
+// ParseVars reads NAME=VALUE pairs (as given to --substitute) into a map.
+func ParseVars(pairs []string) (map[string]string, error) {
+	out := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok {
+			return nil, fmt.Errorf("substitute %q: want NAME=VALUE", p)
+		}
+		if !ValidName(k) {
+			return nil, fmt.Errorf("substitute %q: %q is not a valid variable name (letters, digits and '_', not starting with a digit)", p, k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// unit is one piece of rendered output: a raw file's document or a
+// kustomize build's object.
+type unit struct {
+	file      string
+	line      int // first line of the document; 0 in generated text
+	generated bool
+	id        string // object ID when known (kustomize output)
+	text      string
+}
+
+// Render implements source.Renderer: it builds kustomizations, substitutes
+// variables and returns the files to parse. Every problem of every file is
+// returned together as a diag.List.
+func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.File, error) {
+	start := time.Now()
+	var errs diag.List
+	var out []source.File
+	// groups[i] are the units of out[i], substituted in place.
+	var groups [][]unit
+
+	t := newTree(files)
+	byPath := make(map[string][]byte, len(files))
+	for _, f := range files {
+		byPath[f.Path] = f.Data
+	}
+	var roots []string
+	if r.opts.Kustomize {
+		var es diag.List
+		roots, es = t.roots(r.opts.KustomizeDirs)
+		errs = append(errs, es...)
+	}
+	for _, f := range files {
+		if r.opts.Kustomize && t.inKustomizeTree(f.Path) {
+			continue
+		}
+		out = append(out, f)
+		groups = append(groups, nil)
+	}
+	built := 0
+	if len(roots) > 0 {
+		fs := filesys.MakeFsInMemory()
+		for _, f := range files {
+			if err := fs.WriteFile("/"+f.Path, f.Data); err != nil {
+				errs = append(errs, &diag.Error{File: f.Path, Msg: "cannot load into kustomize", Err: err})
+			}
+		}
+		for _, dir := range roots {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			kf := t.kfiles[dir]
+			if es := t.checkRefs(dir, func(p string) []byte { return byPath[p] }, map[string]bool{}); len(es) > 0 {
+				errs = append(errs, es...)
+				continue
+			}
+			objs, derr := kustomizeBuild(fs, dir, kf)
+			if derr != nil {
+				errs = append(errs, derr)
+				continue
+			}
+			units := make([]unit, len(objs))
+			for i, o := range objs {
+				units[i] = unit{file: kf, generated: true, id: o.id, text: o.yaml}
+			}
+			built += len(objs)
+			out = append(out, source.File{Path: kf, Generated: true})
+			groups = append(groups, units)
+		}
+	}
+	if !r.opts.Substitute {
+		if len(errs) > 0 {
+			return nil, errs
+		}
+		for i := range out {
+			if out[i].Generated {
+				out[i].Data = join(groups[i])
+			}
+		}
+		r.logger.Debug("rendered", "files", len(files), "kustomizations", len(roots), "built", built, "duration", time.Since(start))
+		return out, nil
+	}
+
+	// Split raw files into documents; find the variable sources.
+	var cands []candidate
+	for i, f := range out {
+		if !f.Generated {
+			for _, d := range splitDocuments(f.Data) {
+				groups[i] = append(groups[i], unit{file: f.Path, line: d.line, text: d.text})
+			}
+		}
+		for _, u := range groups[i] {
+			cands = append(cands, candidate{file: u.file, line: u.line, generated: u.generated, text: u.text})
+		}
+	}
+	vars, es := loadVars(r.opts.SubstituteFrom, cands, r.vars)
+	errs = append(errs, es...)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+
+	// Substitute every document on all CPUs; each goroutine writes its own slots.
+	perFile := make([]diag.List, len(out))
+	workers := min(runtime.GOMAXPROCS(0), len(out))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(out) || ctx.Err() != nil {
+					return
+				}
+				for j := range groups[i] {
+					u := &groups[i][j]
+					if disabled(u.text) {
+						continue
+					}
+					s, err := Substitute(u.file, u.line, u.text, vars, r.opts.Strict)
+					if err != nil {
+						de := err.(*diag.Error)
+						if u.generated {
+							de.Line = 0
+						}
+						if de.Object = u.id; de.Object == "" {
+							de.Object = docID(u.text)
+						}
+						perFile[i] = append(perFile[i], de)
+						continue
+					}
+					u.text = s
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, l := range perFile {
+		errs = append(errs, l...)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	for i := range out {
+		out[i].Data = join(groups[i])
+	}
+	r.logger.Debug("rendered", "files", len(files), "kustomizations", len(roots), "built", built,
+		"variables", len(vars), "duration", time.Since(start))
+	return out, nil
+}
+
+// join concatenates units back into one file: raw documents carry their own
+// "---" lines; generated objects are separated by "---".
+func join(units []unit) []byte {
+	var b strings.Builder
+	for i, u := range units {
+		if u.generated && i > 0 {
+			b.WriteString("---\n")
+		}
+		b.WriteString(u.text)
+		if u.generated && !strings.HasSuffix(u.text, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return []byte(b.String())
+}

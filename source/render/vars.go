@@ -1,0 +1,181 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/source"
+)
+
+// Ref names a ConfigMap or Secret of the repository whose data are
+// substitution variables, like an entry of a Flux Kustomization's
+// spec.postBuild.substituteFrom (which names objects of the cluster).
+type Ref struct {
+	Kind      string // "ConfigMap", "Secret", or "" for either
+	Namespace string // "" means "default"
+	Name      string
+	Optional  bool // a missing object is not an error
+}
+
+// String renders the ref in the syntax ParseRef reads.
+func (r Ref) String() string {
+	s := r.ns() + "/" + r.Name
+	if r.Kind != "" {
+		s = r.Kind + "/" + s
+	}
+	if r.Optional {
+		s += ",optional"
+	}
+	return s
+}
+
+func (r Ref) ns() string {
+	if r.Namespace == "" {
+		return source.DefaultNamespace
+	}
+	return r.Namespace
+}
+
+// ParseRef reads "[Kind/]namespace/name[,optional]", e.g.
+// "platform/platform-vars", "Secret/platform/platform-secrets,optional" or
+// "name" alone (namespace "default"). Kind is ConfigMap or Secret (any
+// case); without it, the one object of either kind with that name is used.
+func ParseRef(s string) (Ref, error) {
+	var r Ref
+	spec, opt, hasOpt := strings.Cut(strings.TrimSpace(s), ",")
+	if hasOpt {
+		if strings.TrimSpace(opt) != "optional" {
+			return r, fmt.Errorf("substitute-from %q: unknown option %q (only \"optional\")", s, opt)
+		}
+		r.Optional = true
+	}
+	parts := strings.Split(spec, "/")
+	switch len(parts) {
+	case 1:
+		r.Namespace, r.Name = source.DefaultNamespace, parts[0]
+	case 2:
+		r.Namespace, r.Name = parts[0], parts[1]
+	case 3:
+		switch strings.ToLower(parts[0]) {
+		case "configmap":
+			r.Kind = "ConfigMap"
+		case "secret":
+			r.Kind = "Secret"
+		default:
+			return r, fmt.Errorf("substitute-from %q: kind %q: want ConfigMap or Secret", s, parts[0])
+		}
+		r.Namespace, r.Name = parts[1], parts[2]
+	default:
+		return r, fmt.Errorf("substitute-from %q: want [ConfigMap/|Secret/]namespace/name[,optional]", s)
+	}
+	if r.Name == "" || (len(parts) > 1 && r.Namespace == "") {
+		return r, fmt.Errorf("substitute-from %q: empty namespace or name", s)
+	}
+	return r, nil
+}
+
+// match reports whether o is the object r names.
+func (r Ref) match(o source.Object) bool {
+	if o.Name() != r.Name || o.Namespace() != r.ns() {
+		return false
+	}
+	switch r.Kind {
+	case "ConfigMap":
+		return o.IsConfigMap()
+	case "Secret":
+		return o.IsSecret()
+	}
+	return o.IsConfigMap() || o.IsSecret()
+}
+
+// candidate is a document that may hold a variable source.
+type candidate struct {
+	file      string
+	line      int // first line of the document, 0 for generated text
+	generated bool
+	text      string
+}
+
+// loadVars reads the variables of refs from the documents, in order (a
+// later ref overrides an earlier one), then overrides them with inline.
+func loadVars(refs []Ref, docs []candidate, inline Vars) (vars Vars, errs diag.List) {
+	vars = Vars{}
+	for _, r := range refs {
+		var found []source.Object
+		for _, d := range docs {
+			if !strings.Contains(d.text, r.Name) || !(strings.Contains(d.text, "ConfigMap") || strings.Contains(d.text, "Secret")) {
+				continue
+			}
+			objs, err := source.ParseFile(d.file, []byte(d.text))
+			if err != nil {
+				continue // Build reports the document's errors
+			}
+			for _, o := range objs {
+				if r.match(o) {
+					o.Line += d.line - 1
+					if d.generated {
+						o.Line = 0
+					}
+					found = append(found, o)
+				}
+			}
+		}
+		switch {
+		case len(found) == 0 && r.Optional:
+			continue
+		case len(found) == 0:
+			what := "ConfigMap or Secret"
+			if r.Kind != "" {
+				what = r.Kind
+			}
+			errs = append(errs, &diag.Error{Object: r.ns() + "/" + r.Name, Msg: fmt.Sprintf(
+				"substitute-from %s: no %s %s/%s in the files read (below the source path); add ',optional' if it may be absent",
+				r, what, r.ns(), r.Name)})
+			continue
+		case len(found) > 1 && found[0].Kind() != found[1].Kind():
+			errs = append(errs, &diag.Error{File: found[0].File, Line: found[0].Line, Object: found[0].ID(), Msg: fmt.Sprintf(
+				"substitute-from %s: both a ConfigMap and a Secret are named %s/%s (also at %s:%d); write ConfigMap/%s/%s or Secret/%s/%s",
+				r, r.ns(), r.Name, found[1].File, found[1].Line, r.ns(), r.Name, r.ns(), r.Name)})
+			continue
+		}
+		o := found[0] // duplicates of one kind are reported by source.Build
+		var data map[string]string
+		var err error
+		if o.IsSecret() {
+			data, err = source.SecretData(o)
+		} else {
+			data, err = source.ConfigMapData(o)
+		}
+		if err != nil {
+			errs = append(errs, diag.AsList(err)...)
+			continue
+		}
+		field := "data."
+		for _, k := range sortedKeys(data) {
+			if !ValidName(k) {
+				if o.IsSecret() {
+					field = "data/stringData."
+				}
+				errs = append(errs, &diag.Error{File: o.File, Line: o.Line, Object: o.ID(), Field: field + k, Msg: fmt.Sprintf(
+					"substitute-from %s: %q is not a valid variable name (letters, digits and '_', not starting with a digit; Flux refuses it too)", r, k)})
+				continue
+			}
+			vars[k] = cleanValue(data[k])
+		}
+	}
+	for k, v := range inline {
+		vars[k] = cleanValue(v)
+	}
+	return vars, errs
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
