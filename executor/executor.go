@@ -40,6 +40,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (tests).
 	Now func() time.Time
+	// OnResult, when set, is called with each resource's result as soon as
+	// it is known (from the goroutine that produced it), so that the caller
+	// can record progress before the whole plan has run.
+	OnResult func(*ResourceResult)
 }
 
 // DefaultOptions returns the defaults.
@@ -185,6 +189,9 @@ func (w *walk) setResult(rr *ResourceResult) {
 	w.mu.Lock()
 	w.results[rr.Key] = rr
 	w.mu.Unlock()
+	if w.e.opts.OnResult != nil {
+		w.e.opts.OnResult(rr)
+	}
 }
 
 // run walks the write graph: a vertex starts when all its dependencies in the

@@ -33,14 +33,27 @@ func (r *Reconciler) Ready() error {
 	return errors.New("no revision applied yet")
 }
 
+// Retry back-off for resources that failed with a retryable error (ASO
+// requeues from 1 s up to a few minutes).
+const (
+	minRetry = time.Second
+	maxRetry = 3 * time.Minute
+)
+
 // Loop reconciles until ctx ends: at start, whenever the source's revision
-// changes (polled every Interval), when triggered, and with a refresh of
-// Azure every SyncPeriod.
+// changes (polled every Interval), when triggered, when resources are due
+// for a resync (SyncPeriod, per namespace or kind), and after a back-off
+// when a run left resources failed with a retryable error (honouring ARM's
+// Retry-After).
 func (r *Reconciler) Loop(ctx context.Context) error {
 	if r.cfg.Interval <= 0 {
 		return fmt.Errorf("reconcile loop: interval must be positive")
 	}
 	lastRev := ""
+	backoff := time.Duration(0)
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
 	run := func(trigger string, refresh, all bool) {
 		rep, err := r.Once(ctx, Options{Trigger: trigger, Refresh: refresh, All: all})
 		if rep != nil {
@@ -51,6 +64,19 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			r.log.ErrorContext(ctx, "run failed", "error", err)
 		}
+		retry.Stop()
+		if rep == nil || rep.Result == nil {
+			return
+		}
+		again, after := rep.Result.Retry()
+		if !again {
+			backoff = 0
+			return
+		}
+		backoff = nextBackoff(backoff)
+		wait := max(backoff, after)
+		r.log.InfoContext(ctx, "retrying failed resources", "in", wait.String())
+		retry.Reset(wait)
 	}
 	run("startup", true, true)
 	tick := time.NewTicker(r.cfg.Interval)
@@ -61,6 +87,8 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 			return nil
 		case refresh := <-r.trigger:
 			run("api", refresh, true)
+		case <-retry.C:
+			run("retry", false, false)
 		case <-tick.C:
 			if due := r.nextDue; !due.IsZero() && !time.Now().Before(due) {
 				run("resync", true, false)
@@ -76,6 +104,14 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// nextBackoff doubles the retry delay from minRetry up to maxRetry.
+func nextBackoff(d time.Duration) time.Duration {
+	if d < minRetry {
+		return minRetry
+	}
+	return min(2*d, maxRetry)
 }
 
 // peekRevision fetches the source and returns its revision.

@@ -230,7 +230,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	in := planner.Input{Prior: prior, Outputs: outputs}
 	var p *planner.Plan
 	if opts.Refresh && r.clients != nil {
-		p, err = r.observe(ctx, g, in, opts.All)
+		p, err = r.observe(ctx, g, in, opts.All, opts.DryRun)
 	} else {
 		p, err = g.Plan(in)
 	}
@@ -259,8 +259,13 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if r.clients == nil {
 		return errors.New("apply needs Azure credentials")
 	}
-	ex := executor.New(&clientsFor{r: r, g: g}, executor.Options{Parallelism: r.cfg.Parallelism, Logger: r.log})
+	if err := r.markInProgress(p, prior); err != nil {
+		return fmt.Errorf("record progress: %w", err)
+	}
+	rec := newRecorder(r, prior, p.Revision)
+	ex := executor.New(&clientsFor{r: r, g: g}, executor.Options{Parallelism: r.cfg.Parallelism, Logger: r.log, OnResult: rec.add})
 	res, applyErr := ex.Apply(ctx, p, outputs)
+	rec.stop()
 	rep.Result = res
 	if res != nil {
 		rep.Run.Counts = map[string]int{}
@@ -290,7 +295,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		rep.Run.Outcome, rep.Run.Error = state.OutcomeFailed, applyErr.Error()
 	}
 	rep.Run.FinishedAt = time.Now().UTC()
-	if err := r.record(g, p, res, prior, &rep.Run); err != nil {
+	if err := r.record(p, rec, &rep.Run); err != nil {
 		return fmt.Errorf("record results: %w", err)
 	}
 	r.lastGood = g
@@ -356,22 +361,15 @@ func (r *Reconciler) priorState() (map[string]state.Resource, planner.Outputs, e
 	return prior, outputs, nil
 }
 
-// record writes a run's results in one transaction.
-func (r *Reconciler) record(g *planner.Graph, p *planner.Plan, res *executor.Result, prior map[string]state.Resource, run *state.Run) error {
+// record writes the results not yet recorded and the run, in one
+// transaction.
+func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *state.Run) error {
 	if r.db == nil {
 		return nil
 	}
-	now := time.Now().UTC()
 	return r.db.Update(func(w *state.Writer) error {
-		if res != nil {
-			for _, rr := range res.Resources {
-				if rr == nil {
-					continue
-				}
-				if err := recordOne(w, rr, prior[rr.Key], p.Revision, now); err != nil {
-					return err
-				}
-			}
+		if err := rec.write(w); err != nil {
+			return err
 		}
 		if run.Outcome == state.OutcomeSucceeded || run.Outcome == state.OutcomePartial {
 			if err := w.SetLastGoodRevision(p.Revision); err != nil {
@@ -406,11 +404,20 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior state.Resourc
 	s.Namespace, s.Group, s.Version, s.Kind, s.Name = pr.Namespace, pr.Group, pr.Version, pr.Kind, pr.Name
 	s.File, s.Policy, s.Credential = pr.File, pr.Policy, pr.Credential
 	s.UpdatedAt = now
+	// The generation counts changes of the manifest (its desired body), as
+	// Kubernetes' metadata.generation counts spec changes.
+	desired := pr.Hash
+	if desired == "" {
+		desired = rr.Hash
+	}
 	gen := s.Generation
-	if gen == 0 || (pr.Hash != "" && pr.Hash != prior.AppliedHash) || !strings.EqualFold(prior.ARMID, pr.ARMID) {
+	if gen == 0 || (desired != "" && desired != prior.DesiredHash) || !strings.EqualFold(prior.ARMID, pr.ARMID) {
 		gen++
 	}
 	s.Generation = gen
+	if desired != "" {
+		s.DesiredHash = desired
+	}
 	if rr.Outcome == executor.Applied || rr.Hash != "" {
 		// The PUT succeeded (even when an export after it failed).
 		s.ARMID, s.APIVersion = pr.ARMID, pr.APIVersion

@@ -48,9 +48,11 @@ func (r *Reconciler) syncPeriodFor(n *planner.Node) time.Duration {
 	return r.cfg.SyncPeriod
 }
 
-// due reports whether a node should be read back now.
-func (r *Reconciler) due(n *planner.Node, now time.Time, all bool) bool {
-	if all {
+// due reports whether a node should be read back now: always when it is
+// not in state yet (it may exist in Azure: adoption), else when its sync
+// period has elapsed.
+func (r *Reconciler) due(n *planner.Node, in planner.Input, now time.Time, all bool) bool {
+	if _, known := in.Prior[n.Key()]; all || !known {
 		return true
 	}
 	p := r.syncPeriodFor(n)
@@ -78,11 +80,13 @@ func (r *Reconciler) nextResync(g *planner.Graph) time.Time {
 }
 
 // observe reads Azure for the due nodes and returns a final plan.
-func (r *Reconciler) observe(ctx context.Context, g *planner.Graph, in planner.Input, all bool) (*planner.Plan, error) {
+// A dry run (gitaso plan) does not count as a read: the next run reads
+// again.
+func (r *Reconciler) observe(ctx context.Context, g *planner.Graph, in planner.Input, all, dryRun bool) (*planner.Plan, error) {
 	now := time.Now()
 	var due []*planner.Node
 	for _, n := range g.Nodes {
-		if r.due(n, now, all) {
+		if r.due(n, in, now, all) {
 			due = append(due, n)
 		}
 	}
@@ -122,6 +126,9 @@ func (r *Reconciler) observe(ctx context.Context, g *planner.Graph, in planner.I
 	}
 	r.readMu.Lock()
 	for _, n := range due {
+		if dryRun {
+			break
+		}
 		if _, ok := observed[strings.ToLower(n.ARMID)]; ok {
 			r.lastRead[n.Key()] = now
 		}

@@ -30,6 +30,9 @@ type Resource struct {
 	AppliedHash string `json:"appliedHash,omitempty"`
 	// AppliedBody is the last applied body with secret values redacted.
 	AppliedBody json.RawMessage `json:"appliedBody,omitempty"`
+	// DesiredHash is the hash of the body the manifest asked for at the last
+	// run (applied or not); Generation increments when it changes.
+	DesiredHash string `json:"desiredHash,omitempty"`
 	// Generation increments when the desired body changes.
 	Generation int64     `json:"generation,omitempty"`
 	Ready      Condition `json:"ready"`

@@ -1,0 +1,130 @@
+package reconcile
+
+import (
+	"sync"
+	"time"
+
+	"github.com/gitaso/gitaso/executor"
+	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/state"
+)
+
+// Progress is recorded while a plan runs, so that the API shows it and a
+// crash loses at most the last flush interval of results: ASO's transient
+// Reconciling and Deleting conditions when the run starts, then each
+// resource's result within flushInterval of it being known.
+
+const flushInterval = 250 * time.Millisecond
+
+// markInProgress writes Ready Unknown/Info Reconciling (or Deleting) for
+// every resource the plan writes or deletes, under ASO's overwrite rules.
+func (r *Reconciler) markInProgress(p *planner.Plan, prior map[string]state.Resource) error {
+	if r.db == nil {
+		return nil
+	}
+	now := time.Now().UTC()
+	return r.db.Update(func(w *state.Writer) error {
+		for _, pr := range p.Resources {
+			reason, msg := "", ""
+			switch {
+			case pr.Action.Writes():
+				reason, msg = "Reconciling", "the resource is being reconciled ("+pr.Action.String()+")"
+			case pr.Action == planner.Delete && pr.DeletedWith == "":
+				reason, msg = "Deleting", "the resource is being deleted"
+			default:
+				continue
+			}
+			s, ok := prior[pr.Key()]
+			if !ok {
+				s = state.Resource{Namespace: pr.Namespace, Group: pr.Group, Version: pr.Version, Kind: pr.Kind, Name: pr.Name,
+					ARMID: pr.ARMID, APIVersion: pr.APIVersion, File: pr.File, Credential: pr.Credential, Policy: pr.Policy}
+			}
+			gen := s.Generation
+			if pr.Hash != "" && pr.Hash != s.DesiredHash {
+				gen++
+			}
+			cond := state.Condition{Type: state.ConditionReady, Status: state.StatusUnknown, Severity: state.SeverityInfo,
+				Reason: reason, Message: msg, ObservedGeneration: gen}
+			s.Ready, _ = state.MergeCondition(s.Ready, cond, now)
+			if err := w.PutResource(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// recorder batches results from the executor's goroutines into periodic
+// transactions.
+type recorder struct {
+	r     *Reconciler
+	prior map[string]state.Resource
+	rev   string
+
+	mu      sync.Mutex
+	pending []*executor.ResourceResult
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newRecorder(r *Reconciler, prior map[string]state.Resource, rev string) *recorder {
+	rec := &recorder{r: r, prior: prior, rev: rev, done: make(chan struct{})}
+	if r.db == nil {
+		return rec
+	}
+	rec.wg.Add(1)
+	go func() {
+		defer rec.wg.Done()
+		t := time.NewTicker(flushInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-rec.done:
+				return
+			case <-t.C:
+				if err := r.db.Update(rec.write); err != nil {
+					r.log.Error("record progress", "error", err)
+				}
+			}
+		}
+	}()
+	return rec
+}
+
+func (rec *recorder) add(rr *executor.ResourceResult) {
+	rec.mu.Lock()
+	rec.pending = append(rec.pending, rr)
+	rec.mu.Unlock()
+}
+
+// stop ends periodic flushing; the caller writes what is left with write.
+func (rec *recorder) stop() {
+	close(rec.done)
+	rec.wg.Wait()
+}
+
+// write records the pending results in w's transaction.
+func (rec *recorder) write(w *state.Writer) error {
+	rec.mu.Lock()
+	batch := rec.pending
+	rec.pending = nil
+	rec.mu.Unlock()
+	now := time.Now().UTC()
+	for _, rr := range batch {
+		prior, _, err := w.Resource(rr.Key)
+		if err != nil {
+			return err
+		}
+		// The in-progress mark must not count as the prior condition's
+		// history: merge with the condition from before the run.
+		if p, ok := rec.prior[rr.Key]; ok {
+			prior.Ready = p.Ready
+		} else {
+			prior.Ready = state.Condition{}
+		}
+		if err := recordOne(w, rr, prior, rec.rev, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
