@@ -82,6 +82,7 @@ wait_ready team-a $((team_count - team_secrets))
 cat <<EOF
 
 gitaso is running. Look at:
+  $api/                                    # the status page (resources, runs, plan, sync)
   curl -s $api/api/v1/resources            # every resource with ASO's Ready condition
   curl -s $api/api/v1/runs                 # runs and their revisions
   curl -s $api/api/v1/plan                 # the latest plan (JSON interface)

@@ -18,6 +18,7 @@ import (
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/web"
 )
 
 func validateCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -229,14 +230,14 @@ reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
 				}
 				token = b
 			}
-			h := api.New(e.db, api.Options{Sync: r.Sync, Ready: r.Ready, Logger: e.log, Token: token})
+			h := api.New(e.db, api.Options{Sync: r.Sync, Ready: r.Ready, Logger: e.log, Token: token, UI: web.Handler()})
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", listen, err)
 			}
 			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 			e.log.Info("serving", "address", "http://"+ln.Addr().String(), "state", s.stateFile)
-			fmt.Fprintf(stdout, "gitaso serving on http://%s (API /api/v1/resources)\n", ln.Addr())
+			fmt.Fprintf(stdout, "gitaso serving on http://%s (status page /, API /api/v1/resources)\n", ln.Addr())
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			errc := make(chan error, 1)
