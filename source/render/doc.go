@@ -20,8 +20,11 @@
 //     "deploy" and holds base/ and overlays/.
 //
 // Objects of a build are named after the kustomization file (File) with
-// their position in the build output (Index) and Line 0 (see
-// source.File.Generated).
+// their position in the build output (Index, in "kustomize build" order) and
+// Line 0 (see source.File.Generated). A kustomization using deprecated
+// fields (commonLabels, bases, patchesStrategicMerge, ...) is fixed in
+// memory as "kustomize edit fix" would, and the deprecation is logged as a
+// warning (kustomize itself would print it to the process's stderr).
 //
 // Limits: only the *.yaml/*.yml files below the source path exist for
 // kustomize, so a base must be below the source path and generator inputs

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+	sigyaml "sigs.k8s.io/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -211,17 +212,17 @@ type builtObject struct {
 // the kustomization's inputs).
 func kustomizeBuild(fs filesys.FileSystem, dir, kfile string) ([]builtObject, *diag.Error) {
 	k := krusty.MakeKustomizer(&krusty.Options{
-		Reorder:          krusty.ReorderOptionNone,
+		Reorder:          krusty.ReorderOptionUnspecified, // kustomize build's order; sortOptions honoured
 		LoadRestrictions: types.LoadRestrictionsNone, // the file system holds the repository's files only
 		PluginConfig:     types.DisabledPluginConfig(),
 	})
 	m, err := k.Run(fs, "/"+dir)
 	if err != nil {
-		msg := "while building " + kfile
-		if s := err.Error(); strings.Contains(s, "no such file") || strings.Contains(s, "does not exist") || strings.Contains(s, "not exist") {
-			msg += " (gitaso gives kustomize only the *.yaml/*.yml files below the source path)"
+		var hint string
+		if s := err.Error(); strings.Contains(s, "no such file") || strings.Contains(s, "not exist") || strings.Contains(s, "doesn't exist") {
+			hint = " (gitaso gives kustomize only the *.yaml/*.yml files below the source path)"
 		}
-		return nil, &diag.Error{File: kfile, Msg: msg, Err: fmt.Errorf("%w: %w", ErrKustomizeBuild, err)}
+		return nil, &diag.Error{File: kfile, Err: fmt.Errorf("%w: %w%s", ErrKustomizeBuild, err, hint)}
 	}
 	res := m.Resources()
 	out := make([]builtObject, 0, len(res))
@@ -237,4 +238,47 @@ func kustomizeBuild(fs filesys.FileSystem, dir, kfile string) ([]builtObject, *d
 		out = append(out, builtObject{id: ns + "/" + r.GetKind() + "/" + r.GetName(), yaml: string(y)})
 	}
 	return out, nil
+}
+
+// fixDeprecated rewrites, in the in-memory file system, a kustomization that
+// uses deprecated fields the way "kustomize edit fix" does (bases,
+// commonLabels, patchesStrategicMerge, patchesJson6902, imageTags, ...),
+// because kustomize prints its deprecation warnings straight to the
+// process's stderr. It returns the warnings, for the caller to log; nil when
+// the file needs no fix (or cannot be read as a kustomization: the build
+// reports that).
+func fixDeprecated(fs filesys.FileSystem, kfile string, data []byte, exists func(string) bool) []string {
+	var k types.Kustomization
+	if err := k.Unmarshal(data); err != nil {
+		return nil
+	}
+	warnings := k.CheckDeprecatedFields()
+	if warnings == nil {
+		return nil
+	}
+	k.FixKustomization()
+	dir := dirOf(kfile)
+	for _, p := range k.PatchesStrategicMerge {
+		if exists(path.Join(dir, string(p))) {
+			k.Patches = append(k.Patches, types.Patch{Path: string(p)})
+		} else {
+			k.Patches = append(k.Patches, types.Patch{Patch: string(p)})
+		}
+	}
+	k.PatchesStrategicMerge = nil
+	if err := k.FixKustomizationPreMarshalling(filesys.MakeFsInMemory()); err != nil {
+		return nil // e.g. a label in both commonLabels and labels: let kustomize build as written
+	}
+	out, err := sigyaml.Marshal(&k)
+	if err != nil {
+		return nil
+	}
+	if err := fs.WriteFile("/"+kfile, out); err != nil {
+		return nil
+	}
+	msgs := make([]string, 0, len(*warnings))
+	for _, w := range *warnings {
+		msgs = append(msgs, strings.TrimPrefix(w, "# Warning: "))
+	}
+	return msgs
 }

@@ -146,6 +146,11 @@ func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.Fi
 				errs = append(errs, &diag.Error{File: f.Path, Msg: "cannot load into kustomize", Err: err})
 			}
 		}
+		for _, kf := range t.kfiles {
+			for _, w := range fixDeprecated(fs, kf, byPath[kf], func(p string) bool { return t.files[p] }) {
+				r.logger.Warn("deprecated kustomization field", "file", kf, "warning", w)
+			}
+		}
 		for _, dir := range roots {
 			if err := ctx.Err(); err != nil {
 				return nil, err
