@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
-	sigyaml "sigs.k8s.io/yaml"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/source"
@@ -213,7 +213,7 @@ type builtObject struct {
 func kustomizeBuild(fs filesys.FileSystem, dir, kfile string) ([]builtObject, *diag.Error) {
 	k := krusty.MakeKustomizer(&krusty.Options{
 		Reorder:          krusty.ReorderOptionUnspecified, // kustomize build's order; sortOptions honoured
-		LoadRestrictions: types.LoadRestrictionsNone, // the file system holds the repository's files only
+		LoadRestrictions: types.LoadRestrictionsNone,      // the file system holds the repository's files only
 		PluginConfig:     types.DisabledPluginConfig(),
 	})
 	m, err := k.Run(fs, "/"+dir)
