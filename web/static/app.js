@@ -80,6 +80,17 @@
     return text;
   }
 
+  // parseJSON keeps number literals whose text a JavaScript number would
+  // change (1e21, 1.50, integers beyond 2^53) as raw JSON, the way Go's
+  // json.Number keeps them, where the browser supports JSON.rawJSON.
+  const rawJSON = typeof JSON.rawJSON === 'function' && typeof JSON.isRawJSON === 'function';
+  const isRaw = (x) => rawJSON && x !== null && typeof x === 'object' && JSON.isRawJSON(x);
+  function parseJSON(text) {
+    if (!rawJSON) return JSON.parse(text);
+    return JSON.parse(text, (k, v, ctx) =>
+      (typeof v === 'number' && ctx && typeof ctx.source === 'string' && ctx.source !== String(v)) ? JSON.rawJSON(ctx.source) : v);
+  }
+
   // ---- formatting -----------------------------------------------------
 
   function shortRev(rev) {
@@ -156,6 +167,7 @@
     // Serialise objects by hand: rebuilding a sorted object would put
     // integer-like keys first again.
     const enc = (x) => {
+      if (isRaw(x)) return x.rawJSON;
       if (Array.isArray(x)) return '[' + x.map(enc).join(',') + ']';
       if (x && typeof x === 'object') {
         return '{' + Object.keys(x).sort().map((k) => JSON.stringify(k) + ':' + enc(x[k])).join(',') + '}';
@@ -192,7 +204,9 @@
   }
 
   function leaves(v, path, fn) {
-    if (Array.isArray(v)) {
+    if (isRaw(v)) {
+      fn(path, v);
+    } else if (Array.isArray(v)) {
       if (v.length === 0) { fn(path, v); return; }
       v.forEach((e, i) => leaves(e, path + '/' + i, fn));
     } else if (v && typeof v === 'object') {
@@ -461,7 +475,7 @@
       return;
     }
     cache.detailText = sig;
-    renderDetail(JSON.parse(text), planned);
+    renderDetail(parseJSON(text), planned);
   }
 
   function dl(pairs) {
@@ -581,7 +595,7 @@
     }
     if (text !== cache.planText || cache.plan === undefined) {
       cache.planText = text;
-      cache.plan = JSON.parse(text);
+      cache.plan = parseJSON(text);
     }
   }
 
