@@ -23,6 +23,9 @@ import (
 
 func chromiumPath(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test skipped in -short mode")
+	}
 	for _, p := range []string{os.Getenv("GITASO_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
 		if p == "" {
 			continue

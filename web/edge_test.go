@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -120,5 +121,33 @@ func TestBrowserAPIUnavailable(t *testing.T) {
 	alert := element(t, dumpDOM(t, srv.URL+"/"), "div", `id="alert"`)
 	if strings.Contains(alert, " hidden") || !strings.Contains(text(alert), "404") {
 		t.Errorf("alert %q does not report the failing API", alert)
+	}
+}
+
+// With thousands of resources the table shows the first MAX_ROWS and says so.
+func TestBrowserManyResources(t *testing.T) {
+	chromiumPath(t)
+	db := openState(t)
+	const n = 3000
+	err := db.Update(func(w *state.Writer) error {
+		for i := range n {
+			name := fmt.Sprintf("acct%05d", i)
+			if err := w.PutResource(state.Resource{Namespace: "bulk", Group: "storage.azure.com", Version: "v1api20230101", Kind: "StorageAccount",
+				Name: name, ARMID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/" + name,
+				Ready: state.Condition{Type: "Ready", Status: "True"}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dom := dumpDOM(t, serveState(t, db).URL+"/")
+	if got := strings.Count(element(t, dom, "tbody", `id="resources-body"`), "<tr "); got != 1000 {
+		t.Errorf("%d rows rendered, want the first 1000", got)
+	}
+	if cap := text(element(t, dom, "caption", `id="resources-caption"`)); !strings.Contains(cap, "showing 1000 of 3000") {
+		t.Errorf("caption %q", cap)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitaso/gitaso/state"
 )
 
 // eventually polls cond (state outside the browser) for up to 30 s.
@@ -37,6 +39,9 @@ func TestBrowserSyncAsksForToken(t *testing.T) {
 	}
 	if n := f.syncCount(); n != 0 {
 		t.Fatalf("%d syncs without a token", n)
+	}
+	if dir := os.Getenv("GITASO_WEB_SCREENSHOTS"); dir != "" {
+		wd.screenshot(filepath.Join(dir, "token-dialog.png"))
 	}
 
 	wd.typeInto("#token-input", "wrong-token")
@@ -139,4 +144,29 @@ func TestBrowserFiltersAndPlanOptions(t *testing.T) {
 		wd.screenshot(filepath.Join(dir, "plan-unchanged.png"))
 	}
 	assertNoSecrets(t, "page after interaction", wd.str(`return document.documentElement.outerHTML`), f.secrets(t))
+}
+
+// TestBrowserAutoRefresh changes the state behind an open page and waits for
+// the page to show it without a reload.
+func TestBrowserAutoRefresh(t *testing.T) {
+	wd := newWebDriver(t)
+	f := newFixture(t)
+	wd.open(f.srv.URL + "/#resources")
+	sel := `#resources-body tr[data-key="` + keyStorage + `"]`
+	wd.waitFor("the failing row", `return document.querySelector(arguments[0])?.className === 'row-false'`, sel)
+	wd.exec(nil, `window.__marker = 1`) // gone if the page reloads
+	err := f.db.Update(func(w *state.Writer) error {
+		_, err := w.SetReady(keyStorage, state.Condition{Type: "Ready", Status: "True", Reason: "Succeeded", ObservedGeneration: 2}, time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd.waitFor("the row to turn ready", `return document.querySelector(arguments[0])?.className === 'row-true'`, sel)
+	if got := wd.str(`return String(window.__marker)`); got != "1" {
+		t.Error("the page reloaded instead of refreshing its data")
+	}
+	if got := wd.str(`return document.querySelector(arguments[0]).textContent`, sel); strings.Contains(got, "AuthorizationFailed") {
+		t.Errorf("refreshed row still shows the old failure: %s", got)
+	}
 }
