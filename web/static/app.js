@@ -741,10 +741,11 @@
     });
     $('filters').addEventListener('submit', (ev) => {
       ev.preventDefault();
-      location.hash = filterHash({
+      const h = filterHash({
         namespace: $('f-namespace').value.trim(), kind: $('f-kind').value.trim(),
         ready: $('f-ready').value, name: $('f-name').value.trim(),
       });
+      if (h === location.hash) refresh(true); else location.hash = h;
     });
     $('f-ready').addEventListener('change', () => $('filters').requestSubmit());
     $('f-clear').addEventListener('click', () => { location.hash = '#resources'; });
