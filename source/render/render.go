@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -190,6 +192,9 @@ func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.Fi
 	// Split raw files into documents; find the variable sources.
 	var cands []candidate
 	for i, f := range out {
+		if !f.Generated && slices.Contains(kustomizationNames, path.Base(f.Path)) {
+			continue // build instructions (kustomize off), not objects: never substituted
+		}
 		if !f.Generated {
 			for _, d := range splitDocuments(f.Data) {
 				groups[i] = append(groups[i], unit{file: f.Path, line: d.line, text: d.text})
@@ -250,7 +255,9 @@ func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.Fi
 		return nil, errs
 	}
 	for i := range out {
-		out[i].Data = join(groups[i])
+		if groups[i] != nil {
+			out[i].Data = join(groups[i])
+		}
 	}
 	r.logger.Debug("rendered", "files", len(files), "kustomizations", len(roots), "built", built,
 		"variables", len(vars), "duration", time.Since(start))

@@ -217,3 +217,26 @@ func TestRenderCollectsSubstitutionErrors(t *testing.T) {
 		t.Errorf("rendered %q", got)
 	}
 }
+
+// With kustomize off, a kustomization file is neither built nor substituted
+// (strict mode does not trip on its inline patches).
+func TestKustomizeOffSkipsKustomizationFiles(t *testing.T) {
+	files := []source.File{
+		{Path: "app/kustomization.yaml", Data: []byte("resources: [rg.yaml]\npatches:\n  - patch: |\n      - {op: add, path: /spec/x, value: ${UNSET}}\n")},
+		{Path: "app/rg.yaml", Data: []byte("apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata: {name: rg}\nspec: {location: ${LOC}}\n")},
+	}
+	r, err := New(Options{Substitute: true, Strict: true, Vars: map[string]string{"LOC": "uksouth"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := source.Build(context.Background(), "rev", files, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"app/rg.yaml:1#0 default/ResourceGroup/rg"}, where(snap.Objects)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	if got := snap.Objects[0].Spec()["location"]; got != "uksouth" {
+		t.Errorf("location = %v", got)
+	}
+}
