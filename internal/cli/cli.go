@@ -18,6 +18,7 @@ import (
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/source"
+	"github.com/gitaso/gitaso/source/render"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -51,6 +52,9 @@ type settings struct {
 	parallelism                       int
 	logLevel, logFormat               string
 	config                            string
+	kustomize, substituteStrict       bool
+	kustomizeDirs, substitute         []string
+	substituteFrom                    []string
 }
 
 func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
@@ -63,6 +67,11 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringVar(&s.gitUser, "git-username", "", "username for HTTPS Git")
 	fs.StringVar(&s.gitPasswordFile, "git-password-file", "", "file holding the HTTPS Git password or token")
 	fs.StringVar(&s.gitCA, "git-ca-file", "", "PEM file of extra CAs to trust for HTTPS Git")
+	fs.BoolVar(&s.kustomize, "kustomize", true, "build directories holding a kustomization.yaml in memory (remote bases are refused)")
+	fs.StringSliceVar(&s.kustomizeDirs, "kustomize-dir", nil, "build only these kustomization directories (relative to the repository root; repeatable)")
+	fs.StringSliceVar(&s.substitute, "substitute", nil, "Flux post-build substitution variable NAME=VALUE (repeatable; wins over --substitute-from)")
+	fs.StringSliceVar(&s.substituteFrom, "substitute-from", nil, "take ${VAR} values from a ConfigMap or Secret in the repository: [ConfigMap/|Secret/]NAMESPACE/NAME[,optional] (repeatable, later wins)")
+	fs.BoolVar(&s.substituteStrict, "substitute-strict", false, "a ${VAR} with no value and no default is an error (Flux's strict substitution)")
 	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&s.logFormat, "log-format", "text", "text or json")
 	if !withAzure {
@@ -153,13 +162,23 @@ func (s *settings) logger(w io.Writer) *slog.Logger {
 }
 
 func (s *settings) source(log *slog.Logger) (source.Source, error) {
+	rnd, err := s.renderer(log)
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case s.dir != "" && s.repo != "":
 		return nil, errors.New("set either --repo or --dir, not both")
 	case s.dir != "":
-		return source.NewDir(s.dir, s.path), nil
+		if rnd == nil {
+			return source.NewDir(s.dir, s.path), nil
+		}
+		return source.NewDir(s.dir, s.path, source.WithRenderer(rnd)), nil
 	case s.repo != "":
 		opts := source.GitOptions{URL: s.repo, Branch: s.branch, Path: s.path, CacheDir: s.cacheDir, Username: s.gitUser, Logger: log}
+		if rnd != nil {
+			opts.Renderer = rnd
+		}
 		if s.gitPasswordFile != "" {
 			b, err := os.ReadFile(s.gitPasswordFile)
 			if err != nil {
@@ -177,6 +196,31 @@ func (s *settings) source(log *slog.Logger) (source.Source, error) {
 		return source.NewGit(opts)
 	}
 	return nil, errors.New("no source: set --repo URL (with --branch and --path) or --dir DIRECTORY")
+}
+
+// renderer builds the render stage (kustomize, Flux substitution), nil when
+// both are off.
+func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
+	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log}
+	if len(s.substitute) > 0 || len(s.substituteFrom) > 0 || s.substituteStrict {
+		o.Substitute = true
+	}
+	vars, err := render.ParseVars(s.substitute)
+	if err != nil {
+		return nil, fmt.Errorf("--substitute: %w", err)
+	}
+	o.Vars = vars
+	for _, f := range s.substituteFrom {
+		ref, err := render.ParseRef(f)
+		if err != nil {
+			return nil, fmt.Errorf("--substitute-from %q: %w", f, err)
+		}
+		o.SubstituteFrom = append(o.SubstituteFrom, ref)
+	}
+	if !o.Kustomize && !o.Substitute {
+		return nil, nil
+	}
+	return render.New(o)
 }
 
 // localSecrets reads every secret of the credentials directory.

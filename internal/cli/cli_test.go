@@ -128,3 +128,24 @@ func write(t *testing.T, dir, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+func TestSubstituteFromConfigMap(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "vars.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: platform-vars\n  namespace: platform\ndata:\n  RG: team-a-rg\n  LOCATION: uksouth\n")
+	write(t, dir, "rg.yaml", "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: ${RG}\n  namespace: platform\nspec:\n  location: ${LOCATION}\n  tags:\n    env: ${ENV:=snd}\n")
+	out, stderr, err := run(t, "plan", "--offline", "--dir", dir, "-o", "json", "--substitute-from", "platform/platform-vars")
+	if exitCode(err) != 2 {
+		t.Fatalf("exit %d: %v\n%s", exitCode(err), err, stderr)
+	}
+	for _, want := range []string{`/resourceGroups/team-a-rg?api-version=2020-06-01`, `"location": "uksouth"`, `"env": "snd"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %s:\n%s", want, out)
+		}
+	}
+	// Strict: an unset variable is an error naming file, line and variable.
+	write(t, dir, "extra.yaml", "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: other\n  namespace: platform\nspec:\n  location: ${MISSING}\n")
+	_, stderr, err = run(t, "validate", "--dir", dir, "--substitute-from", "platform/platform-vars", "--substitute-strict")
+	if exitCode(err) != 1 || !strings.Contains(stderr, "extra.yaml:") || !strings.Contains(stderr, "MISSING") {
+		t.Errorf("strict substitution: exit %d\n%s", exitCode(err), stderr)
+	}
+}
