@@ -91,6 +91,20 @@ func objErr(o source.Object, field, format string, args ...any) *diag.Error {
 	return &diag.Error{File: o.File, Line: o.Line, Object: o.ID(), Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
+// misspeltGroup reports an object whose group is probably meant to be an
+// ASO one (a typo of *.azure.com, or ASO v1's azure.microsoft.com) instead of
+// letting it be ignored as a foreign kind.
+func misspeltGroup(o source.Object) *diag.Error {
+	if !aso.LooksLikeASO(o.Group()) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s is not an ASO API group", o.APIVersion())
+	if s := suggestKinds(o.Group(), o.Version(), o.Kind()); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return objErr(o, "apiVersion", "%s", msg)
+}
+
 // IsASO reports whether an apiVersion group belongs to ASO.
 func IsASO(group string) bool { return strings.HasSuffix(group, ".azure.com") }
 
@@ -105,12 +119,8 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 	// Objects the source set aside as foreign kinds may be misspelt ASO ones.
 	g.ignored = nil
 	for _, o := range snap.Ignored {
-		if aso.LooksLikeASO(o.Group()) {
-			msg := fmt.Sprintf("%s is not an ASO API group", o.APIVersion())
-			if s := suggestKinds(o.Group(), o.Version(), o.Kind()); len(s) > 0 {
-				msg += "; did you mean " + strings.Join(s, " or ") + "?"
-			}
-			errs = append(errs, objErr(o, "apiVersion", "%s", msg))
+		if e := misspeltGroup(o); e != nil {
+			errs = append(errs, e)
 			continue
 		}
 		g.ignored = append(g.ignored, o)
@@ -142,12 +152,8 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 	// ASO objects.
 	for _, o := range snap.Objects {
 		if !IsASO(o.Group()) {
-			if aso.LooksLikeASO(o.Group()) {
-				msg := fmt.Sprintf("%s is not an ASO API group", o.APIVersion())
-				if s := suggestKinds(o.Group(), o.Version(), o.Kind()); len(s) > 0 {
-					msg += "; did you mean " + strings.Join(s, " or ") + "?"
-				}
-				errs = append(errs, objErr(o, "apiVersion", "%s", msg))
+			if e := misspeltGroup(o); e != nil {
+				errs = append(errs, e)
 				continue
 			}
 			if !(o.Group() == "" && o.Version() == "v1" && (o.Kind() == "ConfigMap" || o.Kind() == "Secret")) {
