@@ -286,6 +286,15 @@ func (e *env) close() {
 	}
 }
 
+// setup reads the environment and config file into the flags the user did
+// not set, then builds the command's environment.
+func (s *settings) setup(cmd *cobra.Command, stderr io.Writer, offline, needState bool) (*env, error) {
+	if err := applyEnvAndConfig(cmd.Flags()); err != nil {
+		return nil, err
+	}
+	return s.build(stderr, offline, needState)
+}
+
 // build prepares source, state, credentials and ARM clients. offline skips
 // everything Azure.
 func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error) {

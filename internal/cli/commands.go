@@ -32,10 +32,7 @@ credentials) and builds the dependency graph. All errors are reported together, 
 line, object and field. Exit code 1 when there is any error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnvAndConfig(cmd.Flags()); err != nil {
-				return err
-			}
-			e, err := s.build(stderr, true, false)
+			e, err := s.setup(cmd, stderr, true, false)
 			if err != nil {
 				return err
 			}
@@ -90,10 +87,7 @@ RoleAssignment's principalIdFromConfig) show as "(known after apply)". Secret va
 Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnvAndConfig(cmd.Flags()); err != nil {
-				return err
-			}
-			e, err := s.build(stderr, offline, !offline)
+			e, err := s.setup(cmd, stderr, offline, !offline)
 			if err != nil {
 				return err
 			}
@@ -138,10 +132,7 @@ then deletions of what was removed from Git, children first. Results, exports an
 the state file. A revision with any input error is refused whole. Exit code 1 when anything failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnvAndConfig(cmd.Flags()); err != nil {
-				return err
-			}
-			e, err := s.build(stderr, false, true)
+			e, err := s.setup(cmd, stderr, false, true)
 			if err != nil {
 				return err
 			}
@@ -206,10 +197,7 @@ reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
   GET  /healthz  /readyz  /metrics`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnvAndConfig(cmd.Flags()); err != nil {
-				return err
-			}
-			e, err := s.build(stderr, false, true)
+			e, err := s.setup(cmd, stderr, false, true)
 			if err != nil {
 				return err
 			}
