@@ -28,7 +28,7 @@ lint:
 
 ## bench: benchmarks named in the issues; figures are reported in the issue notes
 bench:
-	GITASO_SHARED=$(SHARED) $(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -count 1 -timeout 60m ./... | tee bench.out
+	GITASO_SHARED=$(SHARED) $(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 60m -tags '$(TAGS)' ./... | tee bench.out
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseFile -fuzztime 30s ./source
