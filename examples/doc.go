@@ -4,6 +4,8 @@
 //   - onboarding/: the platform-team onboarding scenario of shared/seeds: a platform namespace with a
 //     subscription-wide credential creates a team's identity, federated credential, resource group and role
 //     assignments; the team's namespace, with its own workload-identity credential, creates a Service Bus
-//     queue/topic/subscription, a PostgreSQL database and a storage account. See onboarding/README.md for the
-//     placeholders (onboarding/placeholders.txt) that `make demo` fills in for the emulator.
+//     queue/topic/subscription, a PostgreSQL database and a storage account. Environment values are Flux
+//     post-build substitution variables (${SUBSCRIPTION_ID}, ...) defined in the ConfigMap
+//     onboarding/platform/platform-vars.yaml (fake values; `make demo` writes the emulator's): run gitaso with
+//     --substitute-from platform/platform-vars --substitute-strict. See onboarding/README.md.
 package examples

@@ -1,10 +1,8 @@
 package examples_test
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,44 +10,34 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
+	"github.com/gitaso/gitaso/source/render"
 )
 
-// placeholderValues fill in the tokens of onboarding/placeholders.txt the way `make demo` does, with fixed
-// GUIDs, so that the ARM IDs gitaso computes are realistic.
-var placeholderValues = map[string]string{
-	"__SUBSCRIPTION_ID__":  subscriptionID,
-	"__TENANT_ID__":        "72f988bf-86f1-41af-91ab-2d7cd011db47",
-	"__TEAM_A_CLIENT_ID__": "4b0d3c2a-9e8f-4a1b-8c7d-6e5f4a3b2c1d",
-}
+// varsRef names the ConfigMap holding the onboarding example's substitution variables
+// (onboarding/platform/platform-vars.yaml), as given to --substitute-from.
+const varsRef = "platform/platform-vars"
 
-// subscriptionID is the subscription of the global credential and of team-a's credential.
-const subscriptionID = "3f2c9a6e-1b7d-4e58-a0c4-8d5e6f7a8b9c"
-
-var tokenRE = regexp.MustCompile(`__[A-Z0-9_]+?__`)
-
-// substitute is a source.Renderer replacing the placeholders; a token it does not know is an error, so
-// that a new placeholder cannot slip through unreplaced.
-type substitute map[string]string
-
-func (s substitute) Render(_ context.Context, files []source.File) ([]source.File, error) {
-	out := make([]source.File, len(files))
-	for i, f := range files {
-		data := f.Data
-		for tok, v := range s {
-			data = bytes.ReplaceAll(data, []byte(tok), []byte(v))
-		}
-		if tok := tokenRE.Find(data); tok != nil {
-			return nil, fmt.Errorf("%s: placeholder %s has no test value", f.Path, tok)
-		}
-		out[i] = source.File{Path: f.Path, Data: data}
+// renderer is the render stage gitaso runs with `--substitute-from platform/platform-vars
+// --substitute-strict`: Flux post-build substitution where an unset variable is an error, so a manifest
+// cannot use a variable platform-vars lacks.
+func renderer(t *testing.T) *render.Renderer {
+	t.Helper()
+	ref, err := render.ParseRef(varsRef)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out, nil
+	r, err := render.New(render.Options{Substitute: true, SubstituteFrom: []render.Ref{ref}, Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
-// fetch reads the examples as gitaso does (source.Dir), with the placeholders left as written when r is nil.
+// fetch reads the examples as gitaso does (source.Dir), with the variables left as written when r is nil.
 func fetch(t *testing.T, r source.Renderer) *source.Snapshot {
 	t.Helper()
 	var opts []source.DirOption
@@ -67,14 +55,50 @@ func fetch(t *testing.T, r source.Renderer) *source.Snapshot {
 	return snap
 }
 
-// build runs gitaso's planner over the examples with the placeholders filled in. planner.Build checks every
-// apiVersion/kind against ASO's catalog and every spec field with its exact casing, type, enum values and
-// required fields, and resolves owners, references, Secrets, exported ConfigMaps, credentials, duplicates and
-// cycles; it returns every problem, so any error it reports fails the test here.
+// platformVars returns the data of the ConfigMap platform/platform-vars as written in the repository.
+func platformVars(t *testing.T) (map[string]string, source.Object) {
+	t.Helper()
+	for _, o := range fetch(t, nil).Objects {
+		if o.IsConfigMap() && o.Namespace() == "platform" && o.Name() == "platform-vars" {
+			data, err := source.ConfigMapData(o)
+			if err != nil {
+				t.Fatalf("%s: %v", o, err)
+			}
+			return data, o
+		}
+	}
+	t.Fatal("ConfigMap platform/platform-vars not found below examples/")
+	return nil, source.Object{}
+}
+
+// subscription is the subscription of the global credential and of team-a's credential: variable
+// SUBSCRIPTION_ID of platform-vars.
+func subscription(t *testing.T) string {
+	t.Helper()
+	vars, _ := platformVars(t)
+	sub := vars["SUBSCRIPTION_ID"]
+	if !guidRE.MatchString(sub) {
+		t.Fatalf("platform-vars SUBSCRIPTION_ID = %q, want a GUID", sub)
+	}
+	return sub
+}
+
+var guidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// build renders the examples through gitaso's real render stage (see renderer) and runs gitaso's planner
+// over them. planner.Build checks every apiVersion/kind against ASO's catalog and every spec field with its
+// exact casing, type, enum values and required fields, and resolves owners, references, Secrets, exported
+// ConfigMaps, credentials, duplicates and cycles; it returns every problem, so any error it reports fails
+// the test here.
 func build(t *testing.T) (*planner.Graph, *source.Snapshot) {
 	t.Helper()
-	snap := fetch(t, substitute(placeholderValues))
-	g, err := planner.Build(snap, planner.Options{SubscriptionID: subscriptionID})
+	snap := fetch(t, renderer(t))
+	for _, o := range snap.Objects {
+		if strings.Contains(fmt.Sprint(o.Content), "${") {
+			t.Errorf("%s still holds a variable reference after substitution", o)
+		}
+	}
+	g, err := planner.Build(snap, planner.Options{SubscriptionID: subscription(t)})
 	if err != nil {
 		t.Fatalf("planner.Build rejects the examples:\n%v", err)
 	}
@@ -114,10 +138,11 @@ func TestExamplesParse(t *testing.T) {
 	}
 }
 
-// gitaso accepts the examples as they are once the placeholders are filled in (see build), and plans every
-// ASO object of them as a create with an ARM ID in the placeholder subscription.
+// gitaso accepts the examples once platform-vars' variables are substituted (see build), and plans every
+// ASO object of them as a create with an ARM ID in platform-vars' subscription.
 func TestExamplesPlan(t *testing.T) {
 	g, snap := build(t)
+	subscriptionID := subscription(t)
 	plan, err := g.Plan(planner.Input{})
 	if err != nil {
 		t.Fatalf("plan: %v", err)
@@ -144,10 +169,11 @@ func TestExamplesPlan(t *testing.T) {
 var armIDPattern = regexp.MustCompile(`^/subscriptions/([^/]+)/resourceGroups/([^/]+)(?:/providers/([^/]+)/(.+))?$`)
 
 // Owners given by ARM ID across namespaces point at resources the repository itself declares, with the
-// ARM type and parent of the declared kind, so the onboarding chain is closed once the placeholders are
-// filled in; gitaso then orders the owner first.
+// ARM type and parent of the declared kind, so the onboarding chain is closed once the variables are
+// substituted; gitaso then orders the owner first.
 func TestCrossNamespaceARMIDsResolve(t *testing.T) {
 	g, _ := build(t)
+	subscriptionID := subscription(t)
 	byARMID := map[string]*planner.Node{}
 	for _, n := range g.Nodes {
 		byARMID[strings.ToLower(n.ARMID)] = n
@@ -161,7 +187,7 @@ func TestCrossNamespaceARMIDsResolve(t *testing.T) {
 		}
 		if n.Kind.Kind == "RoleDefinition" { // a subscription scope is not declared anywhere
 			if id != "/subscriptions/"+subscriptionID {
-				t.Errorf("%s: owner.armId %q, want the __SUBSCRIPTION_ID__ subscription", n.ID(), id)
+				t.Errorf("%s: owner.armId %q, want the SUBSCRIPTION_ID subscription", n.ID(), id)
 			}
 			continue
 		}
@@ -171,7 +197,7 @@ func TestCrossNamespaceARMIDsResolve(t *testing.T) {
 			continue
 		}
 		if m[1] != subscriptionID {
-			t.Errorf("%s: owner.armId %q should use the __SUBSCRIPTION_ID__ placeholder", n.ID(), id)
+			t.Errorf("%s: owner.armId %q should use the SUBSCRIPTION_ID variable", n.ID(), id)
 		}
 		if rg := byARMID[strings.ToLower("/subscriptions/"+m[1]+"/resourceGroups/"+m[2])]; rg == nil || rg.Kind.Kind != "ResourceGroup" {
 			t.Errorf("%s: resource group %q of owner.armId is not declared in the repository", n.ID(), m[2])
@@ -221,19 +247,39 @@ func TestOnboardingScenario(t *testing.T) {
 	if !ok {
 		t.Fatal("team-a/Secret/aso-credential missing")
 	}
-	data, _ := cred.Content["stringData"].(map[string]any)
-	want := map[string]any{
-		"AZURE_SUBSCRIPTION_ID":      "__SUBSCRIPTION_ID__",
-		"AZURE_TENANT_ID":            "__TENANT_ID__",
-		"AZURE_CLIENT_ID":            "__TEAM_A_CLIENT_ID__",
-		"USE_WORKLOAD_IDENTITY_AUTH": "true",
+	// As written, the credential takes its values from platform-vars' variables; once rendered, it holds
+	// exactly those values.
+	vars, _ := platformVars(t)
+	g, rendered := build(t)
+	renderedByID := map[string]source.Object{}
+	for _, o := range rendered.Objects {
+		renderedByID[o.ID()] = o
 	}
-	if len(data) != len(want) {
-		t.Errorf("team-a aso-credential has keys %v, want exactly %v", sortedKeys(data), sortedKeys(want))
-	}
-	for k, v := range want {
-		if data[k] != v {
-			t.Errorf("team-a aso-credential %s = %v, want %v", k, data[k], v)
+	for _, c := range []struct {
+		obj  source.Object
+		want map[string]any
+	}{
+		{cred, map[string]any{
+			"AZURE_SUBSCRIPTION_ID":      "${SUBSCRIPTION_ID}",
+			"AZURE_TENANT_ID":            "${TENANT_ID}",
+			"AZURE_CLIENT_ID":            "${TEAM_A_CLIENT_ID}",
+			"USE_WORKLOAD_IDENTITY_AUTH": "true",
+		}},
+		{renderedByID[cred.ID()], map[string]any{
+			"AZURE_SUBSCRIPTION_ID":      vars["SUBSCRIPTION_ID"],
+			"AZURE_TENANT_ID":            vars["TENANT_ID"],
+			"AZURE_CLIENT_ID":            vars["TEAM_A_CLIENT_ID"],
+			"USE_WORKLOAD_IDENTITY_AUTH": "true",
+		}},
+	} {
+		data, _ := c.obj.Content["stringData"].(map[string]any)
+		if len(data) != len(c.want) {
+			t.Errorf("team-a aso-credential has keys %v, want exactly %v", sortedKeys(data), sortedKeys(c.want))
+		}
+		for k, v := range c.want {
+			if data[k] != v {
+				t.Errorf("team-a aso-credential %s = %v, want %v", k, data[k], v)
+			}
 		}
 	}
 
@@ -241,8 +287,11 @@ func TestOnboardingScenario(t *testing.T) {
 	if !ok {
 		t.Fatal("federated credential missing")
 	}
-	if got := fic.Spec()["issuer"]; got != "https://oidc.gitaso.local/cluster-01/" {
-		t.Errorf("issuer = %v", got)
+	if got := fic.Spec()["issuer"]; got != "${CLUSTER_OIDC}" {
+		t.Errorf("issuer = %v, want the cluster's OIDC issuer from platform-vars, ${CLUSTER_OIDC}", got)
+	}
+	if got := renderedByID[fic.ID()].Spec()["issuer"]; got != vars["CLUSTER_OIDC"] || !strings.HasPrefix(vars["CLUSTER_OIDC"], "https://") {
+		t.Errorf("rendered issuer = %v, want platform-vars' CLUSTER_OIDC %q, an https URL", got, vars["CLUSTER_OIDC"])
 	}
 	if got := fic.Spec()["subject"]; got != "system:serviceaccount:azureserviceoperator-system:azureserviceoperator-default" {
 		t.Errorf("subject = %v", got)
@@ -258,7 +307,7 @@ func TestOnboardingScenario(t *testing.T) {
 	}
 
 	for ns, want := range map[string][]string{
-		"platform": {"FederatedIdentityCredential", "FlexibleServer", "FlexibleServersFirewallRule", "Namespace", "ResourceGroup", "RoleAssignment", "RoleDefinition", "Secret", "UserAssignedIdentity"},
+		"platform": {"ConfigMap", "FederatedIdentityCredential", "FlexibleServer", "FlexibleServersFirewallRule", "Namespace", "ResourceGroup", "RoleAssignment", "RoleDefinition", "Secret", "UserAssignedIdentity"},
 		"team-a":   {"FlexibleServersDatabase", "NamespacesQueue", "NamespacesTopic", "NamespacesTopicsSubscription", "Secret", "StorageAccount", "StorageAccountsBlobService", "StorageAccountsBlobServicesContainer"},
 	} {
 		if got := uniqueSorted(kinds[ns]); strings.Join(got, ",") != strings.Join(want, ",") {
@@ -268,7 +317,7 @@ func TestOnboardingScenario(t *testing.T) {
 
 	// What gitaso makes of it: credentials per namespace, and role assignments that wait for the identity
 	// whose exported principalId they read.
-	g, _ := build(t)
+	subscriptionID := vars["SUBSCRIPTION_ID"]
 	var identity *planner.Node
 	for _, n := range g.Nodes {
 		if n.ID() == "platform/UserAssignedIdentity/team-a-identity" {
@@ -311,33 +360,21 @@ func TestOnboardingScenario(t *testing.T) {
 	}
 }
 
-// Every __TOKEN__ used in a manifest is listed in placeholders.txt (TOKEN=description) and every listed token
-// is used, so the demo's substitution leaves nothing behind; the tests have a value for each.
-func TestPlaceholdersListed(t *testing.T) {
-	f, err := os.Open(filepath.Join("onboarding", "placeholders.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	listed := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		tok, desc, ok := strings.Cut(line, "=")
-		if !ok || !tokenRE.MatchString(tok) || tokenRE.FindString(tok) != tok || strings.TrimSpace(desc) == "" {
-			t.Errorf("placeholders.txt:%d: %q is not TOKEN=description", n, line)
-			continue
-		}
-		listed[tok] = true
-		if _, ok := placeholderValues[tok]; !ok {
-			t.Errorf("placeholders.txt lists %s, which has no value in placeholderValues", tok)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
+// varRefRE finds Flux variable references: ${...} with any run of '$' before it. An odd run ends in an
+// escape ($${VAR} is a literal ${VAR}, $$ a literal $), an even one (usually none) is a reference.
+var varRefRE = regexp.MustCompile(`(\$*)\$\{([^}]*)\}`)
+
+// varNameRE is the variable name at the start of an expression (${VAR}, ${VAR:=default}, ${VAR:-x}, ...).
+var varNameRE = regexp.MustCompile(`^[_a-zA-Z][_a-zA-Z0-9]*`)
+
+// Every ${VAR} used in a manifest is defined in the ConfigMap platform/platform-vars, and every variable
+// defined there is used and documented in the file's comments, so `--substitute-from platform/platform-vars
+// --substitute-strict` leaves nothing behind and the ConfigMap holds nothing stale. The example values are
+// well-formed (GUIDs, an https URL) so that gitaso validates and plans the example as it is.
+func TestVariablesDefined(t *testing.T) {
+	vars, cm := platformVars(t)
+	if len(vars) == 0 {
+		t.Fatal("platform-vars defines no variable")
 	}
 	// The files gitaso reads: every *.yaml/*.yml below onboarding/, hidden directories skipped.
 	files, err := source.NewDir(".", "onboarding").Files(t.Context())
@@ -348,17 +385,53 @@ func TestPlaceholdersListed(t *testing.T) {
 		t.Fatal("no manifests below onboarding/")
 	}
 	used := map[string]bool{}
+	var comments []string
 	for _, file := range files {
-		for _, tok := range tokenRE.FindAllString(string(file.Data), -1) {
-			used[tok] = true
-			if !listed[tok] {
-				t.Errorf("%s uses %s, which placeholders.txt does not list", file.Path, tok)
+		for n, line := range strings.Split(string(file.Data), "\n") {
+			if file.Path == cm.File && strings.HasPrefix(strings.TrimSpace(line), "#") {
+				comments = append(comments, line)
+			}
+			for _, m := range varRefRE.FindAllStringSubmatch(line, -1) {
+				if len(m[1])%2 == 1 {
+					continue // escaped: a literal ${...}
+				}
+				name := varNameRE.FindString(m[2])
+				if name == "" || !render.ValidName(name) {
+					t.Errorf("%s:%d: %q is not a variable reference Flux accepts", file.Path, n+1, m[0])
+					continue
+				}
+				used[name] = true
+				if _, ok := vars[name]; !ok {
+					t.Errorf("%s:%d uses ${%s}, which platform-vars does not define", file.Path, n+1, name)
+				}
 			}
 		}
 	}
-	for tok := range listed {
-		if !used[tok] {
-			t.Errorf("placeholders.txt lists %s, which no manifest uses", tok)
+	for name, v := range vars {
+		if !used[name] {
+			t.Errorf("platform-vars defines %s, which no manifest uses", name)
+		}
+		documented := false
+		for _, c := range comments {
+			documented = documented || slices.Contains(strings.FieldsFunc(c, func(r rune) bool { return r != '_' && !unicode.IsLetter(r) && !unicode.IsDigit(r) }), name)
+		}
+		if !documented {
+			t.Errorf("%s: variable %s is not explained in the file's comments", cm.File, name)
+		}
+		switch {
+		case strings.HasSuffix(name, "_ID"):
+			if !guidRE.MatchString(v) {
+				t.Errorf("platform-vars %s = %q, want a GUID", name, v)
+			}
+		case strings.HasSuffix(name, "_OIDC"):
+			if u, err := url.Parse(v); err != nil || u.Scheme != "https" || u.Host == "" {
+				t.Errorf("platform-vars %s = %q, want an https URL", name, v)
+			}
+		}
+	}
+	for _, want := range []string{"SUBSCRIPTION_ID", "TENANT_ID", "TEAM_A_CLIENT_ID", "CLUSTER_OIDC"} {
+		if !used[want] {
+			t.Errorf("no manifest uses ${%s}", want)
 		}
 	}
 }

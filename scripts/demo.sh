@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: the embedded Azure (gitaso emulator) + the gitaso daemon following a local Git repository made
-# from examples/onboarding. Runs until interrupted (Ctrl-C). DEMO_ONESHOT=1 exits once the demo is set up and
-# every resource is Ready (used by the demo's own test).
+# from examples/onboarding, its ${VAR}s filled in by Flux post-build substitution from the ConfigMap
+# platform/platform-vars that this script writes with the emulator's values. Runs until interrupted (Ctrl-C).
+# DEMO_ONESHOT=1 exits once the demo is set up and every resource is Ready (used by the demo's own test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -20,9 +21,14 @@ trap cleanup EXIT INT TERM
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
+# The demo cluster's OIDC issuer: the emulator mints the service-account token with it, and team-a's
+# federated credential trusts it (variable CLUSTER_OIDC of platform-vars).
+cluster_oidc=https://oidc.gitaso.local/cluster-01/
+
 say "starting the emulator (ARM + Entra ID on https://127.0.0.1:$eport)"
 "$bin" emulator --addr "127.0.0.1:$eport" --dir "$work/emulator" --latency 500ms \
-  --federated-token-file "$work/emulator/federated-token" >"$work/emulator.env" 2>"$work/emulator.log" &
+  --federated-token-file "$work/emulator/federated-token" --federated-issuer "$cluster_oidc" \
+  >"$work/emulator.env" 2>"$work/emulator.log" &
 pids+=($!)
 for _ in $(seq 1 100); do grep -q AZURE_FEDERATED_TOKEN_FILE "$work/emulator.env" 2>/dev/null && break; sleep 0.1; done
 grep -q AZURE_FEDERATED_TOKEN_FILE "$work/emulator.env" || { cat "$work/emulator.log" >&2; exit 1; }
@@ -30,22 +36,41 @@ grep -q AZURE_FEDERATED_TOKEN_FILE "$work/emulator.env" || { cat "$work/emulator
 source "$work/emulator.env"
 echo "tenant $AZURE_TENANT_ID, subscription $AZURE_SUBSCRIPTION_ID, cloud config $GITASO_CLOUD_CONFIG"
 
-fill() { # copy examples/onboarding/$1 into the repo with the placeholders filled in
+copy() { # copy examples/onboarding/$1 into the repo verbatim, except the example's platform-vars
   mkdir -p "$work/repo/$1"
   for f in examples/onboarding/"$1"/*.yaml; do
-    sed -e "s/__SUBSCRIPTION_ID__/$AZURE_SUBSCRIPTION_ID/g" -e "s/__TENANT_ID__/$AZURE_TENANT_ID/g" \
-        -e "s/__TEAM_A_CLIENT_ID__/${TEAM_A_CLIENT_ID:-__TEAM_A_CLIENT_ID__}/g" "$f" >"$work/repo/$1/$(basename "$f")"
+    [ "$(basename "$f")" = platform-vars.yaml ] || cp "$f" "$work/repo/$1/"
   done
+}
+write_vars() { # the repository's platform/platform-vars with the emulator's values (TEAM_A_CLIENT_ID once known)
+  mkdir -p "$work/repo/platform"
+  {
+    echo "# Written by scripts/demo.sh (make demo): the emulator's values for Flux post-build substitution;"
+    echo "# gitaso serve runs with --substitute-from platform/platform-vars --substitute-strict."
+    echo "# See examples/onboarding/platform/platform-vars.yaml for what each variable is."
+    echo "apiVersion: v1"
+    echo "kind: ConfigMap"
+    echo "metadata:"
+    echo "  name: platform-vars"
+    echo "  namespace: platform"
+    echo "data:"
+    echo "  SUBSCRIPTION_ID: \"$AZURE_SUBSCRIPTION_ID\""
+    echo "  TENANT_ID: \"$AZURE_TENANT_ID\""
+    echo "  CLUSTER_OIDC: \"$cluster_oidc\""
+    if [ -n "${TEAM_A_CLIENT_ID:-}" ]; then echo "  TEAM_A_CLIENT_ID: \"$TEAM_A_CLIENT_ID\""; fi
+  } >"$work/repo/platform/platform-vars.yaml"
 }
 git_() { git -C "$work/repo" -c user.name=demo -c user.email=demo@gitaso.local "$@"; }
 
 say "creating the Git repository $work/repo (commit 1: the platform team's onboarding of team-a)"
 git init -q -b main "$work/repo"
-fill platform
+copy platform
+write_vars # no TEAM_A_CLIENT_ID yet: only team-a's credential (commit 2) uses it
 git_ add -A && git_ commit -qm "platform: onboard team-a (identity, federated credential, resource groups, roles)"
 
 say "starting gitaso serve on $api"
 "$bin" serve --repo "$work/repo" --branch main --cache-dir "$work/cache" --state "$work/gitaso.db" \
+  --substitute-from platform/platform-vars --substitute-strict \
   --listen "127.0.0.1:$aport" --interval 2s --sync-period 5m --log-level info >"$work/gitaso.out" 2>"$work/gitaso.log" &
 pids+=($!)
 
@@ -72,9 +97,10 @@ TEAM_A_CLIENT_ID=$(curl -fsS "$api/api/v1/resources/platform/UserAssignedIdentit
 [ -n "$TEAM_A_CLIENT_ID" ] || { echo "team-a identity has no exported clientId" >&2; exit 1; }
 echo "team-a's identity has clientId $TEAM_A_CLIENT_ID (exported to ConfigMap team-a-identity-settings)"
 
-say "commit 2: team-a's own resources, applied with team-a's workload-identity credential"
-fill team-a
-git_ add -A && git_ commit -qm "team-a: queue, topic, database, storage"
+say "commit 2: TEAM_A_CLIENT_ID in platform-vars, and team-a's own resources, applied with team-a's workload-identity credential"
+write_vars
+copy team-a
+git_ add -A && git_ commit -qm "team-a: queue, topic, database, storage; platform-vars: team-a's clientId"
 team_count=$(cat examples/onboarding/team-a/*.yaml | grep -c '^kind: ' || true)
 team_secrets=$(cat examples/onboarding/team-a/*.yaml | grep -c '^kind: \(Secret\|ConfigMap\)$' || true)
 wait_ready team-a $((team_count - team_secrets))
@@ -86,7 +112,8 @@ gitaso is running. Look at:
   curl -s $api/api/v1/resources            # every resource with ASO's Ready condition
   curl -s $api/api/v1/runs                 # runs and their revisions
   curl -s $api/api/v1/plan                 # the latest plan (JSON interface)
-  $bin plan --dir $work/repo --offline     # the plan as text, without Azure
+  $bin plan --dir $work/repo --offline --substitute-from platform/platform-vars --substitute-strict
+                                           # the plan as text, without Azure
 Change a manifest and commit; the next poll (2 s) applies exactly that change:
   cd $work/repo && sed -i 's/maxDeliveryCount: 10/maxDeliveryCount: 5/' team-a/servicebus.yaml && git commit -qam 'fewer retries'
 Logs: $work/gitaso.log (daemon), $work/emulator.log. Emulator settings: source $work/emulator.env
