@@ -494,3 +494,16 @@ func golden(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", path, diff)
 	}
 }
+
+func TestRenderMarkdown(t *testing.T) {
+	g := build(t, map[string]string{"platform/team-a.yaml": onboarding})
+	p, err := g.Plan(planner.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := planner.RenderMarkdown(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "create.md", buf.Bytes())
+}

@@ -79,6 +79,7 @@ last applied (the state file) and, with --refresh (the default), with what Azure
   --output text   reads like terraform plan, with ASO names and ARM IDs
   --output json   the documented JSON interface: {"revision", "resources": [{"namespace", "kind", "name",
                   "action", "armId", "request": {"method", "path", "body"}, "changes": [...]}]}
+  --output markdown  a summary table and the full plan, for a pull-request comment
   --offline       no Azure and no state at all: everything is a create (needs --subscription or
                   AZURE_SUBSCRIPTION_ID; defaults to the zero subscription), for air-gapped review and CI
 
@@ -102,8 +103,10 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 				err = planner.RenderJSON(stdout, rep.Plan)
 			case "text":
 				err = planner.RenderText(stdout, rep.Plan, planner.TextOptions{})
+			case "markdown":
+				err = planner.RenderMarkdown(stdout, rep.Plan)
 			default:
-				return fmt.Errorf("--output %q: want text or json", output)
+				return fmt.Errorf("--output %q: want text, json or markdown", output)
 			}
 			if err != nil {
 				return err
@@ -115,7 +118,7 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 		},
 	}
 	s.register(cmd.Flags(), true)
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, json, or markdown (a pull-request comment)")
 	cmd.Flags().BoolVar(&offline, "offline", false, "plan without Azure or state: everything is a create")
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read Azure to find drift and resources to adopt")
 	return cmd

@@ -1,0 +1,52 @@
+package planner
+
+import (
+	"bytes"
+
+	"io"
+	"strings"
+)
+
+// RenderMarkdown writes the plan as a pull-request comment: a summary
+// table of the changes, then the text plan in a collapsed block. Secret
+// values are redacted as in every rendering.
+func RenderMarkdown(w io.Writer, p *Plan) error {
+	bw := &errWriter{w: w}
+	rev := p.Revision
+	if len(rev) > 12 && !strings.HasPrefix(rev, "dir-") {
+		rev = rev[:12]
+	}
+	s := p.Summary()
+	bw.printf("### gitaso plan for `%s`\n\n", rev)
+	if !p.HasChanges() {
+		bw.printf("No changes. Azure matches the manifests (%d resources).\n", s[NoOp]+s[Observe])
+		return bw.err
+	}
+	bw.printf("**%d to create, %d to adopt, %d to update, %d drifted to correct, %d to delete, %d to detach** (%d unchanged)\n\n",
+		s[Create], s[Adopt], s[Update], s[Drift], s[Delete], s[Detach], s[NoOp])
+	bw.printf("| action | resource | ARM ID | changes |\n|---|---|---|---|\n")
+	for _, r := range p.Resources {
+		if r.Action == NoOp || r.Action == Observe {
+			continue
+		}
+		changes := ""
+		switch {
+		case r.Action == Create || r.Action == Delete || r.Action == Detach:
+		case len(r.Changes) > 0:
+			paths := make([]string, 0, len(r.Changes))
+			for _, c := range r.Changes {
+				paths = append(paths, "`"+c.Path+"`")
+			}
+			changes = strings.Join(paths, ", ")
+		}
+		bw.printf("| %s %s | `%s` | `%s` | %s |\n", symbols[r.Action], r.Action, r.ID(), r.ARMID, mdEscape(changes))
+	}
+	var text bytes.Buffer
+	if err := RenderText(&text, p, TextOptions{}); err != nil {
+		return err
+	}
+	bw.printf("\n<details><summary>Full plan</summary>\n\n```diff\n%s```\n\n</details>\n", strings.ReplaceAll(text.String(), "```", "'''"))
+	return bw.err
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
