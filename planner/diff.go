@@ -155,6 +155,9 @@ func unionKeys(a, b map[string]any) []string {
 // diffSubset compares only what the desired document sets against what ARM
 // returned (ARM adds defaults and read-only fields), skipping the pointers in
 // skip (secrets, which ARM never returns, and values known after apply).
+// Strings that differ only in case are not drift, except tag values: ARM
+// treats enum values case-insensitively and resource providers normalise
+// them ("customRole" comes back as "CustomRole").
 func diffSubset(observed, desired any, path string, skip map[string]bool, out *[]Change) {
 	if skip[path] {
 		return
@@ -197,10 +200,16 @@ func diffSubset(observed, desired any, path string, skip map[string]bool, out *[
 		// An explicit null asks for "unset"; ARM reports it as absent or null,
 		// or fills a default we cannot know: not a difference.
 	default:
-		if !scalarEqual(path, observed, desired) {
+		if !scalarEqual(path, observed, desired) && !caseOnly(path, observed, desired) {
 			*out = append(*out, change(path, observed, desired))
 		}
 	}
+}
+
+func caseOnly(path string, a, b any) bool {
+	as, ok1 := a.(string)
+	bs, ok2 := b.(string)
+	return ok1 && ok2 && !strings.HasPrefix(path, "/tags/") && strings.EqualFold(as, bs)
 }
 
 // lookupFold finds a key, falling back to a case-insensitive match (ARM is
