@@ -67,6 +67,8 @@ type Reconciler struct {
 	readMu      sync.Mutex
 	lastRead    map[string]time.Time // node key → last time Azure was read for it
 	nextDue     time.Time            // when the next resource is due for a resync
+	// reportedIgnored is the revision whose ignored objects were logged.
+	reportedIgnored string
 	lastGood    *planner.Graph
 	trigger     chan bool
 	ready       atomic.Bool
@@ -215,8 +217,12 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 		return rep, err
 	}
 	rep.Graph = g
-	for _, o := range snap.Ignored {
-		r.log.InfoContext(ctx, "ignoring object of a kind gitaso does not manage", "file", o.File, "object", o.ID(), "apiVersion", o.APIVersion())
+	if snap.Revision != r.reportedIgnored {
+		// Reported once per revision, not on every resync of it.
+		r.reportedIgnored = snap.Revision
+		for _, o := range snap.Ignored {
+			r.log.InfoContext(ctx, "ignoring object of a kind gitaso does not manage", "file", o.File, "object", o.ID(), "apiVersion", o.APIVersion())
+		}
 	}
 	return rep, r.applyGraph(ctx, g, rep, opts)
 }
