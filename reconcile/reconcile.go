@@ -69,10 +69,10 @@ type Reconciler struct {
 	nextDue     time.Time            // when the next resource is due for a resync
 	// reportedIgnored is the revision whose ignored objects were logged.
 	reportedIgnored string
-	lastGood    *planner.Graph
-	trigger     chan bool
-	ready       atomic.Bool
-	lastErr     atomic.Value // string
+	lastGood        *planner.Graph
+	trigger         chan bool
+	ready           atomic.Bool
+	lastErr         atomic.Value // string
 }
 
 // New returns a reconciler. clients may be nil for offline planning.
