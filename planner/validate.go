@@ -29,7 +29,33 @@ func validateObject(k *aso.Kind, content map[string]any) diag.List {
 	if md, ok := content["metadata"].(map[string]any); ok {
 		l = append(l, unknownKeys(md, "metadata.", metadataFields)...)
 	}
+	l = append(l, requiredPairs(k, content)...)
 	return append(l, aso.Validate(k, content)...)
+}
+
+// armRequiredPairs are ARM-required properties that ASO offers as a literal
+// and a *FromConfig field, so that neither is required in the CRD and ASO
+// accepts a manifest with neither (ARM then rejects the PUT). gitaso asks
+// for one of them up front.
+var armRequiredPairs = map[string][]string{
+	"authorization.azure.com/RoleAssignment":               {"principalId"},
+	"managedidentity.azure.com/FederatedIdentityCredential": {"issuer", "subject"},
+}
+
+func requiredPairs(k *aso.Kind, content map[string]any) diag.List {
+	spec, _ := content["spec"].(map[string]any)
+	if spec == nil {
+		return nil
+	}
+	var l diag.List
+	for _, f := range armRequiredPairs[k.Group+"/"+k.Kind] {
+		_, lit := spec[f]
+		_, cfg := spec[f+"FromConfig"]
+		if !lit && !cfg {
+			l = append(l, &diag.Error{Field: "spec." + f, Msg: fmt.Sprintf("set one of %s and %sFromConfig (ARM requires properties.%s)", f, f, f)})
+		}
+	}
+	return l
 }
 
 func unknownKeys(m map[string]any, prefix string, known []string) diag.List {
