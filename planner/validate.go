@@ -38,7 +38,7 @@ func validateObject(k *aso.Kind, content map[string]any) diag.List {
 // accepts a manifest with neither (ARM then rejects the PUT). gitaso asks
 // for one of them up front.
 var armRequiredPairs = map[string][]string{
-	"authorization.azure.com/RoleAssignment":               {"principalId"},
+	"authorization.azure.com/RoleAssignment":                {"principalId"},
 	"managedidentity.azure.com/FederatedIdentityCredential": {"issuer", "subject"},
 }
 
