@@ -1,6 +1,7 @@
 package planner_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gitaso/gitaso/internal/diag"
-	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -107,19 +108,14 @@ func runCorpusCase(t *testing.T, dir string) {
 	}
 }
 
-// corpusErrors runs the case through source and the planner and returns the
-// input errors with the stage that reported them.
+// corpusErrors runs the case the way `gitaso validate` does (source, then
+// the planner, through reconcile.Build) and returns the input errors with the
+// stage that reported them.
 func corpusErrors(t *testing.T, dir string) (diag.List, string) {
 	t.Helper()
-	snap, err := source.NewDir(dir, "").Fetch(t.Context())
-	if err != nil {
-		l := diag.AsList(err)
-		if l == nil {
-			t.Fatalf("fetch failed without input errors: %v", err)
-		}
-		return l, "source"
-	}
-	g, err := planner.Build(snap, planner.Options{SubscriptionID: corpusSub})
+	cfg := reconcile.DefaultConfig()
+	cfg.SubscriptionID = corpusSub
+	_, g, err := reconcile.New(source.NewDir(dir, ""), nil, nil, cfg, nil).Build(t.Context())
 	if err == nil {
 		if g == nil {
 			t.Fatal("Build returned neither a graph nor an error")
@@ -132,6 +128,10 @@ func corpusErrors(t *testing.T, dir string) (diag.List, string) {
 	l := diag.AsList(err)
 	if l == nil {
 		t.Fatalf("Build failed without input errors: %v", err)
+	}
+	var re *source.RevisionError
+	if errors.As(err, &re) {
+		return l, "source"
 	}
 	return l, "planner"
 }

@@ -105,6 +105,61 @@ func misspeltGroup(o source.Object) *diag.Error {
 	return objErr(o, "apiVersion", "%s", msg)
 }
 
+// lookupKind finds an ASO object's kind in the catalog, or says which kinds
+// were probably meant.
+func lookupKind(o source.Object) (*aso.Kind, *diag.Error) {
+	k, ok := aso.Lookup(o.Group(), o.Version(), o.Kind())
+	if ok {
+		return k, nil
+	}
+	// The field to fix: the version when the group has the kind in another
+	// version, else the kind.
+	field := "kind"
+	for _, c := range aso.Kinds() {
+		if c.Group == o.Group() && c.Kind == o.Kind() {
+			field = "apiVersion"
+			break
+		}
+	}
+	msg := fmt.Sprintf("unknown ASO kind %s %s", o.APIVersion(), o.Kind())
+	if s := suggestKinds(o.Group(), o.Version(), o.Kind()); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	}
+	return nil, objErr(o, field, "%s", msg)
+}
+
+// objectErrors validates one object's fields, naming its file and line.
+func objectErrors(k *aso.Kind, o source.Object) diag.List {
+	l := validateObject(k, o.Content)
+	for _, e := range l {
+		e.File, e.Line, e.Object = o.File, o.Line, o.ID()
+	}
+	return l
+}
+
+// ValidateObjects checks each object on its own (kind, fields, enums,
+// required fields), without resolving owners or references: what can be
+// reported for the files of a commit that did parse when another file did
+// not.
+func ValidateObjects(objs []source.Object) diag.List {
+	var errs diag.List
+	for _, o := range objs {
+		if !IsASO(o.Group()) {
+			if e := misspeltGroup(o); e != nil {
+				errs = append(errs, e)
+			}
+			continue
+		}
+		k, e := lookupKind(o)
+		if e != nil {
+			errs = append(errs, e)
+			continue
+		}
+		errs = append(errs, objectErrors(k, o)...)
+	}
+	return errs
+}
+
 // IsASO reports whether an apiVersion group belongs to ASO.
 func IsASO(group string) bool { return strings.HasSuffix(group, ".azure.com") }
 
@@ -161,13 +216,9 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 			}
 			continue
 		}
-		k, ok := aso.Lookup(o.Group(), o.Version(), o.Kind())
-		if !ok {
-			msg := fmt.Sprintf("unknown ASO kind %s, %s", o.APIVersion(), o.Kind())
-			if s := suggestKinds(o.Group(), o.Version(), o.Kind()); len(s) > 0 {
-				msg += "; did you mean " + strings.Join(s, " or ") + "?"
-			}
-			errs = append(errs, objErr(o, "apiVersion", "%s", msg))
+		k, e := lookupKind(o)
+		if e != nil {
+			errs = append(errs, e)
 			continue
 		}
 		spec, _ := o.Content["spec"].(map[string]any)
@@ -179,10 +230,7 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 			errs = append(errs, objErr(o, "metadata.name", "%s is also declared in %s:%d", n.ID(), prev.Object.File, prev.Object.Line))
 			continue
 		}
-		for _, e := range validateObject(k, o.Content) {
-			e.File, e.Line, e.Object = o.File, o.Line, o.ID()
-			errs = append(errs, e)
-		}
+		errs = append(errs, objectErrors(k, o)...)
 		an, err := aso.AzureName(k, n.Namespace, n.Name, spec)
 		if err != nil {
 			errs = append(errs, objErr(o, "spec.azureName", "%v", err))

@@ -127,6 +127,15 @@ func (r *Reconciler) subscription() string {
 // Build fetches the source and builds the graph.
 func (r *Reconciler) Build(ctx context.Context) (*source.Snapshot, *planner.Graph, error) {
 	snap, err := r.src.Fetch(ctx)
+	var revErr *source.RevisionError
+	if errors.As(err, &revErr) && len(revErr.Parsed) > 0 {
+		// Report the problems of the files that did parse with those of the
+		// files that did not: all errors of a commit together.
+		if extra := planner.ValidateObjects(revErr.Parsed); len(extra) > 0 {
+			merged := append(append(diag.List(nil), revErr.Errors...), extra...)
+			err = &source.RevisionError{Revision: revErr.Revision, Errors: merged.Sorted(), Parsed: revErr.Parsed}
+		}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("fetch source: %w", err)
 	}

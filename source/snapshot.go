@@ -54,6 +54,9 @@ type Renderer interface {
 type RevisionError struct {
 	Revision string
 	Errors   diag.List
+	// Parsed holds the objects of the files that did parse, so that a
+	// caller can report their problems together with these.
+	Parsed []Object
 }
 
 // Error lists every problem, one per line, after a heading naming the revision.
@@ -160,7 +163,7 @@ func assemble(revision string, parsed []parseResult) (*Snapshot, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, &RevisionError{Revision: revision, Errors: errs.Sorted()}
+		return nil, &RevisionError{Revision: revision, Errors: errs.Sorted(), Parsed: snap.Objects}
 	}
 	return snap, nil
 }

@@ -50,7 +50,7 @@ func TestValidateReportsEveryError(t *testing.T) {
 		t.Fatalf("exit code %d (%v), want 1", exitCode(err), err)
 	}
 	for _, want := range []string{
-		`a.yaml:1: n/StorageAcount/x: apiVersion: unknown ASO kind`,
+		`a.yaml:1: n/StorageAcount/x: kind: unknown ASO kind`,
 		`StorageAccount`,
 		`b.yaml:1: n/ResourceGroup/rg: spec.locaton: unknown field "locaton"`,
 	} {
