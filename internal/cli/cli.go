@@ -95,6 +95,15 @@ func defaultCacheDir() string {
 	return ".gitaso-cache"
 }
 
+// asoEnv are ASO's own settings (aso-controller-settings) that gitaso reads
+// when its GITASO_ variable is not set, so an ASO installation's environment
+// carries over.
+var asoEnv = map[string]string{
+	"default-reconcile-policy": "DEFAULT_RECONCILE_POLICY",
+	"sync-period":              "AZURE_SYNC_PERIOD", // "never" disables
+	"parallelism":              "MAX_CONCURRENT_RECONCILES",
+}
+
 // applyEnvAndConfig fills every flag the user did not set from GITASO_<FLAG>
 // (dashes as underscores) and then from the config file.
 func applyEnvAndConfig(fs *pflag.FlagSet) error {
@@ -125,7 +134,15 @@ func applyEnvAndConfig(fs *pflag.FlagSet) error {
 			return
 		}
 		env := "GITASO_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
+		v, ok := os.LookupEnv(env)
+		if !ok && asoEnv[f.Name] != "" {
+			env = asoEnv[f.Name]
+			v, ok = os.LookupEnv(env)
+		}
+		if ok {
+			if env == "AZURE_SYNC_PERIOD" && v == "never" {
+				v = "0"
+			}
 			if err := f.Value.Set(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", env, err))
 			}

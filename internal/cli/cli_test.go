@@ -149,3 +149,18 @@ func TestSubstituteFromConfigMap(t *testing.T) {
 		t.Errorf("strict substitution: exit %d\n%s", exitCode(err), stderr)
 	}
 }
+
+func TestASOEnvironmentCarriesOver(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "rg.yaml", "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  namespace: n\nspec:\n  location: westeurope\n")
+	t.Setenv("DEFAULT_RECONCILE_POLICY", "skip")
+	out, _, err := run(t, "plan", "--offline", "--dir", dir, "-o", "json")
+	if exitCode(err) != 0 || !strings.Contains(out, `"action": "observe"`) || !strings.Contains(out, `"policy": "skip"`) {
+		t.Errorf("DEFAULT_RECONCILE_POLICY=skip not applied (exit %d):\n%s", exitCode(err), out)
+	}
+	t.Setenv("GITASO_DEFAULT_RECONCILE_POLICY", "manage")
+	out, _, _ = run(t, "plan", "--offline", "--dir", dir, "-o", "json")
+	if !strings.Contains(out, `"action": "create"`) {
+		t.Errorf("GITASO_DEFAULT_RECONCILE_POLICY must win over ASO's variable:\n%s", out)
+	}
+}
