@@ -35,6 +35,11 @@ type Options struct {
 	Token string
 	// UI, when set, serves every path not matched by the API (the web page).
 	UI http.Handler
+	// Webhook asks for a fetch of the source now (a push notification);
+	// WebhookSecret authenticates the sender. POST /api/v1/webhook answers
+	// 503 unless both are set.
+	Webhook       func(ctx context.Context) error
+	WebhookSecret string
 }
 
 // DefaultRunsLimit is how many runs GET /api/v1/runs returns without ?limit.
@@ -123,6 +128,7 @@ func New(db *state.DB, opts Options) http.Handler {
 	v1.Handle("/runs", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.listRuns}))
 	v1.Handle("/plan", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.plan}))
 	v1.Handle("/sync", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.auth(http.HandlerFunc(s.sync)).ServeHTTP}))
+	v1.Handle("/webhook", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.webhook}))
 	v1.NotFoundHandler = http.HandlerFunc(s.notFound)
 
 	if opts.UI != nil {

@@ -26,6 +26,10 @@
 //	POST /api/v1/sync                                   202 {"status":"accepted"}: a reconcile was triggered;
 //	                                                    401 unauthorized without the bearer token (when Options.Token is set);
 //	                                                    503 unavailable when Options.Sync is nil or refuses
+//	POST /api/v1/webhook                                202: a Git host's push notification; the branch is fetched now.
+//	                                                    Authenticated by Options.WebhookSecret: GitHub X-Hub-Signature-256,
+//	                                                    GitLab X-Gitlab-Token, or a bearer token; 401 otherwise,
+//	                                                    503 when no secret is configured
 //	GET  /healthz                                       200 "ok" (text) while the process serves
 //	GET  /readyz                                        200 "ok", or 503 "not ready: <reason>" (text)
 //	GET  /metrics                                       Prometheus text format

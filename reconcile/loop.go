@@ -22,6 +22,13 @@ func (r *Reconciler) Sync(context.Context) error {
 	return nil
 }
 
+// Poll is the webhook receiver's hook: it triggers a fetch of the source
+// (a run if the revision changed) without reading Azure back.
+func (r *Reconciler) Poll(context.Context) error {
+	r.Trigger(false)
+	return nil
+}
+
 // Ready reports nil once a run has completed, or why not.
 func (r *Reconciler) Ready() error {
 	if r.ready.Load() {

@@ -183,7 +183,7 @@ func printResult(w io.Writer, res *executor.Result) {
 
 func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{}
-	var listen, tokenFile string
+	var listen, tokenFile, webhookSecretFile string
 	var interval, syncPeriod time.Duration
 	var nsPeriods, kindPeriods []string
 	cmd := &cobra.Command{
@@ -197,6 +197,7 @@ reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
   GET  /api/v1/runs                                  run history with revisions
   GET  /api/v1/plan                                  the latest plan (JSON interface)
   POST /api/v1/sync                                  reconcile now (with a refresh)
+  POST /api/v1/webhook                               a Git host's push notification (--webhook-secret-file)
   GET  /healthz  /readyz  /metrics`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -221,7 +222,14 @@ reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
 				}
 				token = b
 			}
-			h := api.New(e.db, api.Options{Sync: r.Sync, Ready: r.Ready, Logger: e.log, Token: token, UI: web.Handler()})
+			var hookSecret string
+			if webhookSecretFile != "" {
+				if hookSecret, err = readTrim(webhookSecretFile); err != nil {
+					return fmt.Errorf("read --webhook-secret-file: %w", err)
+				}
+			}
+			h := api.New(e.db, api.Options{Sync: r.Sync, Ready: r.Ready, Logger: e.log, Token: token, UI: web.Handler(),
+				Webhook: r.Poll, WebhookSecret: hookSecret})
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", listen, err)
@@ -255,6 +263,7 @@ reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
 	s.register(cmd.Flags(), true)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the HTTP API")
 	cmd.Flags().StringVar(&tokenFile, "api-token-file", "", "file with a bearer token required by POST endpoints")
+	cmd.Flags().StringVar(&webhookSecretFile, "webhook-secret-file", "", "file with the secret of POST /api/v1/webhook (GitHub HMAC signature, GitLab token or bearer token): a push fetches the branch at once")
 	durationFlag(cmd.Flags(), &interval, "interval", time.Minute, "how often the branch is polled")
 	durationFlag(cmd.Flags(), &syncPeriod, "sync-period", time.Hour, "how often Azure is read back to correct drift (0 disables); reads are bulk Resource Graph queries, writes only where a field differs")
 	cmd.Flags().StringSliceVar(&nsPeriods, "namespace-sync-period", nil, "sync period for one namespace, NAMESPACE=DURATION (repeatable; 0 disables)")
