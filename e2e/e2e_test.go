@@ -5,17 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
-	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/internal/gittest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
-	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -32,28 +29,7 @@ type env struct {
 	files map[string]string
 }
 
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	em := emutest.New(t, emutest.Roles("Contributor", "User Access Administrator"))
-	emu, sub, cli, clients, global := em.Emu, em.Sub, em.Client, em.Clients, em.Cred
-	dir := t.TempDir()
-
-	srv := gittest.NewServer(t)
-	repo := srv.CreateRepo("infra")
-	src, err := source.NewGit(source.GitOptions{URL: repo.URL(), Branch: repo.Branch(), Path: "clusters/snd", CacheDir: filepath.Join(dir, "cache"), CABundle: srv.CABundle()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := state.Open(filepath.Join(dir, "gitaso.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	cfg := reconcile.DefaultConfig()
-	cfg.Global = global
-	rec := reconcile.New(src, db, clients, cfg, nil)
-	return &env{t: t, emu: emu, repo: repo, db: db, rec: rec, cli: cli, sub: sub, files: map[string]string{}}
-}
+func newEnv(t *testing.T) *env { return newEnvWith(t, envOptions{}) }
 
 // commit writes files (path → content, "" deletes) under clusters/snd and
 // commits them.
