@@ -26,9 +26,10 @@ type RoleDefinition struct {
 	Permissions []Permission
 }
 
-// builtinRoles are the built-in roles the emulator knows, under their real well-known GUIDs. Management actions
-// follow Azure's definitions; the data roles carry only dataActions (they grant no management rights in the
-// emulator). Azure has no built-in PostgreSQL data role (Flexible Server data access is granted through Entra
+// builtinRoles are the built-in roles the emulator knows, under their real well-known GUIDs, with Azure's own
+// definitions: the data roles carry their dataActions and the few management actions Azure gives them (Service Bus
+// Data Owner has Microsoft.ServiceBus/*, which lets a team create its queues with its own identity; the Storage Blob
+// roles can read or manage containers). Azure has no built-in PostgreSQL data role (Flexible Server data access is granted through Entra
 // administrators in the database), so none is defined: the seeds' "role-assignments-pgdb" use a management role
 // such as Reader on the server, or a custom role created with a roleDefinitions PUT, both of which work here.
 var builtinRoles = []RoleDefinition{
