@@ -48,7 +48,8 @@ const (
 )
 
 // Loop reconciles until ctx ends: at start, whenever the source's revision
-// changes (polled every Interval), when triggered, when resources are due
+// changes (polled every Interval; resources new to state are read from Azure
+// then, so that one that already exists shows as adopt), when triggered, when resources are due
 // for a resync (SyncPeriod, per namespace or kind), and after a back-off
 // when a run left resources failed with a retryable error (honouring ARM's
 // Retry-After).
@@ -107,7 +108,7 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 				continue
 			}
 			if rev != lastRev {
-				run("interval", false, false)
+				run("interval", true, false)
 			}
 		}
 	}
