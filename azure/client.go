@@ -323,6 +323,7 @@ func (c *Client) write(ctx context.Context, method, id, apiVersion string, body 
 			resp.Header.Del("Location")
 		}
 	}
+	started(ctx, pollURL(resp))
 	out, err := c.wait(ctx, method, resp, rbody)
 	if err != nil {
 		return nil, err
@@ -355,6 +356,7 @@ func (c *Client) Delete(ctx context.Context, id, apiVersion string) error {
 	if resp.Header.Get("Location") == "" && resp.Header.Get("Azure-AsyncOperation") == "" {
 		return nil // accepted with nothing to poll: ARM will finish on its own
 	}
+	started(ctx, pollURL(resp))
 	_, err = c.wait(ctx, http.MethodDelete, resp, body)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -425,14 +427,7 @@ func (c *Client) List(ctx context.Context, collectionPath, apiVersion string) ([
 // polls, and returns the final body (nil for operations without one).
 func (c *Client) wait(ctx context.Context, method string, resp *http.Response, body []byte) ([]byte, error) {
 	path := resp.Request.URL.Path
-	// ARM sends absolute polling URLs; resolve a relative one rather than fail.
-	for _, h := range []string{"Azure-AsyncOperation", "Location", "Operation-Location"} {
-		if v := resp.Header.Get(h); v != "" {
-			if ref, err := url.Parse(v); err == nil && !ref.IsAbs() {
-				resp.Header.Set(h, resp.Request.URL.ResolveReference(ref).String())
-			}
-		}
-	}
+	resolvePollHeaders(resp)
 	p, err := runtime.NewPoller[json.RawMessage](resp, c.pl, nil)
 	if err != nil {
 		return nil, c.wrapErr(method, path, err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/planner/aso"
 	"github.com/gitaso/gitaso/state"
@@ -44,6 +45,14 @@ type Options struct {
 	// it is known (from the goroutine that produced it), so that the caller
 	// can record progress before the whole plan has run.
 	OnResult func(*ResourceResult)
+	// OnOperation, when set, is called (from the goroutine applying the
+	// resource) when a PUT or DELETE starts a long-running operation, with
+	// done false and the operation's poll URL, before the executor waits for
+	// it; and again with done true when the wait ends, successfully or not.
+	// It is not called with done true when the wait ended because ctx was
+	// cancelled: the operation still runs in Azure, and whoever recorded it
+	// can resume it (azure.Client.Resume).
+	OnOperation func(op state.Operation, done bool)
 }
 
 // DefaultOptions returns the defaults.
@@ -409,7 +418,10 @@ func (w *walk) delete(ctx context.Context, r *planner.Resource) *ResourceResult 
 	}
 	w.e.opts.Logger.InfoContext(ctx, "deleting", "resource", r.ID(), "armId", r.ARMID)
 	rr.Requests++
-	if err := cli.Delete(ctx, r.ARMID, r.APIVersion); err != nil {
+	octx, finish := w.track(ctx, r, "DELETE")
+	err = cli.Delete(octx, r.ARMID, r.APIVersion)
+	finish()
+	if err != nil {
 		rr.Outcome, rr.Err, rr.Ready = Failed, err, failedCondition(err)
 		rr.RetryAfter = retryAfter(err)
 		w.e.opts.Logger.WarnContext(ctx, "delete failed", "resource", r.ID(), "error", err)
@@ -489,7 +501,9 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	}
 	w.e.opts.Logger.InfoContext(ctx, "applying", "resource", r.ID(), "action", r.Action.String(), "armId", r.ARMID)
 	rr.Requests++
-	resp, err := cli.Put(ctx, r.ARMID, r.APIVersion, sent)
+	octx, finish := w.track(ctx, r, "PUT")
+	resp, err := cli.Put(octx, r.ARMID, r.APIVersion, sent)
+	finish()
 	if err != nil {
 		return fail(err)
 	}
@@ -500,6 +514,30 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	w.export(ctx, cli, r, rr)
 	return rr
 }
+
+// track returns the context to send r's write or delete with, reporting a
+// long-running operation it starts to OnOperation, and the function to call
+// when the call returned.
+func (w *walk) track(ctx context.Context, r *planner.Resource, method string) (context.Context, func()) {
+	hook := w.e.opts.OnOperation
+	if hook == nil {
+		return ctx, func() {}
+	}
+	var op *state.Operation
+	octx := azure.WithOperationStarted(ctx, func(pollURL string) {
+		op = &state.Operation{Key: r.Key(), ARMID: r.ARMID, Method: method, StartedAt: w.e.opts.Now().UTC(), PollURL: pollURL}
+		hook(*op, false)
+	})
+	return octx, func() {
+		if op != nil && ctx.Err() == nil {
+			hook(*op, true)
+		}
+	}
+}
+
+// FailedCondition is the Ready condition recorded for a resource whose apply
+// failed with err (ASO's reason and severity for it).
+func FailedCondition(err error) state.Condition { return failedCondition(err) }
 
 func readyCondition() state.Condition {
 	return state.Condition{Type: state.ConditionReady, Status: state.StatusTrue, Reason: "Succeeded"}

@@ -63,8 +63,11 @@ type recorder struct {
 
 	mu      sync.Mutex
 	pending []*executor.ResourceResult
-	done    chan struct{}
-	wg      sync.WaitGroup
+	// ended are the keys of operations that ended, forgotten with the next
+	// write.
+	ended []string
+	done  chan struct{}
+	wg    sync.WaitGroup
 }
 
 func newRecorder(r *Reconciler, prior map[string]state.Resource, rev string) *recorder {
@@ -97,6 +100,27 @@ func (rec *recorder) add(rr *executor.ResourceResult) {
 	rec.mu.Unlock()
 }
 
+// operation records a long-running operation as it starts, in its own
+// transaction so that it is durable before the executor polls it, and
+// forgets it with the next write once it ended (with its result, which the
+// executor reports right after). A crash in between leaves the operation
+// recorded: the next run resumes it, which costs one poll of an operation
+// that is over.
+func (rec *recorder) operation(op state.Operation, done bool) {
+	if rec.r.db == nil {
+		return
+	}
+	if done {
+		rec.mu.Lock()
+		rec.ended = append(rec.ended, op.Key)
+		rec.mu.Unlock()
+		return
+	}
+	if err := rec.r.db.Update(func(w *state.Writer) error { return w.PutOperation(op) }); err != nil {
+		rec.r.log.Error("record operation", "resource", op.Key, "method", op.Method, "error", err)
+	}
+}
+
 // stop ends periodic flushing; the caller writes what is left with write.
 func (rec *recorder) stop() {
 	close(rec.done)
@@ -106,9 +130,14 @@ func (rec *recorder) stop() {
 // write records the pending results in w's transaction.
 func (rec *recorder) write(w *state.Writer) error {
 	rec.mu.Lock()
-	batch := rec.pending
-	rec.pending = nil
+	batch, ended := rec.pending, rec.ended
+	rec.pending, rec.ended = nil, nil
 	rec.mu.Unlock()
+	for _, k := range ended {
+		if err := w.DeleteOperation(k); err != nil {
+			return err
+		}
+	}
 	now := time.Now().UTC()
 	for _, rr := range batch {
 		prior, _, err := w.Resource(rr.Key)

@@ -242,6 +242,13 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if err != nil {
 		return err
 	}
+	if !opts.DryRun && r.clients != nil && r.db != nil {
+		// Operations a previous process left in flight end before anything
+		// is planned: their outcome is the prior state of this plan.
+		if prior, outputs, err = r.resumeOperations(ctx, g, prior, outputs); err != nil {
+			return fmt.Errorf("resume operations: %w", err)
+		}
+	}
 	in := planner.Input{Prior: prior, Outputs: outputs}
 	var p *planner.Plan
 	if opts.Refresh && r.clients != nil {
@@ -278,7 +285,8 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		return fmt.Errorf("record progress: %w", err)
 	}
 	rec := newRecorder(r, prior, p.Revision)
-	ex := executor.New(&clientsFor{r: r, g: g}, executor.Options{Parallelism: r.cfg.Parallelism, Logger: r.log, OnResult: rec.add})
+	ex := executor.New(&clientsFor{r: r, g: g}, executor.Options{Parallelism: r.cfg.Parallelism, Logger: r.log,
+		OnResult: rec.add, OnOperation: rec.operation})
 	res, applyErr := ex.Apply(ctx, p, outputs)
 	rec.stop()
 	rep.Result = res
