@@ -1,217 +1,23 @@
 package executor_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gitaso/gitaso/executor"
 )
 
-// armSemantics is an HTTPS front for the emulator adding two behaviours of
-// real ARM that the emulator does not model (and that the hooks exist for):
-//
-//   - Key Vault soft delete: a deleted vault stays in
-//     locations/{l}/deletedVaults/{name} until purged; creating a vault of
-//     that name fails with a conflict unless createMode is recover, which
-//     needs a soft-deleted vault.
-//   - Embedded child collections: a VNet's GET lists its subnets in
-//     properties.subnets, and a VNet PUT deletes the subnets its body does
-//     not list.
-//
-// Everything else goes to the emulator unchanged.
-type armSemantics struct {
-	arm     http.Handler
-	mu      sync.Mutex
-	deleted map[string]string // lower vault name → vault ID
-	calls   []string          // "METHOD path?query" seen here
-}
-
-var (
-	vaultRE        = regexp.MustCompile(`(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.KeyVault/vaults/([^/]+)$`)
-	deletedVaultRE = regexp.MustCompile(`(?i)^/subscriptions/[^/]+/providers/Microsoft\.KeyVault/locations/[^/]+/deletedVaults/([^/]+)(/purge)?$`)
-	vnetRE         = regexp.MustCompile(`(?i)^/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/virtualNetworks/[^/]+$`)
-)
-
-func (a *armSemantics) sub(r *http.Request, method, path string, body []byte) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(method, path+"?"+r.URL.RawQuery, bytes.NewReader(body))
-	req.Header = r.Header.Clone()
-	req.Host = r.Host
-	rec := httptest.NewRecorder()
-	a.arm.ServeHTTP(rec, req)
-	return rec
-}
-
-func writeRec(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(rec.Code)
-	_, _ = w.Write(rec.Body.Bytes())
-}
-
-func armErr(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": code, "message": msg}})
-}
-
-func (a *armSemantics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Path
-	if !strings.Contains(r.URL.RawQuery, "operation") {
-		a.mu.Lock()
-		a.calls = append(a.calls, r.Method+" "+p+"?"+r.URL.RawQuery)
-		a.mu.Unlock()
-	}
-	body, _ := io.ReadAll(r.Body)
-	if m := deletedVaultRE.FindStringSubmatch(p); m != nil {
-		name := strings.ToLower(m[1])
-		a.mu.Lock()
-		id, ok := a.deleted[name]
-		if ok && m[2] != "" && r.Method == http.MethodPost {
-			delete(a.deleted, name)
-		}
-		a.mu.Unlock()
-		switch {
-		case !ok:
-			armErr(w, http.StatusNotFound, "ResourceNotFound", "deleted vault "+m[1]+" not found")
-		case m[2] != "":
-			w.WriteHeader(http.StatusOK)
-		default:
-			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(map[string]any{"name": m[1], "properties": map[string]any{"vaultId": id}})
-		}
-		return
-	}
-	if m := vaultRE.FindStringSubmatch(p); m != nil {
-		name := strings.ToLower(m[1])
-		switch r.Method {
-		case http.MethodPut:
-			var v struct {
-				Properties struct{ CreateMode string } `json:"properties"`
-			}
-			_ = json.Unmarshal(body, &v)
-			a.mu.Lock()
-			_, soft := a.deleted[name]
-			a.mu.Unlock()
-			switch {
-			case soft && v.Properties.CreateMode != "recover":
-				armErr(w, http.StatusConflict, "ConflictError", "A vault with the same name already exists in deleted state.")
-				return
-			case !soft && v.Properties.CreateMode == "recover":
-				armErr(w, http.StatusNotFound, "ResourceNotFound", "no deleted vault to recover")
-				return
-			case soft:
-				a.mu.Lock()
-				delete(a.deleted, name)
-				a.mu.Unlock()
-			}
-		case http.MethodDelete:
-			rec := a.sub(r, r.Method, p, body)
-			if rec.Code < 300 {
-				a.mu.Lock()
-				a.deleted[name] = p
-				a.mu.Unlock()
-			}
-			writeRec(w, rec)
-			return
-		}
-	}
-	if vnetRE.MatchString(p) {
-		switch r.Method {
-		case http.MethodGet:
-			rec := a.sub(r, r.Method, p, nil)
-			if rec.Code == http.StatusOK {
-				rec = a.withSubnets(r, p, rec)
-			}
-			writeRec(w, rec)
-			return
-		case http.MethodPut:
-			rec := a.sub(r, r.Method, p, body)
-			var v struct {
-				Properties struct {
-					Subnets []struct{ Name string } `json:"subnets"`
-				} `json:"properties"`
-			}
-			_ = json.Unmarshal(body, &v)
-			keep := map[string]bool{}
-			for _, s := range v.Properties.Subnets {
-				keep[strings.ToLower(s.Name)] = true
-			}
-			for _, s := range a.subnets(r, p) {
-				if !keep[strings.ToLower(s.Name)] {
-					a.sub(r, http.MethodDelete, p+"/subnets/"+s.Name, nil)
-				}
-			}
-			writeRec(w, rec)
-			return
-		}
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	a.arm.ServeHTTP(w, r)
-}
-
-type subnet struct {
-	Name       string          `json:"name"`
-	ID         string          `json:"id"`
-	Properties json.RawMessage `json:"properties"`
-}
-
-func (a *armSemantics) subnets(r *http.Request, vnet string) []subnet {
-	rec := a.sub(r, http.MethodGet, vnet+"/subnets", nil)
-	var l struct{ Value []subnet }
-	_ = json.Unmarshal(rec.Body.Bytes(), &l)
-	return l.Value
-}
-
-func (a *armSemantics) withSubnets(r *http.Request, vnet string, rec *httptest.ResponseRecorder) *httptest.ResponseRecorder {
-	var doc map[string]any
-	if json.Unmarshal(rec.Body.Bytes(), &doc) != nil {
-		return rec
-	}
-	props, _ := doc["properties"].(map[string]any)
-	if props == nil {
-		props = map[string]any{}
-		doc["properties"] = props
-	}
-	l := a.subnets(r, vnet)
-	if l == nil {
-		l = []subnet{}
-	}
-	props["subnets"] = l
-	out := httptest.NewRecorder()
-	for k, v := range rec.Header() {
-		out.Header()[k] = v
-	}
-	out.Header().Del("Content-Length")
-	out.WriteHeader(rec.Code)
-	_ = json.NewEncoder(out).Encode(doc)
-	return out
-}
-
-func (a *armSemantics) seen(substr string) []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// calls returns the emulator's logged requests, as "METHOD path?query", that contain substr.
+func (m *emu) calls(substr string) []string {
 	var out []string
-	for _, c := range a.calls {
-		if strings.Contains(strings.ToLower(c), strings.ToLower(substr)) {
+	for _, l := range m.e.RequestLog() {
+		if c := l.Method + " " + l.Path + "?" + l.Query; strings.Contains(strings.ToLower(c), strings.ToLower(substr)) {
 			out = append(out, c)
 		}
 	}
 	return out
-}
-
-func newSemantics(t *testing.T) (*emu, *armSemantics) {
-	a := &armSemantics{deleted: map[string]string{}}
-	m := newEmuVia(t, func(arm http.Handler) http.Handler { a.arm = arm; return a })
-	return m, a
 }
 
 func vault(mode string) string {
@@ -242,7 +48,9 @@ func createModeSent(t *testing.T, rr *executor.ResourceResult) string {
 }
 
 func TestVaultCreateOrRecover(t *testing.T) {
-	m, a := newSemantics(t)
+	// The emulator keeps a deleted vault soft-deleted (locations/{l}/deletedVaults/{name}) until purged, and
+	// refuses a create of that name unless createMode is recover, as ARM does.
+	m := newEmu(t)
 	ctx := context.Background()
 
 	// No soft-deleted vault: createOrRecover sends default.
@@ -251,7 +59,7 @@ func TestVaultCreateOrRecover(t *testing.T) {
 	if got := createModeSent(t, rr); got != "default" {
 		t.Errorf("createMode sent %q, want default", got)
 	}
-	if got := a.seen("/deletedVaults/teamkv?api-version=2024-11-01"); len(got) != 1 || !strings.HasPrefix(got[0], "GET /subscriptions/"+m.sub+"/providers/Microsoft.KeyVault/locations/westeurope/") {
+	if got := m.calls("/deletedVaults/teamkv?api-version=2024-11-01"); len(got) != 1 || !strings.HasPrefix(got[0], "GET /subscriptions/"+m.sub+"/providers/Microsoft.KeyVault/locations/westeurope/") {
 		t.Errorf("deleted vault look-up %v", got)
 	}
 
@@ -271,7 +79,7 @@ func TestVaultCreateOrRecover(t *testing.T) {
 }
 
 func TestVaultPurgeThenCreate(t *testing.T) {
-	m, a := newSemantics(t)
+	m := newEmu(t)
 	rr := m.apply(t, rg, vault("default"))["teamkv"]
 	mustOK(t, rr)
 	if err := m.cli.Delete(context.Background(), rr.Resource.ARMID, rr.Resource.APIVersion); err != nil {
@@ -282,12 +90,12 @@ func TestVaultPurgeThenCreate(t *testing.T) {
 	if got := createModeSent(t, rr); got != "default" {
 		t.Errorf("createMode sent %q, want default", got)
 	}
-	if got := a.seen("/purge?api-version=2024-11-01"); len(got) != 1 || !strings.HasPrefix(got[0], "POST ") {
+	if got := m.calls("/purge?api-version=2024-11-01"); len(got) != 1 || !strings.HasPrefix(got[0], "POST ") {
 		t.Errorf("purge calls %v", got)
 	}
 	// Nothing to purge the second time.
 	mustOK(t, m.apply(t, rg, vault("purgeThenCreate"))["teamkv"])
-	if got := a.seen("/purge"); len(got) != 1 {
+	if got := m.calls("/purge"); len(got) != 1 {
 		t.Errorf("purge calls after a second apply %v", got)
 	}
 }
@@ -315,7 +123,8 @@ spec:
   addressPrefix: 10.0.1.0/24`
 
 func TestVirtualNetworkKeepsSubnets(t *testing.T) {
-	m, _ := newSemantics(t)
+	// The emulator lists a VNet's subnets in its GET and deletes the subnets a VNet PUT does not carry, as ARM does.
+	m := newEmu(t)
 	v := func(rev string) string { return strings.Replace(vnet, "%s", rev, 1) }
 	res := m.apply(t, rg, v("1"), subnetDoc)
 	mustOK(t, res["vnet"])

@@ -108,6 +108,8 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, info *reqInf
 			e.serveOperation(w, r, p, true)
 		case p.Type == typeSubscription:
 			e.serveSubscription(w, r, p, claims, info)
+		case tk == deletedVaultTypeKey:
+			e.serveDeletedVault(w, r, p, claims, info, false, apiVersion)
 		case tk == roleDefTypeKey && builtinByGUID[strings.ToLower(p.Name)] != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 			// Built-in role definitions are readable by every principal of the tenant.
 			writeJSON(w, http.StatusOK, builtinRoleJSON(builtinByGUID[strings.ToLower(p.Name)], p.ID))
@@ -118,6 +120,10 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, info *reqInf
 		switch {
 		case graph && r.Method == http.MethodPost && strings.EqualFold(p.Tail, "resources"):
 			e.serveGraph(w, r, claims, info)
+		case r.Method == http.MethodPost && strings.EqualFold(p.ParentType, "Microsoft.KeyVault/locations/deletedVaults") && strings.EqualFold(p.Tail, "purge"):
+			e.serveDeletedVault(w, r, p, claims, info, true, apiVersion)
+		case r.Method == http.MethodGet && p.ParentType == typeSubscription && strings.EqualFold(p.Type, deletedVaultType):
+			e.serveDeletedVaultList(w, p, claims, info)
 		case r.Method == http.MethodGet:
 			e.serveList(w, r, p, claims, info)
 		case r.Method == http.MethodPost && p.ParentType == typeSubscription && p.Namespace != "" && (strings.EqualFold(p.Tail, "register") || strings.EqualFold(p.Tail, "unregister")):
@@ -326,6 +332,13 @@ func (e *Emulator) put(p armPath, in map[string]any, patch bool, apiVersion stri
 			return 0, nil, nil, newARMError(http.StatusConflict, "Conflict", "The resource '%s' is being deleted and cannot be updated.", resourcePath(p.ID))
 		}
 	}
+	recovered := false
+	if typeKey == vaultTypeKey && existing == nil {
+		var aerr *armError
+		if body, recovered, aerr = e.prepareVault(p, body); aerr != nil {
+			return 0, nil, nil, aerr
+		}
+	}
 	loc, _ := body["location"].(string)
 	if isTracked(p, typeKey) && loc == "" {
 		return 0, nil, nil, newARMError(http.StatusBadRequest, "LocationRequired", "The location property is required for this definition.")
@@ -352,6 +365,11 @@ func (e *Emulator) put(p armPath, in map[string]any, patch bool, apiVersion stri
 		state = "Accepted"
 	}
 	e.finishBody(p, body, old, state)
+	if existing != nil {
+		e.reconcileEmbedded(existing.ID, typeKey, body)
+	} else {
+		e.reconcileEmbedded(p.ID, typeKey, body)
+	}
 	res := newResource(p, loc, mustJSON(body))
 	res.state = state
 	if existing != nil {
@@ -364,6 +382,15 @@ func (e *Emulator) put(p armPath, in map[string]any, patch bool, apiVersion stri
 	}
 	e.store.put(res)
 	e.indexResource(res, body)
+	if existing == nil {
+		e.createDefaultChildren(res)
+	}
+	if isEmbeddedChild(typeKey) {
+		e.syncEmbedded(res.parentKey)
+	}
+	if recovered {
+		delete(e.deletedVaults, strings.ToLower(p.Name))
+	}
 	e.markDirty()
 	status := http.StatusOK
 	if existing == nil {
@@ -421,9 +448,7 @@ func (e *Emulator) serveDelete(w http.ResponseWriter, p armPath, c *accessClaims
 	}
 	if styleFor(typeKey).sync && typeKey != rgTypeKey {
 		body := res.body
-		for _, r := range e.store.remove(key) {
-			e.unindexResource(r)
-		}
+		e.removeResource(key)
 		e.markDirty()
 		e.mu.Unlock()
 		if typeKey == raTypeKey || typeKey == roleDefTypeKey {
@@ -480,7 +505,7 @@ func (e *Emulator) serveList(w http.ResponseWriter, r *http.Request, p armPath, 
 			aerr = newARMError(http.StatusNotFound, "ResourceGroupNotFound", "Resource group '%s' could not be found.", p.RG)
 		}
 		for _, x := range e.store.under(parentKey) {
-			if x.typeKey != rgTypeKey {
+			if listedAsResource(x) {
 				items = append(items, x)
 			}
 		}

@@ -26,6 +26,16 @@
 // Creating/Updating and then Succeeded (or Failed with a provisioning fault) over the type's latency. DELETE answers
 // 202 with Location; a resource group delete cascades to every child and extension resource.
 //
+// Real ARM's own side effects that clients depend on are modelled: a Service Bus or Event Hubs namespace is created
+// with its RootManageSharedAccessKey rule (listKeys answers with keys and sb:// connection strings, EntityPath for
+// entity rules); a deleted Key Vault (directly or with its resource group) stays soft-deleted under
+// /subscriptions/{sub}/providers/Microsoft.KeyVault/locations/{location}/deletedVaults/{name} (GET, list, POST purge
+// as a 202 LRO) and blocks a create of its name with 409 ConflictError unless createMode is recover, which restores
+// it as it was (404 SoftDeletedVaultDoesNotExist when there is nothing to recover); a virtual network's subnets, a
+// network security group's securityRules and a route table's routes are listed in the parent's properties, and a
+// PUT of the parent makes its children exactly the ones its body lists. /resources and Resource Graph list tracked
+// resources only (not subnets, rules or other proxy children).
+//
 // State is in memory; WithDataFile (the command's --data) keeps it, including keys and the CA, in a JSON file
 // written atomically shortly after each change and on Close.
 //

@@ -75,7 +75,7 @@ func (e *Emulator) serveGraph(w http.ResponseWriter, r *http.Request, c *accessC
 	} else {
 		for _, x := range e.store.all() {
 			// Role assignments and definitions live in AuthorizationResources, not Resources.
-			if x.typeKey != rgTypeKey && x.subKey != "" && !strings.HasPrefix(x.typeKey, "microsoft.authorization/") {
+			if x.subKey != "" && listedAsResource(x) {
 				cands = append(cands, x)
 			}
 		}

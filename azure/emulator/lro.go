@@ -179,9 +179,7 @@ func (e *Emulator) step(op *operation, now time.Time) {
 			e.finishOp(op, statusFailed, now)
 			return
 		}
-		for _, r := range e.store.remove(op.resKey) {
-			e.unindexResource(r)
-		}
+		e.removeResource(op.resKey)
 		e.finishOp(op, statusSucceeded, now)
 	}
 }
@@ -198,6 +196,9 @@ func (e *Emulator) setState(res *resource, state string) {
 	ensureObject(m, "properties")["provisioningState"] = state
 	res.body = mustJSON(m)
 	res.state = state
+	if isEmbeddedChild(res.typeKey) && e.store.get(res.key) == res {
+		e.syncEmbedded(res.parentKey)
+	}
 }
 
 // setRetryHeaders sets Retry-After (whole seconds, as ARM does) and retry-after-ms (the precise remaining time,

@@ -31,6 +31,7 @@ type snapshot struct {
 	HostIdentity   principal         `json:"hostIdentity"`
 	Principals     []principal       `json:"principals"`
 	Resources      []snapResource    `json:"resources"`
+	DeletedVaults  []deletedVault    `json:"deletedVaults,omitempty"`
 	Latency        map[string]string `json:"latency,omitempty"`
 }
 
@@ -153,7 +154,11 @@ func (e *Emulator) snapshotJSON() ([]byte, error) {
 	for _, r := range e.store.all() {
 		s.Resources = append(s.Resources, snapResource{ID: r.ID, Type: r.Type, Location: r.Location, State: r.state, Body: append(json.RawMessage(nil), r.body...)})
 	}
+	for _, d := range e.deletedVaults {
+		s.DeletedVaults = append(s.DeletedVaults, *d)
+	}
 	e.mu.RUnlock()
+	sort.Slice(s.DeletedVaults, func(i, j int) bool { return s.DeletedVaults[i].Name < s.DeletedVaults[j].Name })
 	sort.Slice(s.Subscriptions, func(i, j int) bool { return s.Subscriptions[i].ID < s.Subscriptions[j].ID })
 	sort.Slice(s.Principals, func(i, j int) bool { return s.Principals[i].ObjectID < s.Principals[j].ObjectID })
 	b, err := json.Marshal(s)
@@ -217,6 +222,10 @@ func (e *Emulator) load(path string) (bool, error) {
 	sort.SliceStable(s.Resources, func(i, j int) bool {
 		return strings.EqualFold(s.Resources[i].Type, "Microsoft.Authorization/roleDefinitions") && !strings.EqualFold(s.Resources[j].Type, "Microsoft.Authorization/roleDefinitions")
 	})
+	for i := range s.DeletedVaults {
+		d := s.DeletedVaults[i]
+		e.deletedVaults[strings.ToLower(d.Name)] = &d
+	}
 	var deleting []string
 	for _, sr := range s.Resources {
 		p := parseARMPath(sr.ID)
@@ -240,9 +249,7 @@ func (e *Emulator) load(path string) (bool, error) {
 		e.indexResource(r, body)
 	}
 	for _, k := range deleting {
-		for _, r := range e.store.remove(k) {
-			e.unindexResource(r)
-		}
+		e.removeResource(k)
 	}
 	e.log.Info("emulator state loaded", "path", path, "resources", e.store.len())
 	return true, nil

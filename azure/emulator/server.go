@@ -45,6 +45,8 @@ type Emulator struct {
 	finished []string // IDs of finished operations, oldest first
 	pending  atomic.Int64
 	hostMI   *principal
+	// deletedVaults are soft-deleted Key Vaults by lower-cased name (vault names are global).
+	deletedVaults map[string]*deletedVault
 
 	latMu          sync.RWMutex
 	latency        map[string]time.Duration
@@ -85,6 +87,7 @@ func New(opts ...Option) (*Emulator, error) {
 		subs:           map[string]*subscription{},
 		ops:            map[string]*operation{},
 		inflight:       map[string]*operation{},
+		deletedVaults:  map[string]*deletedVault{},
 		latency:        o.latency,
 		defaultLatency: o.defaultLatency,
 		faults:         newFaultInjector(o.faults, o.seed),

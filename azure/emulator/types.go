@@ -460,18 +460,30 @@ func (e *Emulator) listKeys(r *resource) (map[string]any, bool) {
 			map[string]any{"keyName": "key1", "value": k("key1"), "permissions": "FULL", "creationTime": armTime(time.Unix(0, 0))},
 			map[string]any{"keyName": "key2", "value": k("key2"), "permissions": "FULL", "creationTime": armTime(time.Unix(0, 0))},
 		}}, true
-	case strings.HasPrefix(r.typeKey, "microsoft.servicebus/namespaces") && strings.HasSuffix(r.typeKey, "/authorizationrules"):
-		ns := strings.Split(r.ID, "/")
-		nsName := ""
-		for i, s := range ns {
-			if strings.EqualFold(s, "namespaces") && i+1 < len(ns) {
-				nsName = ns[i+1]
+	case (strings.HasPrefix(r.typeKey, "microsoft.servicebus/namespaces") || strings.HasPrefix(r.typeKey, "microsoft.eventhub/namespaces")) &&
+		strings.HasSuffix(r.typeKey, "/authorizationrules"):
+		// {ns}/AuthorizationRules/{rule} or {ns}/{queues|topics|eventhubs}/{entity}/authorizationRules/{rule}
+		segs := strings.Split(r.ID, "/")
+		nsName, entity := "", ""
+		for i, s := range segs {
+			if i+1 >= len(segs) {
+				break
+			}
+			switch strings.ToLower(s) {
+			case "namespaces":
+				nsName = segs[i+1]
+			case "queues", "topics", "eventhubs":
+				entity = segs[i+1]
 			}
 		}
 		ep := "Endpoint=sb://" + nsName + ".servicebus.windows.net/;SharedAccessKeyName=" + r.Name + ";SharedAccessKey="
+		suffix := ""
+		if entity != "" {
+			suffix = ";EntityPath=" + entity
+		}
 		return map[string]any{
 			"keyName": r.Name, "primaryKey": k("primary"), "secondaryKey": k("secondary"),
-			"primaryConnectionString": ep + k("primary"), "secondaryConnectionString": ep + k("secondary"),
+			"primaryConnectionString": ep + k("primary") + suffix, "secondaryConnectionString": ep + k("secondary") + suffix,
 		}, true
 	}
 	return nil, false
