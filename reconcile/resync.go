@@ -25,7 +25,10 @@ import (
 //  2. the plan is made against those rows; every resource the rows say has
 //     drifted, and every resource the graph did not return (child types the
 //     graph does not index, or resources that are gone), is a suspect;
-//  3. suspects are confirmed with a targeted GET (the graph lags behind ARM)
+//  3. proxy resources, which the graph does not index (queues, containers,
+//     role assignments), are read with one LIST per collection that holds
+//     two or more of them;
+//  4. suspects are confirmed with a targeted GET (the graph lags behind ARM)
 //     and the final plan is made against what the GETs returned.
 //
 // When the graph cannot be queried (no permission, a cloud without it) every
@@ -95,22 +98,35 @@ func (r *Reconciler) observe(ctx context.Context, g *planner.Graph, in planner.I
 	}
 	cf := &clientsFor{r: r, g: g}
 	rows, missing := r.bulkRead(ctx, cf, due)
-	in.Observed = rows
+	// Proxy resources (queues, containers, role assignments, ...) are not
+	// in the graph: read them a collection at a time.
+	listed, missing := r.listCollections(ctx, cf, missing)
+	in.Observed = planner.Observed{}
+	for id, b := range rows {
+		in.Observed[id] = b
+	}
+	for id, b := range listed {
+		in.Observed[id] = b
+	}
 	suspects := missing
-	if len(rows) > 0 {
+	if len(in.Observed) > 0 {
 		p, err := g.Plan(in)
 		if err != nil {
 			return nil, err
 		}
 		for _, res := range p.Resources {
 			if res.Action == planner.Drift || res.Action == planner.Adopt {
-				if n := res.Node(); n != nil {
+				// A collection list is as fresh as a GET; graph rows lag.
+				if n := res.Node(); n != nil && listed[strings.ToLower(n.ARMID)] == nil {
 					suspects = append(suspects, n)
 				}
 			}
 		}
 	}
 	confirmed := r.readEach(ctx, cf, suspects)
+	for id, b := range listed {
+		rows[id] = b
+	}
 	observed := planner.Observed{}
 	for id, b := range rows {
 		observed[id] = b
@@ -228,6 +244,88 @@ func graphRows(ctx context.Context, cli *azure.Client, nodes []*planner.Node) (m
 		return nil, err
 	}
 	return out, nil
+}
+
+// listCollections reads proxy resources that the graph does not index with
+// one LIST of each collection holding two or more of them (queues of a
+// namespace, containers of a blob service). It returns the resources found
+// and the nodes still to be read one by one (a collection of one, a failed
+// list, or a resource the list does not have).
+func (r *Reconciler) listCollections(ctx context.Context, cf *clientsFor, nodes []*planner.Node) (planner.Observed, []*planner.Node) {
+	type coll struct {
+		path, api, cred string
+		nodes           []*planner.Node
+	}
+	groups := map[string]*coll{}
+	var order []string
+	for _, n := range nodes {
+		i := strings.LastIndex(n.ARMID, "/")
+		if i <= 0 || n.Kind.Scope == "location" {
+			continue
+		}
+		path := n.ARMID[:i]
+		k := strings.ToLower(path) + "|" + n.Kind.APIVersion + "|" + n.Credential
+		c := groups[k]
+		if c == nil {
+			c = &coll{path: path, api: n.Kind.APIVersion, cred: n.Credential}
+			groups[k] = c
+			order = append(order, k)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	found := planner.Observed{}
+	var mu sync.Mutex
+	var rest []*planner.Node
+	sem := make(chan struct{}, r.cfg.ReadParallelism)
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		if i := strings.LastIndex(n.ARMID, "/"); i <= 0 || n.Kind.Scope == "location" {
+			rest = append(rest, n)
+		}
+	}
+	for _, k := range order {
+		c := groups[k]
+		if len(c.nodes) < 2 {
+			rest = append(rest, c.nodes...)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			var items []json.RawMessage
+			cli, err := cf.client(c.cred)
+			if err == nil {
+				items, err = cli.List(ctx, c.path, c.api)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				r.log.WarnContext(ctx, "listing a collection failed; reading its resources one by one", "collection", c.path, "error", err)
+				rest = append(rest, c.nodes...)
+				return
+			}
+			byID := map[string]json.RawMessage{}
+			for _, it := range items {
+				var h struct {
+					ID string `json:"id"`
+				}
+				if json.Unmarshal(it, &h) == nil && h.ID != "" {
+					byID[strings.ToLower(h.ID)] = it
+				}
+			}
+			for _, n := range c.nodes {
+				if b, ok := byID[strings.ToLower(n.ARMID)]; ok {
+					found[strings.ToLower(n.ARMID)] = b
+				} else {
+					rest = append(rest, n) // gone, or not listed: a GET tells
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return found, rest
 }
 
 // readEach GETs the nodes: the body, nil for 404; failed reads are absent.
