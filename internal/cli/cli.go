@@ -55,6 +55,7 @@ type settings struct {
 	kustomize, substituteStrict       bool
 	kustomizeDirs, substitute         []string
 	substituteFrom                    []string
+	sopsAgeKeyFile                    string
 }
 
 func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
@@ -72,6 +73,7 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringSliceVar(&s.substitute, "substitute", nil, "Flux post-build substitution variable NAME=VALUE (repeatable; wins over --substitute-from)")
 	fs.StringSliceVar(&s.substituteFrom, "substitute-from", nil, "take ${VAR} values from a ConfigMap or Secret in the repository: [ConfigMap/|Secret/]NAMESPACE/NAME[,optional] (repeatable, later wins)")
 	fs.BoolVar(&s.substituteStrict, "substitute-strict", false, "a ${VAR} with no value and no default is an error (Flux's strict substitution)")
+	fs.StringVar(&s.sopsAgeKeyFile, "sops-age-key-file", "", "age identities file that decrypts SOPS-encrypted manifests, as Flux's sops decryption (default $SOPS_AGE_KEY_FILE)")
 	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&s.logFormat, "log-format", "text", "text or json")
 	if !withAzure {
@@ -215,8 +217,8 @@ func (s *settings) source(log *slog.Logger) (source.Source, error) {
 	return nil, errors.New("no source: set --repo URL (with --branch and --path) or --dir DIRECTORY")
 }
 
-// renderer builds the render stage (kustomize, Flux substitution), nil when
-// both are off.
+// renderer builds the render stage (kustomize, SOPS decryption, Flux
+// substitution).
 func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log}
 	if len(s.substitute) > 0 || len(s.substituteFrom) > 0 || s.substituteStrict {
@@ -234,8 +236,16 @@ func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 		}
 		o.SubstituteFrom = append(o.SubstituteFrom, ref)
 	}
-	if !o.Kustomize && !o.Substitute {
-		return nil, nil
+	keyFile, keyFlag := s.sopsAgeKeyFile, "--sops-age-key-file"
+	if keyFile == "" {
+		keyFile, keyFlag = os.Getenv("SOPS_AGE_KEY_FILE"), "SOPS_AGE_KEY_FILE"
+	}
+	if keyFile != "" {
+		ids, err := render.LoadAgeIdentities(keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", keyFlag, err)
+		}
+		o.AgeIdentities = ids
 	}
 	return render.New(o)
 }

@@ -61,7 +61,18 @@
 // unset one is an error in strict mode: write $${VAR} in comments).
 // Kustomize output is serialised as Flux does.
 //
-// SOPS decryption is not done here (yet).
+// # SOPS
+//
+// With Options.AgeIdentities (gitaso --sops-age-key-file, default
+// $SOPS_AGE_KEY_FILE), every YAML or JSON document carrying a top-level
+// SOPS stanza is decrypted before the kustomize builds and substitution, as
+// Flux's decryption provider sops does for age keys (see sops.go; gitaso
+// does not import SOPS). The MAC is checked on the file as committed (Flux
+// skips that check), so a file changed after encryption is refused: edit
+// encrypted files with "sops edit". Values keep their lines. Without
+// identities an encrypted document is an error naming its file. Not
+// supported: KMS/PGP/Vault keys, Shamir key groups, SSH age keys, the
+// comment regexes, and SOPS-encrypted files inside Secret data entries.
 //
 // Example:
 //

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"filippo.io/age"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gitaso/gitaso/internal/diag"
@@ -42,6 +43,13 @@ type Options struct {
 	// Strict makes an unset variable without a default an error (Flux
 	// --feature-gates=StrictPostBuildSubstitutions). Otherwise it becomes "".
 	Strict bool
+
+	// AgeIdentities decrypt SOPS-encrypted documents (Flux's
+	// spec.decryption with provider sops, age keys): every document with a
+	// top-level sops stanza is decrypted, and its MAC checked, before the
+	// kustomize builds and substitution. Without identities such a document
+	// is an error. See LoadAgeIdentities.
+	AgeIdentities []age.Identity
 
 	// Logger receives one debug line per render; nil discards.
 	Logger *slog.Logger
@@ -117,10 +125,16 @@ type unit struct {
 // returned together as a diag.List.
 func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.File, error) {
 	start := time.Now()
-	var errs diag.List
 	var out []source.File
 	// groups[i] are the units of out[i], substituted in place.
 	var groups [][]unit
+
+	// SOPS first: the MAC is checked on each file as it is in Git, and
+	// kustomize and substitution see the cleartext.
+	files, decrypted, errs := r.decrypt(ctx, files)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 
 	t := newTree(files)
 	byPath := make(map[string][]byte, len(files))
@@ -185,7 +199,7 @@ func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.Fi
 				out[i].Data = join(groups[i])
 			}
 		}
-		r.logger.Debug("rendered", "files", len(files), "kustomizations", len(roots), "built", built, "duration", time.Since(start))
+		r.logger.Debug("rendered", "files", len(files), "kustomizations", len(roots), "built", built, "decrypted", decrypted, "duration", time.Since(start))
 		return out, nil
 	}
 
@@ -260,7 +274,7 @@ func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.Fi
 		}
 	}
 	r.logger.Debug("rendered", "files", len(files), "kustomizations", len(roots), "built", built,
-		"variables", len(vars), "duration", time.Since(start))
+		"variables", len(vars), "decrypted", decrypted, "duration", time.Since(start))
 	return out, nil
 }
 
