@@ -98,3 +98,36 @@ func authMessage(err error, afe *azidentity.AuthenticationFailedError) string {
 	}
 	return msg + " " + b.Description
 }
+
+// scrub replaces secret values in an error's text. The error's identity
+// (errors.Is/As) is kept when there is nothing to replace.
+func scrub(err error, secrets []string) error {
+	if err == nil || len(secrets) == 0 {
+		return err
+	}
+	msg := err.Error()
+	clean := scrubString(msg, secrets)
+	if clean == msg {
+		return err
+	}
+	var ae *azure.ARMError
+	if errors.As(err, &ae) {
+		c := *ae
+		c.Message = scrubString(c.Message, secrets)
+		c.Details = append([]azure.ARMErrorDetail(nil), ae.Details...)
+		for i := range c.Details {
+			c.Details[i].Message = scrubString(c.Details[i].Message, secrets)
+		}
+		return &c
+	}
+	return errors.New(clean)
+}
+
+func scrubString(s string, secrets []string) string {
+	for _, v := range secrets {
+		if len(v) >= 4 { // shorter values would blank out ordinary words
+			s = strings.ReplaceAll(s, v, "(sensitive value)")
+		}
+	}
+	return s
+}

@@ -436,10 +436,16 @@ func (w *walk) delete(ctx context.Context, r *planner.Resource) *ResourceResult 
 func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	rr := &ResourceResult{Key: r.Key(), Resource: r, StartedAt: w.e.opts.Now()}
 	defer func() { rr.Duration = w.e.opts.Now().Sub(rr.StartedAt) }()
+	// secretValues are the values of this resource's body that came from
+	// Secrets: ARM sometimes echoes an invalid value in its error message,
+	// which must not reach a log, the state or the API.
+	var secretValues []string
 	fail := func(err error) *ResourceResult {
+		err = scrub(err, secretValues)
 		rr.Outcome, rr.Err, rr.Ready = Failed, err, failedCondition(err)
+		rr.Ready.Message = scrubString(rr.Ready.Message, secretValues)
 		rr.RetryAfter = retryAfter(err)
-		w.e.opts.Logger.WarnContext(ctx, "apply failed", "resource", r.ID(), "error", err)
+		w.e.opts.Logger.WarnContext(ctx, "apply failed", "resource", r.ID(), "error", err.Error())
 		return rr
 	}
 	if err := ctx.Err(); err != nil {
@@ -491,6 +497,7 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 		}
 		return fail(&statusError{reason: reason, severity: state.SeverityWarning, msg: msg})
 	}
+	secretValues = planner.ValuesAt(body.JSON, body.Secrets)
 	sent := body.JSON
 	if sent, err = w.hooks(ctx, cli, r, sent); err != nil {
 		return fail(err)

@@ -276,3 +276,38 @@ func numEqual(a any, b json.Number) bool {
 func normLocation(s string) string {
 	return strings.ToLower(strings.ReplaceAll(s, " ", ""))
 }
+
+// ValuesAt returns the string values found at the given JSON pointers of a
+// body (the secret values the executor must keep out of error messages).
+func ValuesAt(body []byte, pointers []string) []string {
+	if len(pointers) == 0 {
+		return nil
+	}
+	doc, err := decode(body)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range pointers {
+		cur := doc
+		for _, t := range splitPointer(p) {
+			switch c := cur.(type) {
+			case map[string]any:
+				cur = c[t]
+			case []any:
+				i, err := strconv.Atoi(t)
+				if err != nil || i < 0 || i >= len(c) {
+					cur = nil
+				} else {
+					cur = c[i]
+				}
+			default:
+				cur = nil
+			}
+		}
+		if s, ok := cur.(string); ok && s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
