@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 
-	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -348,4 +347,35 @@ func BenchmarkRenderSOPS(b *testing.B) {
 	}
 }
 
-var _ = diag.List{}
+// Arbitrary input never panics; a decrypted document keeps its line count
+// and loses its stanza.
+func FuzzDecryptSOPS(f *testing.F) {
+	ids := testIdentities(f, "test-only.agekey")
+	for _, name := range []string{"secret.sops.yaml", "whole.sops.yaml", "secret.sops.json", "maconly.sops.yaml"} {
+		f.Add(readFixture(f, name))
+	}
+	f.Add("sops:\n  mac: x\n  version: 1\n")
+	f.Add(`{"sops": {"mac": "x", "version": "1"}, "a": "ENC[AES256_GCM,data:,iv:,tag:,type:str]"}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		out, ok, derr := decryptSOPS(in, ids)
+		if derr != nil {
+			return
+		}
+		if !ok {
+			if out != in {
+				t.Fatal("untouched document changed")
+			}
+			return
+		}
+		if strings.Count(out, "\n") != strings.Count(in, "\n") {
+			t.Fatalf("line count changed")
+		}
+		var v map[string]any
+		if err := yaml.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("output is not YAML: %v", err)
+		}
+		if _, has := v["sops"]; has {
+			t.Fatal("stanza left")
+		}
+	})
+}
