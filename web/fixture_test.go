@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gitaso/gitaso/api"
+	"github.com/gitaso/gitaso/internal/fixtures"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
@@ -34,80 +35,9 @@ const (
 	apiToken          = "tok-9f8e7d6c5b4a"
 )
 
-// onboarding is a resource group, an identity exporting its principalId, a
-// role assignment reading it, a storage account with a blob container, and a
-// PostgreSQL server whose password comes from a Secret.
-const onboarding = `
-apiVersion: resources.azure.com/v1api20200601
-kind: ResourceGroup
-metadata:
-  name: team-a-rg
-  namespace: platform
-spec:
-  location: westeurope
----
-apiVersion: managedidentity.azure.com/v1api20230131
-kind: UserAssignedIdentity
-metadata:
-  name: team-a-identity
-  namespace: platform
-spec:
-  location: westeurope
-  owner:
-    name: team-a-rg
-  operatorSpec:
-    configMaps:
-      principalId:
-        name: team-a-identity-settings
-        key: principalId
----
-apiVersion: authorization.azure.com/v1api20220401
-kind: RoleAssignment
-metadata:
-  name: team-a-contributor
-  namespace: platform
-spec:
-  owner:
-    name: team-a-rg
-    group: resources.azure.com
-    kind: ResourceGroup
-  principalIdFromConfig:
-    name: team-a-identity-settings
-    key: principalId
-  roleDefinitionReference:
-    armId: /subscriptions/11111111-2222-3333-4444-555555555555/providers/Microsoft.Authorization/roleDefinitions/b24988ac-6180-42a0-ab88-20f7382dd24c
----
-apiVersion: storage.azure.com/v1api20230101
-kind: StorageAccount
-metadata:
-  name: teamastorage
-  namespace: platform
-spec:
-  location: westeurope
-  kind: StorageV2
-  sku:
-    name: Standard_LRS
-  owner:
-    name: team-a-rg
----
-apiVersion: storage.azure.com/v1api20230101
-kind: StorageAccountsBlobService
-metadata:
-  name: teamastorage-blob
-  namespace: platform
-spec:
-  owner:
-    name: teamastorage
----
-apiVersion: storage.azure.com/v1api20230101
-kind: StorageAccountsBlobServicesContainer
-metadata:
-  name: data
-  namespace: platform
-spec:
-  owner:
-    name: teamastorage-blob
-`
+// onboarding is the shared onboarding fixture; database adds a PostgreSQL
+// server whose password comes from a Secret.
+const onboarding = fixtures.Onboarding
 
 const database = `
 apiVersion: resources.azure.com/v1api20200601
