@@ -59,7 +59,7 @@ type settings struct {
 }
 
 func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
-	fs.StringVar(&s.config, "config", "", "config file (YAML) with the same keys as the flags, e.g. `repo: https://...`")
+	fs.StringVar(&s.config, "config", "", "config `FILE` (YAML) whose keys are the flag names, e.g. repo: https://...")
 	fs.StringVar(&s.repo, "repo", "", "Git repository URL (https://, http://, git://, file:// or a path)")
 	fs.StringVar(&s.branch, "branch", "main", "branch to follow")
 	fs.StringVar(&s.path, "path", "", "directory inside the repository holding the manifests")
@@ -82,7 +82,7 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 		return
 	}
 	fs.StringVar(&s.stateFile, "state", "gitaso.db", "bbolt state file")
-	fs.StringVar(&s.cloudConfig, "cloud-config", "", "Azure cloud configuration file (endpoints and CA), e.g. the one `gitaso emulator` writes; default public Azure")
+	fs.StringVar(&s.cloudConfig, "cloud-config", "", "Azure cloud configuration `FILE` (endpoints and CA), e.g. the cloud.json that gitaso emulator writes; default public Azure")
 	fs.StringVar(&s.credentialsDir, "credentials-dir", "", "directory of credential secrets kept out of Git: <namespace>/<secret>.env|.yaml")
 	fs.StringVar(&s.subscription, "subscription", "", "subscription ID for resources using the global credential (default $AZURE_SUBSCRIPTION_ID)")
 	fs.StringVar(&s.defaultPolicy, "default-reconcile-policy", "manage", "reconcile policy of resources without the annotation: manage, skip or detach-on-delete (ASO's DEFAULT_RECONCILE_POLICY)")
