@@ -362,3 +362,32 @@ spec:
 		t.Error("client secret in the plan")
 	}
 }
+
+// TestWellKnownRoleInPlan: with Azure reachable, a RoleAssignment's
+// wellKnownName is shown in the plan as the role's ID (as the executor will
+// send it) and a misspelt name refuses the commit before anything is sent.
+func TestWellKnownRoleInPlan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	e := newEnv(t)
+	e.commit("platform", map[string]string{"rgs.yaml": platformRG, "identity.yaml": identity})
+	rep, err := e.rec.PlanOnly(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra := rep.Plan.Get("platform/authorization.azure.com/RoleAssignment/team-a-contributor")
+	want := `"roleDefinitionId":"/subscriptions/` + e.sub + `/providers/Microsoft.Authorization/roleDefinitions/b24988ac-6180-42a0-ab88-20f7382dd24c"`
+	if !strings.Contains(string(ra.Request.Body), want) {
+		t.Errorf("plan body %s lacks %s", ra.Request.Body, want)
+	}
+	e.emu.ResetStats()
+	e.commit("typo", map[string]string{"identity.yaml": strings.Replace(identity, "wellKnownName: Contributor", "wellKnownName: Contributer", 1)})
+	_, err = e.rec.Once(context.Background(), reconcile.Options{Trigger: "test"})
+	if !errors.Is(err, reconcile.ErrRefused) || !strings.Contains(err.Error(), `spec.roleDefinitionReference.wellKnownName: no built-in role is named "Contributer" (did you mean "contributor"?)`) {
+		t.Fatalf("typo: %v", err)
+	}
+	if w := e.writes(); len(w) != 0 {
+		t.Errorf("a refused commit wrote %v", w)
+	}
+}

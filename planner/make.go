@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -28,6 +29,10 @@ type Input struct {
 	Observed Observed
 	// Outputs are exported values known from earlier applies.
 	Outputs Outputs
+	// BuiltInRoles maps lower-cased built-in role names to their GUIDs, when
+	// known (read from ARM), so that wellKnownName shows as the role's ID and
+	// a misspelt name is an error before anything is sent.
+	BuiltInRoles map[string]string
 }
 
 // Plan decides an action for every resource of the graph and for every
@@ -38,7 +43,13 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 	for _, n := range g.Nodes {
 		r, err := g.planNode(n, in)
 		if err != nil {
-			errs = append(errs, &diag.Error{File: n.Object.File, Line: n.Object.Line, Object: n.ID(), Msg: "convert", Err: err})
+			var de *diag.Error
+			if errors.As(err, &de) {
+				de.File, de.Line, de.Object = n.Object.File, n.Object.Line, n.ID()
+				errs = append(errs, de)
+			} else {
+				errs = append(errs, &diag.Error{File: n.Object.File, Line: n.Object.Line, Object: n.ID(), Msg: "convert", Err: err})
+			}
 			continue
 		}
 		p.Resources = append(p.Resources, r)
@@ -120,6 +131,25 @@ func (g *Graph) planNode(n *Node, in Input) (*Resource, error) {
 	if len(body.Unknown) == 0 {
 		r.Hash = hashRequest(path, body.JSON)
 	}
+	// A RoleAssignment's wellKnownName: show the role's ID as the executor's
+	// hook will send it when the built-in roles are known (the hash stays on
+	// the converted body, which the executor hashes too).
+	wellKnown := ""
+	if n.Kind.Group == "authorization.azure.com" && n.Kind.Kind == "RoleAssignment" {
+		if v := gjsonString(body.JSON, "properties", "roleDefinitionId"); v != "" && !strings.HasPrefix(v, "/") {
+			wellKnown = v
+		}
+	}
+	if wellKnown != "" && in.BuiltInRoles != nil {
+		id, err := roleDefinitionID(in.BuiltInRoles, wellKnown, n.ARMID)
+		if err != nil {
+			return nil, err
+		}
+		old, _ := json.Marshal(wellKnown)
+		repl, _ := json.Marshal(id)
+		red = bytes.Replace(red, append([]byte(`"roleDefinitionId":`), old...), append([]byte(`"roleDefinitionId":`), repl...), 1)
+		wellKnown = ""
+	}
 	prior, hasPrior := in.Prior[n.Key()]
 	var observed json.RawMessage
 	observedRead := false
@@ -144,12 +174,10 @@ func (g *Graph) planNode(n *Node, in Input) (*Resource, error) {
 	for _, s := range body.Unknown {
 		skip[s] = true
 	}
-	if n.Kind.HasHook("armPayloadModifier") || n.Kind.Kind == "RoleAssignment" {
-		// A built-in role's name (wellKnownName) becomes its ID only in the
-		// executor's hook: compare what ARM holds with that, not the name.
-		if v := gjsonString(body.JSON, "properties", "roleDefinitionId"); v != "" && !strings.HasPrefix(v, "/") {
-			skip["/properties/roleDefinitionId"] = true
-		}
+	if wellKnown != "" {
+		// The built-in roles are not known (offline): the name becomes its ID
+		// only in the executor's hook, so ARM's ID cannot be compared.
+		skip["/properties/roleDefinitionId"] = true
 	}
 	desiredDoc, err := decode(red)
 	if err != nil {
@@ -283,4 +311,26 @@ func gjsonString(body []byte, path ...string) string {
 	}
 	s, _ := doc.(string)
 	return s
+}
+
+// roleDefinitionID resolves a built-in role's name as ASO's hook does: the
+// role's ID in the assignment's subscription.
+func roleDefinitionID(roles map[string]string, name, assignmentID string) (string, error) {
+	guid, ok := roles[strings.ToLower(name)]
+	if !ok {
+		names := make([]string, 0, len(roles))
+		for n := range roles {
+			names = append(names, n)
+		}
+		msg := fmt.Sprintf("no built-in role is named %q", name)
+		if best := nearest(strings.ToLower(name), names); best != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", best)
+		}
+		return "", &diag.Error{Field: "spec.roleDefinitionReference.wellKnownName", Msg: msg}
+	}
+	sub := ""
+	if parts := strings.Split(assignmentID, "/"); len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
+		sub = parts[2]
+	}
+	return "/subscriptions/" + sub + "/providers/Microsoft.Authorization/roleDefinitions/" + guid, nil
 }
