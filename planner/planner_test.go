@@ -265,27 +265,7 @@ func TestDriftAndAdopt(t *testing.T) {
 }
 
 func TestSecretsNeverRendered(t *testing.T) {
-	const pg = `
-apiVersion: resources.azure.com/v1api20200601
-kind: ResourceGroup
-metadata: {name: rg, namespace: db}
-spec: {location: westeurope}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: admin, namespace: db}
-stringData: {password: "hunter2-very-secret"}
----
-apiVersion: dbforpostgresql.azure.com/v1api20240801
-kind: FlexibleServer
-metadata: {name: pg, namespace: db}
-spec:
-  location: westeurope
-  owner: {name: rg}
-  version: "16"
-  administratorLogin: admin
-  administratorLoginPassword: {name: admin, key: password}
-`
+	pg := fixtures.Database("hunter2-very-secret")
 	g := build(t, map[string]string{"db.yaml": pg})
 	p, err := g.Plan(planner.Input{})
 	if err != nil {

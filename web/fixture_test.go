@@ -39,27 +39,7 @@ const (
 // server whose password comes from a Secret.
 const onboarding = fixtures.Onboarding
 
-const database = `
-apiVersion: resources.azure.com/v1api20200601
-kind: ResourceGroup
-metadata: {name: rg, namespace: db}
-spec: {location: westeurope}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: admin, namespace: db}
-stringData: {password: "` + secretPassword + `"}
----
-apiVersion: dbforpostgresql.azure.com/v1api20240801
-kind: FlexibleServer
-metadata: {name: pg, namespace: db}
-spec:
-  location: westeurope
-  owner: {name: rg}
-  version: "16"
-  administratorLogin: admin
-  administratorLoginPassword: {name: admin, key: password}
-`
+var database = fixtures.Database(secretPassword)
 
 const principalID = "aaaaaaaa-0000-0000-0000-000000000001"
 
