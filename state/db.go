@@ -49,8 +49,9 @@ var (
 	bucketOperations = []byte("operations")
 	bucketExports    = []byte("exports")
 	bucketSecrets    = []byte("secretExports")
+	bucketApprovals  = []byte("approvals")
 
-	allBuckets = [][]byte{bucketResources, bucketRuns, bucketMeta, bucketOperations, bucketExports, bucketSecrets}
+	allBuckets = [][]byte{bucketResources, bucketRuns, bucketMeta, bucketOperations, bucketExports, bucketSecrets, bucketApprovals}
 
 	metaSchema           = []byte("schemaVersion")
 	metaLastGoodRevision = []byte("lastGoodRevision")

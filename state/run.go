@@ -18,10 +18,11 @@ const (
 	OutcomeFailed    Outcome = "failed"    // nothing or not all could be applied because of errors
 	OutcomeRefused   Outcome = "refused"   // the revision was invalid and not applied at all
 	OutcomePartial   Outcome = "partial"   // some resources failed, the rest was applied
+	OutcomeHeld      Outcome = "held"      // the revision's deletions wait for an approval; nothing of it was applied
 )
 
 // Outcomes lists every outcome, in a stable order (for metrics).
-var Outcomes = []Outcome{OutcomeSucceeded, OutcomeFailed, OutcomeRefused, OutcomePartial}
+var Outcomes = []Outcome{OutcomeSucceeded, OutcomeFailed, OutcomeRefused, OutcomePartial, OutcomeHeld}
 
 // Run is one reconcile: which revision, why, when, and what it did.
 type Run struct {
@@ -36,6 +37,10 @@ type Run struct {
 	// Counts is the number of resources per action (create, update, delete...).
 	Counts  map[string]int `json:"counts,omitempty"`
 	Summary string         `json:"summary,omitempty"`
+	// Held says why the run's deletions wait for an approval (Outcome
+	// held), or which deletions were held back in an otherwise applied run
+	// (a parent holding resources gitaso does not manage).
+	Held *Hold `json:"held,omitempty"`
 }
 
 // PutRun stores r. A zero r.ID is replaced by the next sequence number (and
