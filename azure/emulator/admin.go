@@ -19,6 +19,7 @@ type faultsWire struct {
 	Rate500              float64               `json:"rate500"`
 	Rate503              float64               `json:"rate503"`
 	ResetRate            float64               `json:"resetRate"`
+	ResetAfterRate       float64               `json:"resetAfterRate"`
 	Latency              string                `json:"latency,omitempty"`
 	Methods              []string              `json:"methods,omitempty"`
 	ProvisioningFailures []ProvisioningFailure `json:"provisioningFailures,omitempty"`
@@ -61,7 +62,7 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	switch route {
 	case "GET /_admin/faults":
 		f := e.CurrentFaults()
-		fw := faultsWire{Rate429: f.Rate429, Rate500: f.Rate500, Rate503: f.Rate503, ResetRate: f.ResetRate, Methods: f.Methods, ProvisioningFailures: f.ProvisioningFailures}
+		fw := faultsWire{Rate429: f.Rate429, Rate500: f.Rate500, Rate503: f.Rate503, ResetRate: f.ResetRate, ResetAfterRate: f.ResetAfterRate, Methods: f.Methods, ProvisioningFailures: f.ProvisioningFailures}
 		if f.Latency > 0 {
 			fw.Latency = f.Latency.String()
 		}
@@ -71,7 +72,7 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		if !decode(&fw) {
 			return
 		}
-		f := Faults{Rate429: fw.Rate429, Rate500: fw.Rate500, Rate503: fw.Rate503, ResetRate: fw.ResetRate, Methods: fw.Methods, ProvisioningFailures: fw.ProvisioningFailures}
+		f := Faults{Rate429: fw.Rate429, Rate500: fw.Rate500, Rate503: fw.Rate503, ResetRate: fw.ResetRate, ResetAfterRate: fw.ResetAfterRate, Methods: fw.Methods, ProvisioningFailures: fw.ProvisioningFailures}
 		if fw.Latency != "" {
 			d, err := time.ParseDuration(fw.Latency)
 			if err != nil {

@@ -60,8 +60,13 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, info *reqInf
 	h.Set("x-ms-routing-request-id", "LOCAL:"+reqID)
 	p := parseARMPath(r.URL.Path)
 	info.typ = pathTypeKey(p)
-	if e.faults.inject(w, r, info, e.opts.pollInterval) {
+	switch e.faults.inject(w, r, info, e.opts.pollInterval) {
+	case faultAnswered:
 		return
+	case faultResetAfter:
+		// The request takes effect; its response is discarded and the connection reset (Faults.ResetAfterRate).
+		w = &discardWriter{header: http.Header{}}
+		defer resetAfterServing()
 	}
 	claims, ok := e.authenticate(w, r, info)
 	if !ok {

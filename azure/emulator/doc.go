@@ -17,6 +17,9 @@
 //     (Azure-AsyncOperation for PUT, Location for DELETE, Retry-After plus retry-after-ms) with per-type latency,
 //     RBAC against role assignments with built-in roles under their real GUIDs, role assignment rules, throttling
 //     with ARM's token buckets, and a Resource Graph subset.
+//   - Faults (WithFaults, SetFaults, PUT /_admin/faults): 429/500/503 answers, connection resets before the
+//     request is served and resets after it was served (the write took effect, no response was sent), latency,
+//     provisioning failures.
 //   - Admin API under /_admin (loopback clients presenting AdminToken() in X-Admin-Token): faults, latency,
 //     throttling, stats, request log, principals, role assignments, service-account tokens.
 //

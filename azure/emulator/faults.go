@@ -16,6 +16,10 @@ type Faults struct {
 	Rate503   float64       // probability of a 503 ServiceUnavailable
 	ResetRate float64       // probability that the connection is reset without a response
 	Latency   time.Duration // added to every ARM request
+	// ResetAfterRate is the probability that the request is served in full (a write takes effect, a
+	// long-running operation starts) and the connection is then reset before any byte of the response is
+	// sent: the client cannot tell whether its request was applied.
+	ResetAfterRate float64
 	// Methods limits the rate-based faults to these HTTP methods (all when empty).
 	Methods []string
 	// ProvisioningFailures make long-running operations on matching resources end Failed (or, for types ARM
@@ -61,8 +65,17 @@ func (e *Emulator) CurrentFaults() Faults {
 	return f
 }
 
-// inject applies latency and rate-based faults; it reports whether it answered the request.
-func (fi *faultInjector) inject(w http.ResponseWriter, r *http.Request, info *reqInfo, poll time.Duration) bool {
+// faultAction is what inject decided for a request.
+type faultAction int
+
+const (
+	faultNone       faultAction = iota // serve the request normally
+	faultAnswered                      // inject answered (or aborted) the request: serve nothing
+	faultResetAfter                    // serve the request, then reset the connection (see resetAfterServing)
+)
+
+// inject applies latency and rate-based faults and says what is left to do with the request.
+func (fi *faultInjector) inject(w http.ResponseWriter, r *http.Request, info *reqInfo, poll time.Duration) faultAction {
 	fi.mu.Lock()
 	f := fi.f
 	methodOK := len(f.Methods) == 0
@@ -72,7 +85,7 @@ func (fi *faultInjector) inject(w http.ResponseWriter, r *http.Request, info *re
 		}
 	}
 	var roll float64
-	if methodOK && (f.Rate429+f.Rate500+f.Rate503+f.ResetRate) > 0 {
+	if methodOK && (f.Rate429+f.Rate500+f.Rate503+f.ResetRate+f.ResetAfterRate) > 0 {
 		roll = fi.rng.Float64()
 	} else {
 		roll = 2
@@ -82,7 +95,7 @@ func (fi *faultInjector) inject(w http.ResponseWriter, r *http.Request, info *re
 		select {
 		case <-time.After(f.Latency):
 		case <-r.Context().Done():
-			return true
+			return faultAnswered
 		}
 	}
 	switch {
@@ -94,18 +107,38 @@ func (fi *faultInjector) inject(w http.ResponseWriter, r *http.Request, info *re
 		w.Header().Set("Retry-After", "1")
 		w.Header().Set("retry-after-ms", strconv.FormatInt(max(poll.Milliseconds(), 1), 10))
 		writeARMError(w, http.StatusTooManyRequests, info.code, "Number of requests exceeded the limit (injected fault). Please try again after '1' seconds. Refer to https://aka.ms/arm-throttling")
-		return true
+		return faultAnswered
 	case roll < f.ResetRate+f.Rate429+f.Rate500:
 		info.fault, info.code = "500", "InternalServerError"
 		writeARMError(w, http.StatusInternalServerError, info.code, "Encountered internal server error. (injected fault)")
-		return true
+		return faultAnswered
 	case roll < f.ResetRate+f.Rate429+f.Rate500+f.Rate503:
 		info.fault, info.code = "503", "ServiceUnavailable"
 		w.Header().Set("Retry-After", "1")
 		writeARMError(w, http.StatusServiceUnavailable, info.code, "The service is temporarily unavailable. Please try again later. (injected fault)")
-		return true
+		return faultAnswered
+	case roll < f.ResetRate+f.Rate429+f.Rate500+f.Rate503+f.ResetAfterRate:
+		info.fault = "reset-after"
+		return faultResetAfter
 	}
-	return false
+	return faultNone
+}
+
+// discardWriter swallows a response that is never sent (faultResetAfter).
+type discardWriter struct{ header http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.header }
+func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+// resetAfterServing is deferred by a request served with faultResetAfter: once the handler has run (against a
+// discardWriter) it aborts the connection, so the client sees a reset and no response. A panic of the handler
+// itself is passed on.
+func resetAfterServing() {
+	if v := recover(); v != nil {
+		panic(v)
+	}
+	panic(http.ErrAbortHandler)
 }
 
 // provisioningFailure returns the failure configured for a resource ID, consuming one count.
