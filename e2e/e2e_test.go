@@ -59,6 +59,18 @@ func (e *env) run(refresh bool) *reconcile.Report {
 	return rep
 }
 
+// runApproved runs once with the revision's deletions approved, as
+// `gitaso apply --approve-deletions` does (a commit emptying the repository
+// is always held otherwise).
+func (e *env) runApproved(refresh bool) *reconcile.Report {
+	e.t.Helper()
+	rep, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "test", Refresh: refresh, ApproveDeletions: true})
+	if err != nil {
+		e.t.Fatalf("run: %v", err)
+	}
+	return rep
+}
+
 func (e *env) resource(ns, group, kind, name string) state.Resource {
 	e.t.Helper()
 	r, ok, err := e.db.Resource(state.ResourceKey(ns, group, kind, name))

@@ -285,7 +285,7 @@ spec:
 	// resources are only forgotten.
 	e.emu.ResetStats()
 	e.commit("drop", map[string]string{"skipped.yaml": "", "reader.yaml": ""})
-	rep = e.run(false)
+	rep = e.runApproved(false) // the repository is empty: held unless approved
 	if rep.Run.Outcome != state.OutcomeSucceeded {
 		t.Errorf("outcome %s: %s", rep.Run.Outcome, rep.Run.Error)
 	}
@@ -368,7 +368,7 @@ spec:
 
 	e.emu.ResetStats()
 	e.commit("remove", map[string]string{"detach.yaml": ""})
-	rep = e.run(false)
+	rep = e.runApproved(false) // the repository is empty: held unless approved
 	for _, name := range []string{"keep-rg", "keep-identity"} {
 		kind, group := "ResourceGroup", rgGroup
 		if name == "keep-identity" {
@@ -464,7 +464,7 @@ func TestDefaultReconcilePolicy(t *testing.T) {
 	// Out of Git: only the managed groups are deleted.
 	e.emu.ResetStats()
 	e.commit("remove", map[string]string{"rgs.yaml": ""})
-	e.run(false)
+	e.runApproved(false) // the repository is empty: held unless approved
 	got = e.writes()
 	slices.Sort(got)
 	wantDel := []string{"DELETE " + strings.ToLower(e.rgID("legacy-new-rg")), "DELETE " + strings.ToLower(e.rgID("platform-new-rg"))}

@@ -39,9 +39,10 @@ type Input struct {
 // resource in state that is no longer in Git.
 func (g *Graph) Plan(in Input) (*Plan, error) {
 	p := &Plan{Revision: g.Revision, graph: g, Resources: make([]*Resource, 0, len(g.Nodes))}
+	moves, forget := g.moves(in.Prior)
 	var errs diag.List
 	for _, n := range g.Nodes {
-		r, err := g.planNode(n, in)
+		r, err := g.planNode(n, in, moves[n.Key()])
 		if err != nil {
 			var de *diag.Error
 			if errors.As(err, &de) {
@@ -58,22 +59,30 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 		return nil, errs
 	}
 	var dels []*Resource
+	movedAway := map[string]bool{}
+	for _, old := range moves {
+		movedAway[old] = true
+	}
 	for key, prior := range in.Prior {
-		if g.byKey[key] != nil {
+		if g.byKey[key] != nil || movedAway[key] {
 			continue
 		}
 		r := &Resource{
 			Namespace: prior.Namespace, Group: prior.Group, Version: prior.Version, Kind: prior.Kind, Name: prior.Name,
 			ARMID: prior.ARMID, APIVersion: prior.APIVersion, File: prior.File, Policy: prior.Policy,
-			Credential: prior.Credential, Action: Delete, Reason: "removed from Git",
+			Credential: prior.Credential, Action: Delete, Reason: "removed from Git", DeleteUnmanaged: prior.DeleteUnmanaged,
 		}
 		if r.Policy == "" {
 			r.Policy = PolicyManage
 		}
-		switch r.Policy {
-		case PolicyDetachOnDelete:
+		switch {
+		case forget[key] != nil:
+			// Identity in Azure is the ARM ID: another manifest declares
+			// this one, so deleting it would delete a declared resource.
+			r.Action, r.Reason = Detach, "its ARM ID is declared by "+forget[key].ID()+": forgotten under this key, never deleted"
+		case r.Policy == PolicyDetachOnDelete:
 			r.Action, r.Reason = Detach, "removed from Git; reconcile-policy detach-on-delete keeps it in Azure"
-		case PolicySkip:
+		case r.Policy == PolicySkip:
 			r.Action, r.Reason = Detach, "removed from Git; reconcile-policy skip never deletes"
 		default:
 			r.Request = &Request{Method: "DELETE", Path: r.ARMID + "?api-version=" + r.APIVersion}
@@ -108,12 +117,62 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 	return p, nil
 }
 
-func (g *Graph) planNode(n *Node, in Input) (*Resource, error) {
+// moves finds the state entries no manifest key holds any more whose ARM ID a
+// manifest of the graph declares under another key (a namespace move, a
+// rename keeping azureName). moves maps the new key to the old one when the
+// new key has no state of its own for that ARM ID; forget maps the other old
+// keys to the node that declares their ARM ID (or one of its descendants:
+// deleting them would take a declared resource with them).
+func (g *Graph) moves(prior map[string]state.Resource) (moves map[string]string, forget map[string]*Node) {
+	var gone []string
+	for key, pr := range prior {
+		if g.byKey[key] == nil && pr.ARMID != "" {
+			gone = append(gone, key)
+		}
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	sort.Strings(gone) // deterministic when two old keys claim one ARM ID
+	// Every proper ancestor of a declared ARM ID, to the node declaring it.
+	ancestors := map[string]*Node{}
+	for _, n := range g.Nodes {
+		id := strings.ToLower(n.ARMID)
+		for i := len(id) - 1; i > 0; i-- {
+			if id[i] == '/' {
+				if _, ok := ancestors[id[:i]]; !ok {
+					ancestors[id[:i]] = n
+				}
+			}
+		}
+	}
+	moves, forget = map[string]string{}, map[string]*Node{}
+	for _, key := range gone {
+		pr := prior[key]
+		id := strings.ToLower(pr.ARMID)
+		n := g.byARMID[id]
+		if n == nil {
+			if a := ancestors[id]; a != nil {
+				forget[key] = a
+			}
+			continue
+		}
+		own, hasOwn := prior[n.Key()]
+		if _, taken := moves[n.Key()]; taken || (hasOwn && strings.EqualFold(own.ARMID, n.ARMID)) {
+			forget[key] = n
+			continue
+		}
+		moves[n.Key()] = key
+	}
+	return moves, forget
+}
+
+func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error) {
 	r := &Resource{
 		Namespace: n.Namespace, Group: n.Kind.Group, Version: n.Kind.Version, Kind: n.Kind.Kind, Name: n.Name,
 		ARMID: n.ARMID, APIVersion: n.Kind.APIVersion, File: n.Object.File, Line: n.Object.Line,
 		AzureName: n.AzureName, Policy: n.Policy, Credential: n.Credential, Subscription: n.Subscription,
-		DependsOn: n.DependsOn, node: n,
+		DependsOn: n.DependsOn, node: n, DeleteUnmanaged: n.Object.Annotations()[AnnotationDeleteUnmanaged] == "true",
 	}
 	for _, ex := range n.Exports {
 		r.Exports = append(r.Exports, fmt.Sprintf("%s:%s/%s", map[bool]string{false: "configmap", true: "secret"}[ex.Secret], ex.Name, ex.Key))
@@ -151,6 +210,10 @@ func (g *Graph) planNode(n *Node, in Input) (*Resource, error) {
 		wellKnown = ""
 	}
 	prior, hasPrior := in.Prior[n.Key()]
+	if movedFrom != "" {
+		// The state of the key the ARM ID leaves is this resource's.
+		prior, hasPrior = in.Prior[movedFrom]
+	}
 	var observed json.RawMessage
 	observedRead := false
 	if in.Observed != nil {
@@ -241,6 +304,23 @@ func (g *Graph) planNode(n *Node, in Input) (*Resource, error) {
 		for _, s := range body.Secrets {
 			if c.Path == s {
 				c.Sensitive, c.Before, c.After = true, nil, nil
+			}
+		}
+	}
+	if movedFrom != "" {
+		r.MovedFrom = movedFrom
+		from := prior.Namespace + "/" + prior.Kind + "/" + prior.Name
+		if r.Action == Create {
+			r.Reason = "moved from " + from + "; " + r.Reason
+		} else {
+			// A PUT of the manifest under its new key (ASO adopts a
+			// re-created object the same way); exports are written anew
+			// for the new namespace and name.
+			changed := r.Action == Update || r.Action == Drift
+			r.Action = Move
+			r.Reason = "moved from " + from + " (same ARM ID): state carried over, nothing deleted"
+			if changed {
+				r.Reason += "; the manifest or Azure differs too"
 			}
 		}
 	}

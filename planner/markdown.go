@@ -22,8 +22,18 @@ func RenderMarkdown(w io.Writer, p *Plan) error {
 		bw.printf("No changes. Azure matches the manifests (%d resources).\n", s[NoOp]+s[Observe])
 		return bw.err
 	}
-	bw.printf("**%d to create, %d to adopt, %d to update, %d drifted to correct, %d to delete, %d to detach** (%d unchanged)\n\n",
-		s[Create], s[Adopt], s[Update], s[Drift], s[Delete], s[Detach], s[NoOp])
+	if h := p.Held; h != nil {
+		bw.printf("> [!WARNING]\n> **Held (%s):** %s\n", h.Reason, mdEscape(h.Message))
+		for i, u := range h.Unmanaged {
+			if i == 20 {
+				bw.printf("> ... and %d more not managed by gitaso\n", len(h.Unmanaged)-20)
+				break
+			}
+			bw.printf("> - not managed by gitaso: `%s`\n", u)
+		}
+		bw.printf("\n")
+	}
+	bw.printf("**%s** (%d unchanged)\n\n", summaryLine(s), s[NoOp])
 	bw.printf("| action | resource | ARM ID | changes |\n|---|---|---|---|\n")
 	for _, r := range p.Resources {
 		if r.Action == NoOp || r.Action == Observe {
@@ -32,6 +42,8 @@ func RenderMarkdown(w io.Writer, p *Plan) error {
 		changes := ""
 		switch {
 		case r.Action == Create || r.Action == Delete || r.Action == Detach:
+		case r.Action == Move && len(r.Changes) == 0:
+			changes = "from `" + r.MovedFrom + "`"
 		case len(r.Changes) > 0:
 			paths := make([]string, 0, len(r.Changes))
 			for _, c := range r.Changes {

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/gitaso/gitaso/planner/aso"
+	"github.com/gitaso/gitaso/state"
 )
 
 // Action is what the executor does with one resource.
@@ -21,9 +22,14 @@ const (
 	Delete
 	Detach
 	Observe
+	// Move: the resource's ARM ID left one manifest key and appears under
+	// another (a namespace move, a rename keeping azureName). Its state is
+	// carried over and the manifest is PUT again under the new key; nothing
+	// is deleted.
+	Move
 )
 
-var actionNames = [...]string{"no-op", "create", "adopt", "update", "drift", "delete", "detach", "observe"}
+var actionNames = [...]string{"no-op", "create", "adopt", "update", "drift", "delete", "detach", "observe", "move"}
 
 // String returns the action's name as the JSON interface spells it.
 func (a Action) String() string {
@@ -48,7 +54,12 @@ func (a *Action) UnmarshalText(b []byte) error {
 }
 
 // Writes reports whether the action sends a PUT.
-func (a Action) Writes() bool { return a == Create || a == Adopt || a == Update || a == Drift }
+func (a Action) Writes() bool {
+	return a == Create || a == Adopt || a == Update || a == Drift || a == Move
+}
+
+// Actions lists every action in summary order.
+var Actions = []Action{NoOp, Create, Adopt, Move, Update, Drift, Delete, Detach, Observe}
 
 // Redacted replaces every secret value in a request body or change.
 const Redacted = "(sensitive value)"
@@ -68,6 +79,10 @@ const (
 const (
 	AnnotationReconcilePolicy = "serviceoperator.azure.com/reconcile-policy"
 	AnnotationCredentialFrom  = "serviceoperator.azure.com/credential-from"
+	// AnnotationDeleteUnmanaged ("true") lets gitaso delete a parent (a
+	// resource group, a namespace, a server) even when ARM's cascade would
+	// take resources gitaso does not manage with it.
+	AnnotationDeleteUnmanaged = "gitaso.io/delete-unmanaged-children"
 )
 
 // Plan is the set of actions for one revision. Its JSON form is a stable,
@@ -83,6 +98,9 @@ const (
 type Plan struct {
 	Revision  string      `json:"revision"`
 	Resources []*Resource `json:"resources"`
+	// Held, when set, says why the plan's deletions wait for an explicit
+	// approval (the deletion guard); nothing of a held plan is applied.
+	Held *state.Hold `json:"held,omitempty"`
 
 	graph *Graph
 }
@@ -111,6 +129,12 @@ type Resource struct {
 	// DeletedWith names the resource whose deletion removes this one through
 	// ARM's cascade; no DELETE is sent for it.
 	DeletedWith string `json:"deletedWith,omitempty"`
+	// MovedFrom is the state key the resource's ARM ID leaves (action move).
+	MovedFrom string `json:"movedFrom,omitempty"`
+	// DeleteUnmanaged is the manifest's opt-in (annotation
+	// gitaso.io/delete-unmanaged-children: "true") to delete it even when
+	// ARM's cascade takes resources gitaso does not manage with it.
+	DeleteUnmanaged bool `json:"deleteUnmanagedChildren,omitempty"`
 	// KnownAfterApply lists JSON pointers of the body that are resolved by the
 	// executor once the resources they come from have been applied.
 	KnownAfterApply []string `json:"knownAfterApply,omitempty"`

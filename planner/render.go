@@ -27,7 +27,7 @@ func ReadJSON(r io.Reader) (*Plan, error) {
 }
 
 var symbols = map[Action]string{
-	NoOp: " ", Create: "+", Adopt: "+", Update: "~", Drift: "~", Delete: "-", Detach: "-", Observe: "?",
+	NoOp: " ", Create: "+", Adopt: "+", Update: "~", Drift: "~", Delete: "-", Detach: "-", Observe: "?", Move: ">",
 }
 
 var verbs = map[Action]string{
@@ -39,6 +39,7 @@ var verbs = map[Action]string{
 	Delete:  "will be deleted",
 	Detach:  "will be forgotten (left in Azure)",
 	Observe: "will be read only (reconcile-policy skip)",
+	Move:    "keeps its Azure resource under a new name",
 }
 
 // TextOptions tune the text rendering.
@@ -56,6 +57,7 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 		rev = rev[:12]
 	}
 	bw.printf("gitaso plan for revision %s\n", rev)
+	renderHeld(bw, p, "")
 	changed := 0
 	for _, r := range p.Resources {
 		if r.Action == NoOp && !opts.ShowUnchanged {
@@ -78,6 +80,9 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 		if r.Credential != "" && r.Credential != "global" {
 			bw.printf("      credential = %q\n", r.Credential)
 		}
+		if r.MovedFrom != "" {
+			bw.printf("      movedFrom  = %q\n", r.MovedFrom)
+		}
 		if r.DeletedWith != "" {
 			bw.printf("      # deleted together with %s\n", r.DeletedWith)
 		}
@@ -94,7 +99,7 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 					})
 				}
 			}
-		case Adopt, Update, Drift:
+		case Adopt, Update, Drift, Move:
 			if r.Request != nil {
 				bw.printf("      PUT %s\n", r.Request.Path)
 			}
@@ -123,9 +128,42 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 		bw.printf("\nNo changes. Azure matches the manifests (%d resources).\n", s[NoOp])
 		return bw.err
 	}
-	bw.printf("\nPlan: %d to create, %d to adopt, %d to update, %d drifted to correct, %d to delete, %d to detach; %d unchanged, %d observed.\n",
-		s[Create], s[Adopt], s[Update], s[Drift], s[Delete], s[Detach], s[NoOp], s[Observe])
+	bw.printf("\nPlan: %s; %d unchanged, %d observed.\n", summaryLine(s), s[NoOp], s[Observe])
+	if p.Held != nil {
+		bw.printf("Held: nothing of this revision is applied until its deletions are approved.\n")
+	}
 	return bw.err
+}
+
+// summaryLine counts the changes as the plan's last line does ("1 to
+// create, 0 to adopt, ..."); moves are named only when there are some.
+func summaryLine(s map[Action]int) string {
+	move := ""
+	if s[Move] > 0 {
+		move = fmt.Sprintf("%d to move, ", s[Move])
+	}
+	return fmt.Sprintf("%d to create, %d to adopt, %s%d to update, %d drifted to correct, %d to delete, %d to detach",
+		s[Create], s[Adopt], move, s[Update], s[Drift], s[Delete], s[Detach])
+}
+
+// renderHeld writes why a plan is held, its deletions and the resources
+// gitaso does not manage that they would take with them.
+func renderHeld(bw *errWriter, p *Plan, indent string) {
+	h := p.Held
+	if h == nil {
+		return
+	}
+	bw.printf("\n%sHELD (%s): %s\n", indent, h.Reason, h.Message)
+	const show = 20
+	for i, u := range h.Unmanaged {
+		if i == show {
+			bw.printf("%s  ... and %d more not managed by gitaso\n", indent, len(h.Unmanaged)-show)
+			break
+		}
+		bw.printf("%s  not managed by gitaso: %s\n", indent, u)
+	}
+	rev := p.Revision
+	bw.printf("%sApprove exactly these deletions with: POST /api/v1/approve {\"revision\":%q} (gitaso serve), or gitaso apply --approve-deletions\n", indent, rev)
 }
 
 func show(v any, r *Resource, path string) string {

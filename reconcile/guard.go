@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -52,5 +54,93 @@ func (r *Reconciler) ApproveDeletions(ctx context.Context, revision string) erro
 	}
 	r.log.InfoContext(ctx, "deletions approved", "revision", held.Revision, "deletions", len(a.Keys))
 	r.Trigger(true)
+	return nil
+}
+
+// hold decides whether a plan's deletions must wait for an approval: the
+// mass-deletion guard (Config.Guard; an empty revision always), then, when
+// Azure can be read, parents whose deletion would take resources gitaso does
+// not manage with it. An approval recorded for the revision that covers
+// every deletion, or Options.ApproveDeletions, releases them.
+func (r *Reconciler) hold(ctx context.Context, g *planner.Graph, p *planner.Plan, prior map[string]state.Resource, opts Options) *state.Hold {
+	if len(p.Deletions()) == 0 || opts.ApproveDeletions {
+		return nil
+	}
+	if r.db != nil {
+		a, ok, err := r.db.Approval(p.Revision)
+		if err != nil {
+			r.log.WarnContext(ctx, "read approval", "revision", p.Revision, "error", err)
+		}
+		if ok && planner.Approves(a, p) {
+			return nil
+		}
+	}
+	h := r.cfg.Guard.Check(p, len(prior))
+	if h != nil && r.pathMissing != "" {
+		h.Reason = state.HoldPathMissing
+		h.Message = fmt.Sprintf("the source path %q does not exist at revision %s: every managed resource (%d) would be deleted", r.pathMissing, p.Revision, h.Deletions)
+	}
+	if r.clients == nil {
+		return h
+	}
+	// One hold names every problem: the unmanaged contents are read even
+	// when the guard holds the revision already.
+	found, err := r.unmanagedChildren(ctx, g, p, prior)
+	if err == nil && len(found) == 0 {
+		return h
+	}
+	if h == nil {
+		h = &state.Hold{Reason: state.HoldUnmanagedChildren, Deletions: len(p.Deletions()), Managed: len(prior), Keys: p.Deletions()}
+	} else {
+		h.Message += "; also, "
+	}
+	if err != nil {
+		h.Message += fmt.Sprintf("could not read what the resources to delete contain, so their deletion is held: %v", err)
+		return h
+	}
+	var parents []string
+	for parent, ids := range found {
+		parents = append(parents, parent)
+		h.Unmanaged = append(h.Unmanaged, ids...)
+	}
+	sort.Strings(parents)
+	sort.Strings(h.Unmanaged)
+	h.Message += fmt.Sprintf("deleting %s would also delete %d resources gitaso does not manage (ARM deletes a parent's contents with it): "+
+		"delete or move them first, annotate the parent %s: \"true\", or approve",
+		strings.Join(parents, ", "), len(h.Unmanaged), planner.AnnotationDeleteUnmanaged)
+	return h
+}
+
+// recordHeld records a held revision: its plan (with the hold), a run with
+// outcome held, nothing applied (no drift correction either: the newest run
+// stays the held one until an approval or a new revision).
+func (r *Reconciler) recordHeld(ctx context.Context, g *planner.Graph, p *planner.Plan, planJSON []byte, rep *Report) error {
+	h := p.Held
+	rep.Run.Outcome, rep.Run.Held, rep.Run.Error = state.OutcomeHeld, h, h.Message
+	rep.Run.Counts = map[string]int{}
+	for a, n := range p.Summary() {
+		rep.Run.Counts[a.String()] = n
+	}
+	rep.Run.Summary = "held: " + summary(p)
+	rep.Run.FinishedAt = time.Now().UTC()
+	if r.db != nil {
+		if err := r.db.Update(func(w *state.Writer) error {
+			if err := w.SetLatestRevision(g.Revision); err != nil {
+				return err
+			}
+			if err := w.SetPlan(planJSON); err != nil {
+				return err
+			}
+			return w.PutRun(&rep.Run)
+		}); err != nil {
+			return fmt.Errorf("record held run: %w", err)
+		}
+	}
+	r.lastErr.Store(h.Message)
+	if r.reportedHeld != g.Revision {
+		r.reportedHeld = g.Revision
+		r.log.WarnContext(ctx, "revision held: nothing of it is applied until its deletions are approved",
+			"revision", g.Revision, "reason", h.Reason, "deletions", h.Deletions, "managed", h.Managed, "unmanaged", len(h.Unmanaged), "message", h.Message)
+	}
 	return nil
 }

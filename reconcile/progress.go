@@ -34,7 +34,13 @@ func (r *Reconciler) markInProgress(p *planner.Plan, prior map[string]state.Reso
 			default:
 				continue
 			}
-			s, ok := prior[pr.Key()]
+			key := pr.Key()
+			if pr.MovedFrom != "" {
+				// Until its result is recorded, a moved resource's record
+				// is the old key's.
+				key = pr.MovedFrom
+			}
+			s, ok := prior[key]
 			if !ok {
 				s = state.Resource{Namespace: pr.Namespace, Group: pr.Group, Version: pr.Version, Kind: pr.Kind, Name: pr.Name,
 					ARMID: pr.ARMID, APIVersion: pr.APIVersion, File: pr.File, Credential: pr.Credential, Policy: pr.Policy}
@@ -140,13 +146,22 @@ func (rec *recorder) write(w *state.Writer) error {
 	}
 	now := time.Now().UTC()
 	for _, rr := range batch {
-		prior, _, err := w.Resource(rr.Key)
+		key := rr.Key
+		if from := rr.Resource.MovedFrom; from != "" {
+			// A move: the old key's record becomes this one's.
+			if _, ok, err := w.Resource(from); err != nil {
+				return err
+			} else if ok {
+				key = from
+			}
+		}
+		prior, _, err := w.Resource(key)
 		if err != nil {
 			return err
 		}
 		// The in-progress mark must not count as the prior condition's
 		// history: merge with the condition from before the run.
-		if p, ok := rec.prior[rr.Key]; ok {
+		if p, ok := rec.prior[key]; ok {
 			prior.Ready = p.Ready
 		} else {
 			prior.Ready = state.Condition{}

@@ -47,11 +47,13 @@ type Config struct {
 	Parallelism int
 	// ReadParallelism bounds concurrent reads during a refresh.
 	ReadParallelism int
+	// Guard holds revisions that delete too much (mass-deletion guard).
+	Guard planner.Guard
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Interval: time.Minute, SyncPeriod: time.Hour, Parallelism: 16, ReadParallelism: 16}
+	return Config{Interval: time.Minute, SyncPeriod: time.Hour, Parallelism: 16, ReadParallelism: 16, Guard: planner.DefaultGuard()}
 }
 
 // Reconciler runs source → planner → executor → state, one run at a time.
@@ -69,6 +71,11 @@ type Reconciler struct {
 	nextDue     time.Time            // when the next resource is due for a resync
 	// reportedIgnored is the revision whose ignored objects were logged.
 	reportedIgnored string
+	// reportedHeld is the revision whose hold was logged.
+	reportedHeld string
+	// pathMissing is the source path when the revision being planned does
+	// not have it (the run plans an empty revision, which the guard holds).
+	pathMissing string
 	// roles caches Azure's built-in roles (lower-cased name → GUID).
 	roles    map[string]string
 	lastGood *planner.Graph
@@ -100,6 +107,10 @@ type Options struct {
 	All     bool
 	// DryRun plans without applying or recording anything but the plan.
 	DryRun bool
+	// ApproveDeletions releases this run's deletions from the deletion
+	// guard and the unmanaged-children check (gitaso apply
+	// --approve-deletions).
+	ApproveDeletions bool
 }
 
 // Report is what one run did.
@@ -263,12 +274,16 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		return fmt.Errorf("%w: %s", ErrRefused, err)
 	}
 	rep.Plan = p
+	p.Held = r.hold(ctx, g, p, prior, opts)
 	planJSON, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode plan: %w", err)
 	}
 	if opts.DryRun {
 		return nil
+	}
+	if p.Held != nil {
+		return r.recordHeld(ctx, g, p, planJSON, rep)
 	}
 	if r.db != nil {
 		if err := r.db.Update(func(w *state.Writer) error {
@@ -340,7 +355,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 func summary(p *planner.Plan) string {
 	s := p.Summary()
 	var parts []string
-	for a := planner.NoOp; a <= planner.Observe; a++ {
+	for _, a := range planner.Actions {
 		if s[a] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", s[a], a))
 		}
@@ -425,9 +440,30 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior state.Resourc
 		prior.Ready, _ = state.MergeCondition(prior.Ready, rr.Ready, now)
 		return w.PutResource(prior)
 	}
+	if pr.MovedFrom != "" && prior.Key() == pr.MovedFrom {
+		// A move: the record leaves the old key (whatever the outcome, so
+		// that the old key is never planned as a deletion); exports written
+		// for the old namespace go with it.
+		if prior.Namespace != pr.Namespace {
+			for name := range outputNames(prior.Outputs) {
+				if err := w.DeleteExports(prior.Namespace, name); err != nil {
+					return err
+				}
+			}
+			for name := range outputNames(toSet(prior.SecretOutputs)) {
+				if err := w.DeleteSecretExports(prior.Namespace, name); err != nil {
+					return err
+				}
+			}
+		}
+		if err := w.DeleteResource(pr.MovedFrom); err != nil {
+			return err
+		}
+	}
 	s := prior
 	s.Namespace, s.Group, s.Version, s.Kind, s.Name = pr.Namespace, pr.Group, pr.Version, pr.Kind, pr.Name
 	s.File, s.Policy, s.Credential = pr.File, pr.Policy, pr.Credential
+	s.DeleteUnmanaged = pr.DeleteUnmanaged
 	s.UpdatedAt = now
 	// The generation counts changes of the manifest (its desired body), as
 	// Kubernetes' metadata.generation counts spec changes.

@@ -45,6 +45,10 @@ type Resource struct {
 	UpdatedAt     time.Time `json:"updatedAt"`
 	// Policy is the reconcile policy: manage | skip | detach-on-delete.
 	Policy string `json:"policy,omitempty"`
+	// DeleteUnmanaged records the manifest's opt-in (annotation
+	// gitaso.io/delete-unmanaged-children) to be deleted even when ARM's
+	// cascade takes resources gitaso does not manage with it.
+	DeleteUnmanaged bool `json:"deleteUnmanaged,omitempty"`
 }
 
 // Key returns the resource's state key, "namespace/group/Kind/name".

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitaso/gitaso/azure"
+	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/source/render"
@@ -56,6 +57,8 @@ type settings struct {
 	kustomizeDirs, substitute         []string
 	substituteFrom                    []string
 	sopsAgeKeyFile                    string
+	maxDeletions                      int
+	maxDeletionFraction               float64
 }
 
 func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
@@ -88,6 +91,10 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringVar(&s.defaultPolicy, "default-reconcile-policy", "manage", "reconcile policy of resources without the annotation: manage, skip or detach-on-delete (ASO's DEFAULT_RECONCILE_POLICY)")
 	fs.StringSliceVar(&s.namespacePolicies, "namespace-reconcile-policy", nil, "per-namespace default policy, NAMESPACE=POLICY (repeatable)")
 	fs.IntVar(&s.parallelism, "parallelism", 16, "concurrent ARM operations")
+	// The deletion guard (plan, apply, serve).
+	guard := planner.DefaultGuard()
+	fs.IntVar(&s.maxDeletions, "max-deletions", guard.MaxDeletions, "hold a revision that would delete more resources than this until its deletions are approved (0: no count limit)")
+	fs.Float64Var(&s.maxDeletionFraction, "max-deletion-fraction", guard.MaxFraction, fmt.Sprintf("hold a revision that would delete more than this fraction of the managed resources (from %d deletions on; 0: no fraction limit)", planner.MinFractionCount))
 }
 
 func defaultCacheDir() string {
@@ -340,6 +347,10 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 	if s.parallelism > 0 {
 		e.cfg.Parallelism = s.parallelism
 	}
+	if s.maxDeletions < 0 || s.maxDeletionFraction < 0 || s.maxDeletionFraction > 1 {
+		return nil, fmt.Errorf("--max-deletions must be ≥ 0 and --max-deletion-fraction between 0 and 1 (got %d, %g)", s.maxDeletions, s.maxDeletionFraction)
+	}
+	e.cfg.Guard = planner.Guard{MaxDeletions: s.maxDeletions, MaxFraction: s.maxDeletionFraction}
 	e.cfg.SubscriptionID = s.subscription
 	if e.cfg.SubscriptionID == "" {
 		e.cfg.SubscriptionID = os.Getenv("AZURE_SUBSCRIPTION_ID")

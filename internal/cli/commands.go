@@ -18,6 +18,7 @@ import (
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/state"
 	"github.com/gitaso/gitaso/web"
 )
 
@@ -126,13 +127,14 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 
 func applyCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{}
-	var refresh bool
+	var refresh, approveDeletions bool
 	cmd := &cobra.Command{
 		Use:   "apply",
 		Short: "Plan and apply the branch once",
 		Long: `apply plans like 'gitaso plan' and applies the plan: PUTs in dependency order with bounded parallelism,
 then deletions of what was removed from Git, children first. Results, exports and the run are recorded in
-the state file. A revision with any input error is refused whole. Exit code 1 when anything failed.`,
+the state file. A revision with any input error is refused whole. Exit code 1 when anything failed, 3 when
+the deletion guard held the revision (nothing applied; --approve-deletions releases it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			e, err := s.setup(cmd, stderr, false, true)
@@ -141,7 +143,7 @@ the state file. A revision with any input error is refused whole. Exit code 1 wh
 			}
 			defer e.close()
 			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
-			rep, err := r.Once(cmd.Context(), reconcile.Options{Trigger: "cli", Refresh: refresh})
+			rep, err := r.Once(cmd.Context(), reconcile.Options{Trigger: "cli", Refresh: refresh, ApproveDeletions: approveDeletions})
 			if rep != nil && rep.Plan != nil {
 				if perr := planner.RenderText(stdout, rep.Plan, planner.TextOptions{}); perr != nil {
 					return perr
@@ -149,6 +151,9 @@ the state file. A revision with any input error is refused whole. Exit code 1 wh
 			}
 			if err != nil {
 				return reportInputErrors(stderr, err)
+			}
+			if rep.Run.Outcome == state.OutcomeHeld {
+				return &ExitError{Code: 3, Err: fmt.Errorf("revision held, nothing applied: %s (run again with --approve-deletions to delete exactly these resources)", rep.Run.Held.Message)}
 			}
 			if rep.Result != nil {
 				printResult(stdout, rep.Result)
@@ -161,6 +166,7 @@ the state file. A revision with any input error is refused whole. Exit code 1 wh
 	}
 	s.register(cmd.Flags(), true)
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read Azure first to find drift and resources to adopt")
+	cmd.Flags().BoolVar(&approveDeletions, "approve-deletions", false, "apply a revision the deletion guard would hold (more deletions than --max-deletions/--max-deletion-fraction, an empty revision, a parent holding resources gitaso does not manage)")
 	return cmd
 }
 
