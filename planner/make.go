@@ -318,7 +318,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 			// for the new namespace and name.
 			changed := r.Action == Update || r.Action == Drift
 			r.Action = Move
-			r.Reason = "moved from " + from + " (same ARM ID): state carried over, nothing deleted"
+			r.Reason = "from " + from + ", same ARM ID: state carried over, nothing deleted"
 			if changed {
 				r.Reason += "; the manifest or Azure differs too"
 			}

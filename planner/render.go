@@ -39,7 +39,7 @@ var verbs = map[Action]string{
 	Delete:  "will be deleted",
 	Detach:  "will be forgotten (left in Azure)",
 	Observe: "will be read only (reconcile-policy skip)",
-	Move:    "keeps its Azure resource under a new name",
+	Move:    "is moved here and keeps its Azure resource",
 }
 
 // TextOptions tune the text rendering.
