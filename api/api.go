@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,8 +30,24 @@ type Options struct {
 	// Logger receives one record per request; nil uses slog.Default().
 	Logger *slog.Logger
 	// Token, when not empty, is required as "Authorization: Bearer <Token>"
-	// on mutating endpoints (POST /api/v1/sync).
+	// (the scheme in any case) on the mutating endpoints, POST
+	// /api/v1/sync and /api/v1/approve. Validate requires one whenever
+	// ListenAddr is not loopback.
 	Token string
+	// Approve releases the held deletions of a revision (a full commit SHA
+	// or a prefix of at least 7 characters) and triggers a run; it must not
+	// wait for the run. Nil makes POST /api/v1/approve answer 503.
+	Approve func(ctx context.Context, revision string) error
+	// ListenAddr is the address the server listens on, as configured
+	// ("127.0.0.1:8080", ":8080", "gitaso.internal:8080"). Its host is
+	// accepted in the Host header; an unspecified host (":8080",
+	// "0.0.0.0:8080") accepts every IP address. Empty: loopback only.
+	ListenAddr string
+	// AllowedHosts are further names accepted in the Host header besides
+	// loopback addresses, localhost and ListenAddr's host, e.g. the name a
+	// reverse proxy forwards: "gitaso.example.com" (any port), ".example.com"
+	// (the domain and its subdomains), "*" (no Host check).
+	AllowedHosts []string
 	// UI, when set, serves every path not matched by the API (the web page).
 	UI http.Handler
 	// Webhook asks for a fetch of the source now (a push notification);
@@ -94,6 +109,17 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
+	// CodeForbidden: a Host the API does not serve (DNS rebinding) or a
+	// cross-site request to a mutating endpoint.
+	CodeForbidden = "forbidden"
+	// CodeUnsupportedMediaType: a mutating endpoint without
+	// Content-Type: application/json.
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	// CodeTooLarge: a request body over the endpoint's limit.
+	CodeTooLarge = "request_too_large"
+	// CodeConflict: the request cannot apply to the current state (e.g. no
+	// held deletions of that revision).
+	CodeConflict = "conflict"
 )
 
 type server struct {
@@ -101,12 +127,13 @@ type server struct {
 	opts   Options
 	log    *slog.Logger
 	tokenH [32]byte
+	hosts  hostPolicy
 }
 
 // New returns the HTTP handler serving gitaso's API over db. See the package
 // documentation for routes and response shapes.
 func New(db *state.DB, opts Options) http.Handler {
-	s := &server{db: db, opts: opts, log: opts.Logger}
+	s := &server{db: db, opts: opts, log: opts.Logger, hosts: newHostPolicy(opts.ListenAddr, opts.AllowedHosts)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -127,7 +154,8 @@ func New(db *state.DB, opts Options) http.Handler {
 	v1.Handle("/resources/{namespace}/{group}/{kind}/{name}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.getResource}))
 	v1.Handle("/runs", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.listRuns}))
 	v1.Handle("/plan", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.plan}))
-	v1.Handle("/sync", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.auth(http.HandlerFunc(s.sync)).ServeHTTP}))
+	v1.Handle("/sync", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.sync)}))
+	v1.Handle("/approve", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.approve)}))
 	v1.Handle("/webhook", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.webhook}))
 	v1.NotFoundHandler = http.HandlerFunc(s.notFound)
 
@@ -135,7 +163,7 @@ func New(db *state.DB, opts Options) http.Handler {
 		r.PathPrefix("/").Handler(opts.UI)
 	}
 	r.NotFoundHandler = http.HandlerFunc(s.notFound)
-	return s.logRequests(s.recoverPanics(r))
+	return s.logRequests(s.recoverPanics(s.checkHost(r)))
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -267,7 +295,11 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(p)
 }
 
+// sync is POST /api/v1/sync; its body (at most 64 KiB) is not interpreted.
 func (s *server) sync(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.readBody(w, r, maxRequestBody); !ok {
+		return
+	}
 	if s.opts.Sync == nil {
 		s.writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "sync is not available in this process")
 		return
@@ -279,24 +311,6 @@ func (s *server) sync(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusAccepted, struct {
 		Status string `json:"status"`
 	}{"accepted"})
-}
-
-// auth requires the bearer token when one is configured.
-func (s *server) auth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.Token == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		gotH := sha256.Sum256([]byte(strings.TrimSpace(got)))
-		if !ok || subtle.ConstantTimeCompare(gotH[:], s.tokenH[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="gitaso"`)
-			s.writeError(w, http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {

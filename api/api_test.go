@@ -136,6 +136,9 @@ func (f *fixture) do(t *testing.T, method, path, token string) (int, http.Header
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := f.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -428,6 +431,9 @@ func TestMetrics(t *testing.T) {
 		`gitaso_last_run_timestamp_seconds`:      strconv.FormatFloat(float64(t0.Add(2*time.Minute+1500*time.Millisecond).UnixMilli())/1e3, 'g', -1, 64),
 		`gitaso_last_run_duration_seconds`:       "1.5",
 		`gitaso_operations_in_flight`:            "1",
+		`gitaso_runs_total{outcome="held"}`:      "0",
+		`gitaso_revision_held`:                   "0",
+		`gitaso_deletions_held`:                  "0",
 	}
 	if d := cmp.Diff(want, samples); d != "" {
 		t.Errorf("samples (-want +got):\n%s", d)

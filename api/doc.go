@@ -3,13 +3,17 @@
 // and Prometheus metrics. The routes and shapes below are a stable interface:
 // add fields, never rename or remove them.
 //
-//	h := api.New(db, api.Options{
-//		Sync:   loop.Trigger,          // func(ctx) error, must not block on the run
-//		Ready:  loop.Ready,            // func() error
-//		Logger: logger,
-//		Token:  os.Getenv("GITASO_API_TOKEN"),
-//	})
-//	srv := &http.Server{Addr: ":8080", Handler: h}
+//	opts := api.Options{
+//		Sync:       loop.Sync,             // func(ctx) error, must not block on the run
+//		Approve:    loop.ApproveDeletions, // func(ctx, revision) error, idem
+//		Ready:      loop.Ready,            // func() error
+//		Logger:     logger,
+//		Token:      token,                 // required unless ListenAddr is loopback
+//		ListenAddr: "127.0.0.1:8080",
+//	}
+//	if err := opts.Validate(); err != nil { ... }
+//	srv := api.NewServer(api.New(db, opts), api.DefaultServerOptions())
+//	err := srv.Serve(ln)
 //
 // # Routes
 //
@@ -23,9 +27,16 @@
 //	GET  /api/v1/runs?limit=N                           {"items":[Run...]} newest first; default 50, 1..10000
 //	GET  /api/v1/plan                                   the latest plan JSON exactly as the planner rendered it
 //	                                                    ({"revision","resources":[...]}); 404 not_found before the first plan
-//	POST /api/v1/sync                                   202 {"status":"accepted"}: a reconcile was triggered;
+//	POST /api/v1/sync                                   202 {"status":"accepted"}: a reconcile was triggered (see below:
+//	                                                    triggers are coalesced and rate-limited); body ignored, at most 64 KiB;
 //	                                                    401 unauthorized without the bearer token (when Options.Token is set);
 //	                                                    503 unavailable when Options.Sync is nil or refuses
+//	POST /api/v1/approve {"revision":"<sha>"}           202 {"status":"accepted","revision"}: the deletions the deletion guard
+//	                                                    held for that revision (a full SHA or a prefix of at least 7
+//	                                                    characters) are released and a run is triggered; 400 bad_request
+//	                                                    for another body; 409 conflict with Approve's message (nothing of
+//	                                                    that revision held, an ambiguous prefix); 401 as sync;
+//	                                                    503 unavailable when Options.Approve is nil
 //	POST /api/v1/webhook                                202: a Git host's push notification; the branch is fetched now.
 //	                                                    Authenticated by Options.WebhookSecret: GitHub X-Hub-Signature-256,
 //	                                                    GitLab X-Gitlab-Token, or a bearer token; 401 otherwise,
@@ -53,26 +64,70 @@
 //
 // Run:
 //
-//	{"id","revision","trigger","startedAt","finishedAt","outcome":"succeeded|failed|refused|partial",
-//	 "error","counts":{"create":1,...},"summary"}
+//	{"id","revision","trigger","startedAt","finishedAt","outcome":"succeeded|failed|refused|partial|held",
+//	 "error","counts":{"create":1,...},"summary",
+//	 "held":{"reason","message","deletions","managed","keys":[...],"unmanaged":[...]}}   when deletions wait for
+//	                                                  an approval (outcome held), or were held back in an applied run
+//	                                                  (a parent whose cascade would take unmanaged resources)
+//
+// trigger is startup, interval, resync, retry, api (POST /api/v1/sync or an
+// approval) or webhook.
 //
 // Error (every 4xx/5xx of the JSON API):
 //
-//	{"error":{"code":"bad_request|not_found|ambiguous_kind|unauthorized|method_not_allowed|unavailable|internal",
+//	{"error":{"code":"bad_request|not_found|ambiguous_kind|unauthorized|method_not_allowed|unavailable|internal|
+//	                  forbidden|unsupported_media_type|request_too_large|conflict",
 //	          "message":"..."}}
 //
 // # Metrics
 //
 //	gitaso_resources{ready="True|False|Unknown"}   gauge
-//	gitaso_runs_total{outcome="succeeded|failed|refused|partial"}   counter (kept in state: survives restarts and run pruning)
+//	gitaso_runs_total{outcome="succeeded|failed|refused|partial|held"}   counter (kept in state: survives restarts and run pruning)
 //	gitaso_last_run_timestamp_seconds              gauge, 0 before the first run
 //	gitaso_last_run_duration_seconds               gauge
 //	gitaso_operations_in_flight                    gauge
+//	gitaso_revision_held                           gauge, 1 when the newest finished run is held (alert on it)
+//	gitaso_deletions_held                          gauge, the deletions that run holds, else 0
 //
-// # Logging and auth
+// # Logging
 //
 // Each request is logged with slog (method, path, status, duration): probes
 // and scrapes at Debug, the rest at Info. Headers, query strings and bodies
-// are not logged. Only mutating endpoints require the token; reads are open,
-// so bind the listener to a trusted network or put it behind a proxy.
+// are not logged.
+//
+// # Hardening
+//
+// Reads are open and only the mutating endpoints take the token, so the
+// listener is the first line of defence: Options.Validate refuses to serve
+// beyond loopback (ListenAddr "0.0.0.0:8080", ":8080", a routable address
+// or name) without a Token. Then, even with no token (the loopback default):
+//
+//   - Host: every endpoint but /healthz and /api/v1/webhook answers only a
+//     Host header naming a loopback address, localhost (or *.localhost),
+//     ListenAddr's host (any IP address when it is unspecified), or one of
+//     Options.AllowedHosts; others get 403 forbidden. A page that rebinds
+//     its DNS name to 127.0.0.1 (DNS rebinding) reaches the API under its
+//     own name, so it can neither read status nor post. /healthz answers
+//     "ok" to anyone. The webhook is exempt because Git hosts call it by the
+//     public name of whatever forwards to gitaso, and every call must prove
+//     the webhook secret (HMAC or token), which a rebinding page cannot.
+//   - Cross-site requests: POST /api/v1/sync and /api/v1/approve refuse a
+//     Sec-Fetch-Site other than same-origin (or none) and an Origin other
+//     than the server's own (403 forbidden), and require
+//     Content-Type: application/json (415 unsupported_media_type): a page of
+//     another origin cannot send that without a CORS preflight, which the
+//     API never grants (no Access-Control-Allow-* headers), so a form or a
+//     text/plain fetch triggers nothing.
+//     curl -X POST -H 'Content-Type: application/json' localhost:8080/api/v1/sync
+//   - Token: "Authorization: Bearer <token>", the scheme in any case
+//     (RFC 7235), compared in constant time; 401 with WWW-Authenticate.
+//   - Limits: NewServer with DefaultServerOptions cuts slow headers (10 s),
+//     slow bodies (the whole request within 30 s), slow responses (60 s) and
+//     idle keep-alive connections (60 s), and refuses headers over 64 KiB
+//     (431); bodies are read through http.MaxBytesReader: 64 KiB for sync
+//     and approve, 1 MiB for the webhook (413 request_too_large).
+//   - Triggers are cheap to accept and expensive to run: the reconcile loop
+//     coalesces them (a pending request absorbs the next ones) and starts an
+//     API-triggered run no sooner than reconcile.MinTriggerInterval after
+//     the previous run ended.
 package api

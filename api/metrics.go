@@ -23,7 +23,9 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
-	runs, err := s.db.Runs(1)
+	// The newest run, and the newest finished one (one run at a time: a
+	// run in progress is the newest, the finished one is next).
+	runs, err := s.db.Runs(2)
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -63,6 +65,23 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(&b, "gitaso_last_run_duration_seconds %s\n", formatFloat(dur))
 	header("gitaso_operations_in_flight", "gauge", "ARM long-running operations recorded as in flight.")
 	fmt.Fprintf(&b, "gitaso_operations_in_flight %d\n", len(ops))
+	held, deletions := 0, 0
+	for _, run := range runs {
+		if run.Outcome == "" {
+			continue
+		}
+		if run.Outcome == state.OutcomeHeld {
+			held = 1
+			if run.Held != nil {
+				deletions = run.Held.Deletions
+			}
+		}
+		break
+	}
+	header("gitaso_revision_held", "gauge", "1 when the newest finished run was held: its deletions wait for POST /api/v1/approve.")
+	fmt.Fprintf(&b, "gitaso_revision_held %d\n", held)
+	header("gitaso_deletions_held", "gauge", "Deletions the newest finished run holds for an approval; 0 unless it was held.")
+	fmt.Fprintf(&b, "gitaso_deletions_held %d\n", deletions)
 
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -25,9 +24,8 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "the webhook receiver is not configured (--webhook-secret-file)")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
-	if err != nil {
-		s.writeError(w, http.StatusBadRequest, CodeBadRequest, "read body: "+err.Error())
+	body, ok := s.readBody(w, r, maxWebhookBody)
+	if !ok {
 		return
 	}
 	if !webhookAuthentic(r, body, s.opts.WebhookSecret) {
@@ -55,7 +53,7 @@ func webhookAuthentic(r *http.Request, body []byte, secret string) bool {
 	}
 	token := r.Header.Get("X-Gitlab-Token")
 	if token == "" {
-		token, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		token, _ = bearer(r.Header.Get("Authorization"))
 	}
 	return token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(secret)) == 1
 }

@@ -1,0 +1,228 @@
+package api
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxRequestBody bounds the body of POST /api/v1/sync and /api/v1/approve.
+const maxRequestBody = 64 << 10
+
+// hostPolicy decides which Host headers the API answers. A browser sends the
+// name it resolved in Host, so a page that rebinds its own DNS name to the
+// API's address (DNS rebinding) is recognised by a name the API does not
+// know. IP literals cannot be rebound.
+type hostPolicy struct {
+	anyIP bool            // the listener has an unspecified address: every IP literal
+	any   bool            // "*" in AllowedHosts: no check
+	names map[string]bool // exact names and IP literals, lower case
+	zones []string        // ".example.com": the domain and its subdomains
+}
+
+func newHostPolicy(listen string, allowed []string) hostPolicy {
+	p := hostPolicy{names: map[string]bool{}}
+	if listen != "" {
+		h := hostOnly(listen)
+		if ip := net.ParseIP(h); h == "" || (ip != nil && ip.IsUnspecified()) {
+			p.anyIP = true
+		} else {
+			p.names[normHost(h)] = true
+		}
+	}
+	for _, a := range allowed {
+		a = normHost(hostOnly(strings.TrimSpace(a)))
+		switch {
+		case a == "":
+		case a == "*":
+			p.any = true
+		case strings.HasPrefix(a, "*."):
+			p.zones = append(p.zones, a[1:])
+		case strings.HasPrefix(a, "."):
+			p.zones = append(p.zones, a)
+		default:
+			p.names[a] = true
+		}
+	}
+	return p
+}
+
+// allows reports whether the Host header host (with or without a port) is
+// one the API answers: loopback addresses, localhost and its subdomains
+// (RFC 6761: they always resolve to loopback), the listen address, and the
+// allowed hosts. An absent Host (HTTP/1.0) comes from no browser.
+func (p hostPolicy) allows(host string) bool {
+	h := normHost(hostOnly(host))
+	if h == "" || p.any || p.names[h] {
+		return true
+	}
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.IsLoopback() || p.anyIP
+	}
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	for _, z := range p.zones {
+		if h == z[1:] || strings.HasSuffix(h, z) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostOnly strips the port and IPv6 brackets of host[:port].
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+}
+
+func normHost(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
+
+// IsLoopback reports whether a listen address (host:port) accepts
+// connections from this machine only: localhost or a loopback IP. An empty
+// or unspecified host (":8080", "0.0.0.0:8080") and any other name are not.
+func IsLoopback(listen string) bool {
+	h := normHost(hostOnly(listen))
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// ErrTokenRequired is returned by Options.Validate when the API listens on
+// an address other than loopback without a token.
+var ErrTokenRequired = errors.New("a token is required when the API listens beyond loopback")
+
+// Validate checks the options a server is started with: a token whenever
+// ListenAddr is not a loopback address, and well-formed AllowedHosts.
+func (o Options) Validate() error {
+	if o.Token == "" && o.ListenAddr != "" && !IsLoopback(o.ListenAddr) {
+		return fmt.Errorf("%w: %s is reachable from other machines, and without a token anyone who reaches it could trigger runs and approve deletions; "+
+			"give --api-token-file FILE (its token is then required by POST /api/v1/sync and /api/v1/approve) or listen on 127.0.0.1",
+			ErrTokenRequired, o.ListenAddr)
+	}
+	for _, a := range o.AllowedHosts {
+		a = strings.TrimSpace(a)
+		if a == "" || strings.ContainsAny(a, "/@ \t") {
+			return fmt.Errorf("allowed host %q: want a host name or IP address (optionally with a port), a leading dot for a domain and its subdomains, or *", a)
+		}
+	}
+	return nil
+}
+
+// checkHost answers 403 to a request whose Host the policy does not allow
+// (DNS rebinding), except on the exempt paths: /healthz (a constant answer
+// probes send with any Host) and /api/v1/webhook (Git hosts call it by
+// whatever public name forwards to gitaso, and it authenticates every
+// request with the webhook secret, which a rebinding page does not have).
+func (s *server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz", "/api/v1/webhook":
+		default:
+			if !s.hosts.allows(r.Host) {
+				s.writeError(w, http.StatusForbidden, CodeForbidden, fmt.Sprintf(
+					"host %q is not served: gitaso answers loopback addresses, localhost and its listen address; add other names with --api-allowed-hosts",
+					hostOnly(r.Host)))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// mutating guards the endpoints that change something (sync, approve)
+// against cross-site requests, then requires the token when one is set:
+//
+//   - Sec-Fetch-Site, when sent, must be same-origin (or none);
+//   - Origin, when sent, must be the API's own (its host and port are the
+//     request's Host);
+//   - Content-Type must be application/json: a page of another origin can
+//     send it only after a CORS preflight, which the API never grants, so a
+//     form or a "simple" fetch cannot trigger anything.
+func (s *server) mutating(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+			s.writeError(w, http.StatusForbidden, CodeForbidden, "cross-site request refused (Sec-Fetch-Site: "+site+")")
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r) {
+			s.writeError(w, http.StatusForbidden, CodeForbidden, fmt.Sprintf("cross-origin request refused: Origin %q is not this server", o))
+			return
+		}
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			s.writeError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+				"send Content-Type: application/json (curl -H 'Content-Type: application/json' ...)")
+			return
+		}
+		if s.opts.Token != "" {
+			got, ok := bearer(r.Header.Get("Authorization"))
+			gotH := sha256.Sum256([]byte(got))
+			if !ok || subtle.ConstantTimeCompare(gotH[:], s.tokenH[:]) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="gitaso"`)
+				s.writeError(w, http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required")
+				return
+			}
+		}
+		next(w, r)
+	}
+}
+
+// sameOrigin reports whether an Origin header names the server the request
+// was sent to: the same host and port as the Host header. A Host without a
+// port stands for the default port of the origin's scheme (a TLS-terminating
+// proxy in front of gitaso).
+func sameOrigin(origin string, r *http.Request) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false // includes "null" (sandboxed frames, file:// pages)
+	}
+	def := map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	split := func(hp string) (string, string) {
+		if h, p, err := net.SplitHostPort(hp); err == nil {
+			return normHost(h), p
+		}
+		return normHost(hostOnly(hp)), def
+	}
+	oh, op := split(u.Host)
+	rh, rp := split(r.Host)
+	return oh == rh && op == rp
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header; the
+// scheme is case-insensitive (RFC 7235).
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// readBody reads at most limit bytes of the request body; a larger body
+// answers 413 and returns false.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			s.writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the request body is larger than %d bytes", limit))
+		} else {
+			s.writeError(w, http.StatusBadRequest, CodeBadRequest, "read body: "+err.Error())
+		}
+		return nil, false
+	}
+	return b, true
+}
