@@ -7,12 +7,35 @@ import (
 	"time"
 )
 
-// Trigger asks the loop for a run as soon as possible; refresh also reads
-// Azure back for drift. It never blocks.
+// MinTriggerInterval is the least time between the end of a run and the
+// start of a triggered one (POST /api/v1/sync, an approval, a webhook).
+// Triggers are cheap to send and runs are not: 700 POSTs in 5 s made 129
+// runs when every trigger ran at once. A trigger that arrives sooner waits,
+// and every trigger arriving while one waits (or while a run is in
+// progress) is absorbed by it.
+const MinTriggerInterval = 2 * time.Second
+
+// Trigger asks the loop for a run; refresh also reads Azure back for drift
+// and adoption. It never blocks. Triggers coalesce: one is pending at most,
+// and it is a refresh when any of those it absorbed was, so a refresh is
+// never lost behind a pending poll.
 func (r *Reconciler) Trigger(refresh bool) {
-	select {
-	case r.trigger <- refresh:
-	default:
+	for {
+		select {
+		case r.trigger <- refresh:
+			return
+		default:
+		}
+		if !refresh {
+			return // the pending trigger, poll or refresh, covers a poll
+		}
+		// A trigger is pending and may be a poll: take it out and put
+		// back a refresh. Another caller may get in between; each turn
+		// either sends or frees the slot, so this ends.
+		select {
+		case <-r.trigger:
+		default:
+		}
 	}
 }
 
@@ -22,8 +45,9 @@ func (r *Reconciler) Sync(context.Context) error {
 	return nil
 }
 
-// Poll is the webhook receiver's hook: it triggers a fetch of the source
-// (a run if the revision changed) without reading Azure back.
+// Poll is the webhook receiver's hook: it triggers a fetch of the source, and
+// a run (trigger "webhook", like a poll of the interval) only if the
+// revision changed.
 func (r *Reconciler) Poll(context.Context) error {
 	r.Trigger(false)
 	return nil
@@ -49,10 +73,11 @@ const (
 
 // Loop reconciles until ctx ends: at start, whenever the source's revision
 // changes (polled every Interval; resources new to state are read from Azure
-// then, so that one that already exists shows as adopt), when triggered, when resources are due
-// for a resync (SyncPeriod, per namespace or kind), and after a back-off
-// when a run left resources failed with a retryable error (honouring ARM's
-// Retry-After).
+// then, so that one that already exists shows as adopt), when triggered
+// (coalesced, and no sooner than MinTriggerInterval after the previous run),
+// when resources are due for a resync (SyncPeriod, per namespace or kind),
+// and after a back-off when a run left resources failed with a retryable
+// error (honouring ARM's Retry-After).
 func (r *Reconciler) Loop(ctx context.Context) error {
 	if r.cfg.Interval <= 0 {
 		return fmt.Errorf("reconcile loop: interval must be positive")
@@ -62,7 +87,15 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
+	// The trigger waiting for its turn: pending, and whether it is a
+	// refresh; gate fires when MinTriggerInterval has passed since lastEnd.
+	var (
+		pending, pendingRefresh bool
+		gate                    <-chan time.Time
+		lastEnd                 time.Time
+	)
 	run := func(trigger string, refresh, all bool) {
+		defer func() { lastEnd = time.Now() }()
 		rep, err := r.Once(ctx, Options{Trigger: trigger, Refresh: refresh, All: all})
 		if rep != nil {
 			lastRev = rep.Run.Revision
@@ -94,7 +127,31 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case refresh := <-r.trigger:
-			run("api", refresh, true)
+			pendingRefresh = pendingRefresh || refresh
+			if !pending {
+				pending = true
+				gate = time.After(max(0, time.Until(lastEnd.Add(MinTriggerInterval))))
+			}
+		case <-gate:
+			if wait := time.Until(lastEnd.Add(MinTriggerInterval)); wait > 0 {
+				gate = time.After(wait) // another run ended meanwhile
+				continue
+			}
+			refresh := pendingRefresh
+			pending, pendingRefresh, gate = false, false, nil
+			if refresh {
+				run("api", true, true)
+				continue
+			}
+			// A webhook: fetch, and run only a new revision.
+			rev, err := r.peekRevision(ctx)
+			if err != nil {
+				r.log.WarnContext(ctx, "poll source", "error", err)
+				continue
+			}
+			if rev != lastRev {
+				run("webhook", true, false)
+			}
 		case <-retry.C:
 			run("retry", false, false)
 		case <-tick.C:
