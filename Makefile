@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X github.com/gitaso/gitaso/internal/cli.Version=$(VERSION)
 TAGS    := kustomize_disable_go_plugin_support
 SHARED  ?= $(abspath ../shared)
 
-.PHONY: all build test test-short lint bench fuzz demo catalog clean
+.PHONY: all build test test-short lint bench fuzz demo catalog clean reliability
 
 all: build
 
@@ -40,6 +40,12 @@ catalog:
 ## demo: local Azure emulator + gitaso daemon on a Git repo made from examples/ (Ctrl-C to stop)
 demo: build
 	bash scripts/demo.sh
+
+## reliability: kill -9 trials, a fault soak and hostile inputs against bin/gitaso; prints one table per part.
+## Takes minutes (not part of test or CI). Flags: make reliability RELIABILITY_FLAGS='-seed 7 -trials 100 -v'
+## (docs/reliability.md).
+reliability: build
+	$(GO) run ./internal/reliability/cmd/reliability -gitaso $(BIN) $(RELIABILITY_FLAGS)
 
 clean:
 	rm -rf bin bench.out

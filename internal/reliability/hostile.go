@@ -1,0 +1,344 @@
+package reliability
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// HostileOptions configure the hostile-input corpus.
+type HostileOptions struct {
+	Dir     string        // where the cases are generated (removed afterwards)
+	Timeout time.Duration // per case
+	// MemLimit kills `gitaso validate` when its resident set passes it (polled every 20 ms); the child also runs
+	// with GOMEMLIMIT at two thirds of it and, when prlimit is installed, an address-space limit of four times it.
+	MemLimit int64
+	HugeMB   int // size of the huge file
+	Objects  int // objects of the many-objects file
+	Depth    int // nesting depth of the deep file
+	Seed     uint64
+	Progress io.Writer
+}
+
+// DefaultHostileOptions returns the defaults of `make reliability`.
+func DefaultHostileOptions() HostileOptions {
+	return HostileOptions{Timeout: 60 * time.Second, MemLimit: 3 << 30, HugeMB: 200, Objects: 100_000, Depth: 100_000, Seed: 1}
+}
+
+// Outcomes of a hostile case.
+const (
+	OutcomeRefused  = "refused"    // exit 1 with an error message
+	OutcomeAccepted = "accepted"   // exit 0
+	OutcomeCrashed  = "crashed"    // a Go panic or fatal error, or death by a signal the harness did not send
+	OutcomeTimedOut = "timed out"  // killed at the timeout
+	OutcomeMemory   = "killed:mem" // killed by the memory guard
+)
+
+// HostileCase is one generated input and what `gitaso validate` did with it.
+type HostileCase struct {
+	Name     string
+	What     string // what the input is
+	Want     string // the outcomes a robust gitaso gives, separated by "|"
+	Outcome  string
+	Exit     int
+	Error    string // the first line of the output
+	MaxRSS   int64  // bytes (the child's rusage)
+	Duration time.Duration
+}
+
+// Wanted reports whether the outcome is one a robust gitaso gives.
+func (c HostileCase) Wanted() bool {
+	for _, w := range strings.Split(c.Want, "|") {
+		if w == c.Outcome {
+			return true
+		}
+	}
+	return false
+}
+
+type hostileCase struct {
+	name, what, want string // want: outcomes separated by "|"
+	make             func(dir string) error
+}
+
+const aliasBomb = `# YAML alias bomb ("billion laughs"): 609 bytes that expand to 10^9 strings.
+# A parser expanding each alias eagerly builds 10^9 strings.
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: bomb
+  namespace: default
+data:
+  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+  b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]
+  c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]
+  d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]
+  e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]
+  f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]
+  g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]
+  h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g,*g]
+  i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h,*h]
+`
+
+const validManifest = `apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: hostile-control
+  namespace: default
+spec:
+  location: westeurope
+`
+
+func hostileCases(o HostileOptions) []hostileCase {
+	write := func(name, content string) func(string) error {
+		return func(dir string) error { return os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644) }
+	}
+	return []hostileCase{
+		{"control", "one valid ResourceGroup", OutcomeAccepted, write("rg.yaml", validManifest)},
+		{"alias-bomb", fmt.Sprintf("%d-byte YAML alias bomb", len(aliasBomb)), OutcomeRefused, write("bomb.yaml", aliasBomb)},
+		{"alias-bomb-kustomize", "the alias bomb listed in a kustomization.yaml", OutcomeRefused, func(dir string) error {
+			if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - bomb.yaml\n"), 0o644); err != nil {
+				return err
+			}
+			return write("bomb.yaml", aliasBomb)(dir)
+		}},
+		{"huge-file", fmt.Sprintf("one %d MB YAML file", o.HugeMB), OutcomeRefused, func(dir string) error {
+			return writeHuge(filepath.Join(dir, "huge.yaml"), int64(o.HugeMB)<<20)
+		}},
+		{"many-objects", fmt.Sprintf("%d ResourceGroups in one file", o.Objects), OutcomeAccepted + "|" + OutcomeRefused, func(dir string) error {
+			return writeMany(filepath.Join(dir, "many.yaml"), o.Objects)
+		}},
+		{"deep-nesting", fmt.Sprintf("%d levels of [", o.Depth), OutcomeRefused,
+			write("deep.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  x: "+strings.Repeat("[", o.Depth)+"\n")},
+		{"symlink-outside", "a symlink to a manifest outside the root", OutcomeRefused, func(dir string) error {
+			outside := filepath.Join(filepath.Dir(dir), "outside-"+filepath.Base(dir)+".yaml")
+			if err := os.WriteFile(outside, []byte(validManifest), 0o644); err != nil {
+				return err
+			}
+			return os.Symlink(outside, filepath.Join(dir, "outside.yaml"))
+		}},
+		{"symlink-dev-zero", "a symlink to /dev/zero", OutcomeRefused, func(dir string) error {
+			return os.Symlink("/dev/zero", filepath.Join(dir, "zero.yaml"))
+		}},
+		{"fifo", "a named pipe nobody writes to", OutcomeRefused, func(dir string) error {
+			return syscall.Mkfifo(filepath.Join(dir, "fifo.yaml"), 0o644)
+		}},
+		{"binary", "1 MiB of random bytes named .yaml", OutcomeRefused, func(dir string) error {
+			rng := rand.New(rand.NewPCG(o.Seed, 0xb1))
+			b := make([]byte, 1<<20)
+			for i := range b {
+				b[i] = byte(rng.Uint32())
+			}
+			return os.WriteFile(filepath.Join(dir, "binary.yaml"), b, 0o644)
+		}},
+	}
+}
+
+func writeHuge(path string, size int64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	n, _ := w.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: huge\n  namespace: default\ndata:\n  blob: |\n")
+	line := "    " + strings.Repeat("x", 123) + "\n"
+	for written := int64(n); written < size; written += int64(len(line)) {
+		if _, err := w.WriteString(line); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeMany(path string, n int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(w, "---\napiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg-%06d\n  namespace: default\nspec:\n  location: westeurope\n", i)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// RunHostile generates every case under opts.Dir, runs `gitaso validate --dir <case>` on each and removes the
+// cases again.
+func RunHostile(ctx context.Context, gitaso string, opts HostileOptions) ([]HostileCase, error) {
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(opts.Dir)
+	prlimit, _ := exec.LookPath("prlimit")
+	var out []HostileCase
+	for _, hc := range hostileCases(opts) {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		dir := filepath.Join(opts.Dir, hc.name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return out, err
+		}
+		if err := hc.make(dir); err != nil {
+			return out, fmt.Errorf("reliability: generate %s: %w", hc.name, err)
+		}
+		c, err := validate(ctx, gitaso, prlimit, dir, opts)
+		if err != nil {
+			return out, err
+		}
+		c.Name, c.What, c.Want = hc.name, hc.what, hc.want
+		out = append(out, c)
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "  %-22s %-10s %6.1fs %5d MiB  %s\n", c.Name, c.Outcome, c.Duration.Seconds(), c.MaxRSS>>20, c.Error)
+		}
+		_ = os.RemoveAll(dir) // the huge file goes at once
+	}
+	return out, nil
+}
+
+// validate runs one case with the timeout and the memory guard.
+func validate(ctx context.Context, gitaso, prlimit, dir string, o HostileOptions) (HostileCase, error) {
+	var c HostileCase
+	args := []string{gitaso, "validate", "--dir", dir, "--kustomize"}
+	if prlimit != "" {
+		args = append([]string{prlimit, "--as=" + strconv.FormatInt(4*o.MemLimit, 10), "--"}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	home := filepath.Join(filepath.Dir(dir), "home")
+	_ = os.MkdirAll(home, 0o755)
+	cmd.Env = append(os.Environ(), "HOME="+home, "GOMEMLIMIT="+strconv.FormatInt(o.MemLimit*2/3, 10))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	head := &headBuffer{max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = head, head
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return c, fmt.Errorf("reliability: start %s: %w", gitaso, err)
+	}
+	pid := cmd.Process.Pid
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(o.Timeout)
+	defer deadline.Stop()
+	var werr error
+	reason := ""
+wait:
+	for {
+		select {
+		case werr = <-done:
+			break wait
+		case <-tick.C:
+			if rss := rssOf(pid); rss > o.MemLimit && reason == "" {
+				reason = OutcomeMemory
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		case <-deadline.C:
+			if reason == "" {
+				reason = OutcomeTimedOut
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		case <-ctx.Done():
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			<-done
+			return c, ctx.Err()
+		}
+	}
+	c.Duration = time.Since(start)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		c.MaxRSS = ru.Maxrss << 10 // KiB on Linux
+	}
+	c.Exit = cmd.ProcessState.ExitCode()
+	output := head.String()
+	c.Error = firstLine(output)
+	var ee *exec.ExitError
+	signaled := false
+	if errors.As(werr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			signaled = true
+			if reason == "" {
+				c.Error = "killed by " + ws.Signal().String() + "; " + c.Error
+			}
+		}
+	} else if werr != nil {
+		return c, werr
+	}
+	switch {
+	case reason != "":
+		c.Outcome = reason
+	case signaled, strings.Contains(output, "panic: "), strings.Contains(output, "fatal error: "):
+		c.Outcome = OutcomeCrashed
+		if i := strings.Index(output, "fatal error: "); i >= 0 {
+			c.Error = firstLine(output[i:])
+		} else if i := strings.Index(output, "panic: "); i >= 0 {
+			c.Error = firstLine(output[i:])
+		}
+	case c.Exit == 0:
+		c.Outcome = OutcomeAccepted
+	default:
+		c.Outcome = OutcomeRefused
+	}
+	return c, nil
+}
+
+// rssOf reads VmRSS of a process in bytes (0 when gone).
+func rssOf(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if len(l) > 160 {
+				l = l[:160] + "…"
+			}
+			return l
+		}
+	}
+	return ""
+}
+
+// headBuffer keeps the first max bytes written.
+type headBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	if room := h.max - h.buf.Len(); room > 0 {
+		h.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (h *headBuffer) String() string { return h.buf.String() }
