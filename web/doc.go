@@ -13,13 +13,21 @@
 //     name; a detail view per resource with its applied body (secret values
 //     already redacted by the API), its outputs, and its secret outputs by
 //     name only;
-//   - the recent runs (revision, trigger, outcome, counts per action, error);
+//   - the recent runs (revision, trigger, outcome, counts per action, error,
+//     and what a held run holds);
 //   - the latest plan, rendered line for line like the CLI's text plan
-//     (planner.RenderText): + ~ - symbols, before -> after,
-//     "(known after apply)", "(sensitive value)";
+//     (planner.RenderText): + ~ - > symbols, before -> after, movedFrom,
+//     "(known after apply)", "(sensitive value)", and why a plan is held;
+//   - a banner when the newest finished run is held by the deletion guard:
+//     the revision, the reason and message, how many deletions of how many
+//     managed resources, the first keys, the resources gitaso does not
+//     manage that ARM's cascade would take, and an "Approve deletions"
+//     button (confirmed in a dialog, then POST /api/v1/approve with the
+//     revision);
 //   - a "Sync now" button (POST /api/v1/sync). When the API answers 401 the
-//     page asks for the bearer token and retries; the token is kept in memory
-//     only, never in the URL, cookies or web storage.
+//     page asks for the bearer token and retries the action; the token is
+//     kept in memory only, never in the URL, cookies or web storage. Both
+//     POSTs send Content-Type: application/json, which the API requires.
 //
 // It refreshes itself every few seconds while visible. State the user picks
 // (filters, selected resource, open section) lives in the URL fragment, so a

@@ -60,9 +60,17 @@ type fixture struct {
 	db   *state.DB
 	plan *planner.Plan // the plan stored in state
 
-	mu       sync.Mutex
-	syncs    int
-	requests []string // method + path + query of API requests seen
+	mu         sync.Mutex
+	syncs      int
+	approvals  []string // revisions Approve was called with
+	approveErr error    // what Approve answers
+	requests   []string // method + path + query of API requests seen
+}
+
+func (f *fixture) approved() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.approvals...)
 }
 
 func (f *fixture) syncCount() int {
@@ -214,6 +222,15 @@ func newFixture(t testing.TB) *fixture {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.syncs++
+			return nil
+		},
+		Approve: func(ctx context.Context, rev string) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.approveErr != nil {
+				return f.approveErr
+			}
+			f.approvals = append(f.approvals, rev)
 			return nil
 		},
 		Token:  apiToken,

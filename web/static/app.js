@@ -2,8 +2,10 @@
 // the JSON API under api/v1 (relative URLs, so a path prefix added by a
 // reverse proxy keeps working). Data is always inserted with textContent,
 // never as HTML. The API never sends secret values; the bearer token for
-// POST api/v1/sync is kept in the `token` variable only (never in the URL,
-// cookies or web storage).
+// POST api/v1/sync and api/v1/approve is kept in the `token` variable only
+// (never in the URL, cookies or web storage). Those POSTs send
+// Content-Type: application/json, which the API requires of them (a page of
+// another origin cannot send it without a CORS preflight).
 'use strict';
 
 (function () {
@@ -13,12 +15,15 @@
   const KNOWN_AFTER_APPLY = '(known after apply)';
   const REDACTED = '(sensitive value)';
 
-  // token is the bearer token the user typed for POST api/v1/sync. Memory only.
+  // token is the bearer token the user typed for the POST endpoints. Memory only.
   let token = null;
+  // afterToken is the action to retry once the user has given a token.
+  let afterToken = null;
+  const HELD_SHOWN = 10; // keys and unmanaged IDs listed in the held banner
 
   const cache = {
     resources: null, resourcesKey: '', resourcesText: '',
-    runs: null, runsText: '',
+    runs: null, runsText: '', heldText: '',
     plan: undefined, planText: '', // undefined: not loaded; null: no plan yet (404)
     detailText: '',
   };
@@ -78,6 +83,13 @@
       throw new APIError(resp.status, code, message);
     }
     return text;
+  }
+
+  // post sends a JSON body to a mutating endpoint with the token, if any.
+  function post(path, body) {
+    const headers = { Accept: 'application/json', 'Content-Type': 'application/json' };
+    if (token) headers.Authorization = 'Bearer ' + token;
+    return api(path, { method: 'POST', headers, body: JSON.stringify(body || {}) });
   }
 
   // parseJSON keeps number literals whose text a JavaScript number would
@@ -149,7 +161,7 @@
 
   // ---- plan rendering, line for line as planner.RenderText ---------------
 
-  const SYMBOLS = { 'no-op': ' ', create: '+', adopt: '+', update: '~', drift: '~', delete: '-', detach: '-', observe: '?' };
+  const SYMBOLS = { 'no-op': ' ', create: '+', adopt: '+', update: '~', drift: '~', delete: '-', detach: '-', observe: '?', move: '>' };
   const VERBS = {
     'no-op': 'is up to date',
     create: 'will be created',
@@ -159,6 +171,7 @@
     delete: 'will be deleted',
     detach: 'will be forgotten (left in Azure)',
     observe: 'will be read only (reconcile-policy skip)',
+    move: 'is moved here and keeps its Azure resource',
   };
 
   // goJSON is Go's json.Marshal: map keys sorted, <, >, & and U+2028/9 escaped.
@@ -234,6 +247,7 @@
     L.push('      armId      = ' + goQuote(r.armId || ''));
     if (r.file) L.push('      source     = ' + goQuote(r.file + (r.line > 0 ? ':' + r.line : '')));
     if (r.credential && r.credential !== 'global') L.push('      credential = ' + goQuote(r.credential));
+    if (r.movedFrom) L.push('      movedFrom  = ' + goQuote(r.movedFrom));
     if (r.deletedWith) L.push('      # deleted together with ' + r.deletedWith);
     const req = r.request;
     if (req && req.method !== 'PUT') L.push('      ' + req.method + ' ' + req.path);
@@ -244,7 +258,7 @@
           if (req.body !== undefined) leaves(req.body, '', (p, v) => L.push('      + ' + p + ' = ' + show(v, r, p)));
         }
         break;
-      case 'adopt': case 'update': case 'drift': {
+      case 'adopt': case 'update': case 'drift': case 'move': {
         if (req) L.push('      PUT ' + req.path);
         const changes = r.changes || [];
         for (const c of changes) {
@@ -267,9 +281,30 @@
     return (a) => s[a] || 0;
   }
 
+  // heldLines is planner's renderHeld: why the plan is held, the unmanaged
+  // resources its deletions would take, and how to approve them.
+  function heldLines(p) {
+    const h = p.held;
+    if (!h) return [];
+    const L = ['', 'HELD (' + (h.reason || '') + '): ' + (h.message || '')];
+    const SHOW = 20;
+    const un = h.unmanaged || [];
+    for (let i = 0; i < un.length; i++) {
+      if (i === SHOW) {
+        L.push('  ... and ' + (un.length - SHOW) + ' more not managed by gitaso');
+        break;
+      }
+      L.push('  not managed by gitaso: ' + un[i]);
+    }
+    L.push('Approve exactly these deletions with: POST /api/v1/approve {"revision":' + goQuote(p.revision || '') +
+      '} (gitaso serve), or gitaso apply --approve-deletions');
+    return L;
+  }
+
   // planLines is planner.RenderText(p, TextOptions{ShowUnchanged}) as lines.
   function planLines(p, showUnchanged) {
     const L = ['gitaso plan for revision ' + shortRev(p.revision || '')];
+    L.push(...heldLines(p));
     let changed = 0;
     for (const r of p.resources || []) {
       if (r.action === 'no-op' && !showUnchanged) continue;
@@ -281,21 +316,24 @@
     if (changed === 0) {
       L.push('No changes. Azure matches the manifests (' + s('no-op') + ' resources).');
     } else {
-      L.push('Plan: ' + s('create') + ' to create, ' + s('adopt') + ' to adopt, ' + s('update') + ' to update, ' +
-        s('drift') + ' drifted to correct, ' + s('delete') + ' to delete, ' + s('detach') + ' to detach; ' +
+      L.push('Plan: ' + s('create') + ' to create, ' + s('adopt') + ' to adopt, ' + (s('move') ? s('move') + ' to move, ' : '') +
+        s('update') + ' to update, ' + s('drift') + ' drifted to correct, ' + s('delete') + ' to delete, ' + s('detach') + ' to detach; ' +
         s('no-op') + ' unchanged, ' + s('observe') + ' observed.');
+      if (p.held) L.push('Held: nothing of this revision is applied until its deletions are approved.');
     }
     return L;
   }
 
   function lineClass(line) {
     if (/^ {2}# /.test(line)) return 'pl-head';
-    if (/^ {2}[+~\-?] /.test(line)) return 'pl-res pl-' + { '+': 'add', '~': 'change', '-': 'remove', '?': 'observe' }[line[2]];
+    if (/^ {2}[+~\-?>] /.test(line)) return 'pl-res pl-' + { '+': 'add', '~': 'change', '-': 'remove', '?': 'observe', '>': 'move' }[line[2]];
     if (/^ {6}\+ /.test(line)) return 'pl-add';
     if (/^ {6}~ /.test(line)) return 'pl-change';
     if (/^ {6}- /.test(line)) return 'pl-remove';
     if (/^ {6}# /.test(line)) return 'pl-note';
     if (/^(Plan:|No changes\.|gitaso plan)/.test(line)) return 'pl-summary';
+    if (/^(HELD |Held: |Approve exactly )/.test(line)) return 'pl-held';
+    if (/^ {2}(not managed by gitaso: |\.\.\. and \d+ more not managed)/.test(line)) return 'pl-held pl-unmanaged';
     return '';
   }
 
@@ -577,8 +615,101 @@
       el('td', { text: duration(r.startedAt, r.finishedAt) }),
       el('td', null, el('span', { class: 'badge outcome ' + (r.outcome || 'running'), text: r.outcome || 'running' })),
       el('td', { text: countsText(r.counts) }),
-      el('td', { class: 'error' }, r.error ? el('div', { class: 'message', text: r.error }) : null, r.summary ? el('div', { class: 'muted', text: r.summary }) : null))));
+      el('td', { class: 'error' }, r.error ? el('div', { class: 'message', text: r.error }) : null, heldNote(r),
+        r.summary ? el('div', { class: 'muted', text: r.summary }) : null))));
     $('runs-empty').hidden = runs.length > 0;
+  }
+
+  // heldNote says in the runs table what a run held back.
+  function heldNote(r) {
+    const h = r.held;
+    if (!h) return null;
+    const what = r.outcome === 'held'
+      ? 'Held (' + h.reason + '): ' + deletionCount(h) + ' wait for an approval.'
+      : 'Held back (' + h.reason + '): ' + deletionCount(h) + ' not applied.';
+    return el('div', { class: 'held-note' }, el('strong', { text: what }), h.message ? el('div', { class: 'message', text: h.message }) : null);
+  }
+
+  function plural(n, one, many) {
+    return n + ' ' + (n === 1 ? one : many);
+  }
+
+  function deletionCount(h) {
+    return plural(h.deletions || 0, 'deletion', 'deletions') + ' of ' + plural(h.managed || 0, 'managed resource', 'managed resources');
+  }
+
+  // ---- held revision banner ---------------------------------------------
+
+  // renderHeld shows the banner when the newest finished run is held.
+  function renderHeld(finished, newest) {
+    const box = $('held');
+    const h = finished && finished.outcome === 'held' ? finished.held : null;
+    const running = !!(h && newest && newest.id !== finished.id && !newest.outcome);
+    const sig = h ? JSON.stringify([finished.id, finished.revision, h, running]) : '';
+    if (sig === cache.heldText) return;
+    cache.heldText = sig;
+    if (!h) {
+      box.hidden = true;
+      box.replaceChildren();
+      return;
+    }
+    const rev = finished.revision || '';
+    const list = (items, cls) => {
+      const ul = el('ul', { class: cls });
+      for (const k of items.slice(0, HELD_SHOWN)) ul.append(el('li', null, el('code', { text: k })));
+      if (items.length > HELD_SHOWN) ul.append(el('li', { class: 'muted', text: 'and ' + (items.length - HELD_SHOWN) + ' more' }));
+      return ul;
+    };
+    const keys = h.keys || [];
+    const unmanaged = h.unmanaged || [];
+    const parts = [
+      el('h2', { id: 'held-title' }, 'Revision ', el('code', { title: rev, text: shortRev(rev) }), ' is held: its deletions wait for an approval'),
+      el('p', null, el('span', { class: 'reason', text: h.reason || '' }), ' ', el('span', { class: 'message', text: h.message || '' })),
+      el('p', { class: 'held-count' }, el('strong', { text: deletionCount(h) }), '. Nothing of this revision is applied until they are approved.'),
+    ];
+    if (keys.length) parts.push(el('p', { class: 'held-label', text: 'Would delete:' }), list(keys, 'held-keys'));
+    if (unmanaged.length) {
+      parts.push(el('p', { class: 'held-label', text: 'Would also delete, through Azure\'s cascade, resources gitaso does not manage:' }),
+        list(unmanaged, 'held-unmanaged'));
+    }
+    if (running) parts.push(el('p', { class: 'muted', text: 'A newer run is in progress.' }));
+    const btn = el('button', { type: 'button', id: 'approve', class: 'danger', 'data-revision': rev }, 'Approve deletions');
+    btn.addEventListener('click', () => confirmApprove(rev, h));
+    parts.push(el('p', { class: 'held-actions' }, btn, ' ',
+      el('span', { class: 'muted', text: 'or revert the commit that removed them.' })));
+    box.replaceChildren(...parts);
+    box.hidden = false;
+  }
+
+  function confirmApprove(rev, h) {
+    const d = $('approve-dialog');
+    $('approve-what').textContent = 'Delete ' + plural(h.deletions || 0, 'resource', 'resources') + ' of revision ' + shortRev(rev) +
+      ' from Azure' + ((h.unmanaged || []).length ? ', with ' + plural(h.unmanaged.length, 'resource', 'resources') + ' gitaso does not manage' : '') +
+      '? Only the deletions listed are approved; a later revision that deletes more is held again.';
+    d.dataset.revision = rev;
+    if (!d.open) d.showModal();
+    $('approve-cancel').focus();
+  }
+
+  async function approve(rev) {
+    say('Approving the deletions of revision ' + shortRev(rev) + '…');
+    const btn = $('approve');
+    if (btn) btn.disabled = true;
+    try {
+      await post('api/v1/approve', { revision: rev });
+      say('Deletions of revision ' + shortRev(rev) + ' approved: gitaso is applying it. The new run appears under Runs when it finishes.');
+      setTimeout(() => refresh(true), 1000);
+    } catch (e) {
+      if (e instanceof APIError && e.status === 401) {
+        needToken(() => approve(rev), 'approve deletions');
+      } else if (e instanceof APIError && e.status === 409) {
+        say('Not approved: ' + e.message);
+      } else {
+        say('Approve failed: ' + e.message);
+      }
+    } finally {
+      if (btn) btn.disabled = false;
+    }
   }
 
   async function loadPlanData() {
@@ -627,10 +758,12 @@
     fillPlan(pre, planLines(p, $('plan-unchanged').checked));
   }
 
-  async function loadLastRun() {
-    if (route.view === 'runs' && cache.runs) return cache.runs[0];
-    const text = await api('api/v1/runs?limit=1');
-    return (JSON.parse(text).items || [])[0];
+  // loadLastRuns returns the newest run and the newest finished one (one
+  // run at a time: at most one is in progress).
+  async function loadLastRuns() {
+    let runs = route.view === 'runs' && cache.runs ? cache.runs : null;
+    if (!runs) runs = JSON.parse(await api('api/v1/runs?limit=2')).items || [];
+    return { newest: runs[0], finished: runs.find((r) => r.outcome) };
   }
 
   // ---- refresh loop ---------------------------------------------------
@@ -653,7 +786,9 @@
     if (route.view === 'runs') jobs.push(loadRuns());
     if (route.view === 'plan') jobs.push(loadPlan());
     await Promise.all(jobs);
-    const last = await loadLastRun();
+    const runs = await loadLastRuns();
+    const last = runs.newest;
+    renderHeld(runs.finished, runs.newest);
     lastOK = new Date();
     const r = $('refreshed');
     r.replaceChildren('Updated ' + lastOK.toLocaleTimeString());
@@ -692,17 +827,12 @@
     btn.setAttribute('aria-busy', 'true');
     say('Triggering a sync…');
     try {
-      const headers = { Accept: 'application/json' };
-      if (token) headers.Authorization = 'Bearer ' + token;
-      await api('api/v1/sync', { method: 'POST', headers });
+      await post('api/v1/sync', {});
       say('Sync triggered: gitaso is reconciling. The new run appears under Runs when it finishes.');
       setTimeout(() => refresh(true), 1000);
     } catch (e) {
       if (e instanceof APIError && e.status === 401) {
-        const rejected = token !== null;
-        token = null;
-        say(rejected ? 'The token was rejected.' : 'A bearer token is required to sync.');
-        askToken(rejected);
+        needToken(sync, 'sync');
       } else {
         say('Sync failed: ' + e.message);
       }
@@ -712,9 +842,18 @@
     }
   }
 
-  function askToken(rejected) {
+  // needToken asks for the token after a 401 and retries action with it.
+  function needToken(action, what) {
+    const rejected = token !== null;
+    token = null;
+    afterToken = action;
+    say(rejected ? 'The token was rejected.' : 'A bearer token is required to ' + what + '.');
+    askToken(rejected, what);
+  }
+
+  function askToken(rejected, what) {
     const d = $('token-dialog');
-    $('token-why').textContent = (rejected ? 'The token was rejected; try again. ' : 'This gitaso requires a bearer token to trigger a sync. ') +
+    $('token-why').textContent = (rejected ? 'The token was rejected; try again. ' : 'This gitaso requires a bearer token to ' + what + '. ') +
       'The token is kept in this tab\'s memory only.';
     $('token-input').value = '';
     if (!d.open) d.showModal();
@@ -730,14 +869,29 @@
       $('token-dialog').close();
       if (!v) return;
       token = v;
-      $('sync').focus();
-      sync();
+      const action = afterToken || sync;
+      afterToken = null;
+      (action === sync || !$('approve') ? $('sync') : $('approve')).focus();
+      action();
     });
     $('token-cancel').addEventListener('click', () => {
+      const action = afterToken;
+      afterToken = null;
       $('token-input').value = '';
       $('token-dialog').close();
-      say('Sync cancelled.');
-      $('sync').focus();
+      say(action && action !== sync ? 'Cancelled.' : 'Sync cancelled.');
+      (action && action !== sync && $('approve') ? $('approve') : $('sync')).focus();
+    });
+    $('approve-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const d = $('approve-dialog');
+      d.close();
+      approve(d.dataset.revision);
+    });
+    $('approve-cancel').addEventListener('click', () => {
+      $('approve-dialog').close();
+      say('Nothing approved.');
+      if ($('approve')) $('approve').focus();
     });
     $('filters').addEventListener('submit', (ev) => {
       ev.preventDefault();
