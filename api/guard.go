@@ -107,7 +107,7 @@ var ErrTokenRequired = errors.New("a token is required when the API listens beyo
 // ListenAddr is not a loopback address, and well-formed AllowedHosts.
 func (o Options) Validate() error {
 	if o.Token == "" && o.ListenAddr != "" && !IsLoopback(o.ListenAddr) {
-		return fmt.Errorf("%w: %s is reachable from other machines, and without a token anyone who reaches it could trigger runs and approve deletions; "+
+		return fmt.Errorf("%w: --listen %s is reachable from other machines, and without a token anyone who reaches it could trigger runs and approve deletions; "+
 			"give --api-token-file FILE (its token is then required by POST /api/v1/sync and /api/v1/approve) or listen on 127.0.0.1",
 			ErrTokenRequired, o.ListenAddr)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -191,7 +190,7 @@ func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{}
 	var listen, tokenFile, webhookSecretFile string
 	var interval, syncPeriod time.Duration
-	var nsPeriods, kindPeriods []string
+	var nsPeriods, kindPeriods, allowedHosts []string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: follow the branch, apply every new revision, resync Azure, serve status",
@@ -203,15 +202,44 @@ reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
   GET  /api/v1/runs                                  run history with revisions
   GET  /api/v1/plan                                  the latest plan (JSON interface)
   POST /api/v1/sync                                  reconcile now (with a refresh)
+  POST /api/v1/approve {"revision":"<sha>"}          release the deletions the deletion guard held for a revision
   POST /api/v1/webhook                               a Git host's push notification (--webhook-secret-file)
-  GET  /healthz  /readyz  /metrics`,
+  GET  /healthz  /readyz  /metrics
+
+POST /api/v1/sync and /api/v1/approve need Content-Type: application/json, refuse cross-site requests
+(Origin, Sec-Fetch-Site) and take the --api-token-file token as "Authorization: Bearer <token>".
+Every endpoint but /healthz and the webhook answers only a Host naming loopback, localhost, the --listen
+address or one of --api-allowed-hosts (DNS rebinding). Listening beyond loopback requires --api-token-file.
+Triggers coalesce: a sync starts no sooner than 2 s after the previous run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			e, err := s.setup(cmd, stderr, false, true)
+			e, err := s.setup(cmd, stderr, false, true) // flags from the environment and --config too
 			if err != nil {
 				return err
 			}
 			defer e.close()
+			// The API's settings are checked before the loop or the listener start.
+			apiOpts := api.Options{ListenAddr: listen, AllowedHosts: allowedHosts, UI: web.Handler()}
+			if tokenFile != "" {
+				token, err := readTrim(tokenFile)
+				if err != nil {
+					return fmt.Errorf("read --api-token-file: %w", err)
+				}
+				if token == "" {
+					return fmt.Errorf("--api-token-file %s is empty", tokenFile)
+				}
+				apiOpts.Token = token
+			}
+			if webhookSecretFile != "" {
+				secret, err := readTrim(webhookSecretFile)
+				if err != nil {
+					return fmt.Errorf("read --webhook-secret-file: %w", err)
+				}
+				apiOpts.WebhookSecret = secret
+			}
+			if err := apiOpts.Validate(); err != nil {
+				return err
+			}
 			e.cfg.Interval, e.cfg.SyncPeriod = interval, syncPeriod
 			if e.cfg.NamespaceSyncPeriod, err = durationMap("--namespace-sync-period", nsPeriods); err != nil {
 				return err
@@ -220,27 +248,17 @@ reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
 				return err
 			}
 			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
-			var token string
-			if tokenFile != "" {
-				b, err := readTrim(tokenFile)
-				if err != nil {
-					return fmt.Errorf("read --api-token-file: %w", err)
-				}
-				token = b
+			apiOpts.Sync, apiOpts.Approve, apiOpts.Ready, apiOpts.Logger = r.Sync, r.ApproveDeletions, r.Ready, e.log
+			if apiOpts.WebhookSecret != "" {
+				apiOpts.Webhook = r.Poll
 			}
-			var hookSecret string
-			if webhookSecretFile != "" {
-				if hookSecret, err = readTrim(webhookSecretFile); err != nil {
-					return fmt.Errorf("read --webhook-secret-file: %w", err)
-				}
-			}
-			h := api.New(e.db, api.Options{Sync: r.Sync, Ready: r.Ready, Logger: e.log, Token: token, UI: web.Handler(),
-				Webhook: r.Poll, WebhookSecret: hookSecret})
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", listen, err)
 			}
-			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+			so := api.DefaultServerOptions()
+			so.Logger = e.log
+			srv := api.NewServer(api.New(e.db, apiOpts), so)
 			e.log.Info("serving", "address", "http://"+ln.Addr().String(), "state", s.stateFile)
 			fmt.Fprintf(stdout, "gitaso serving on http://%s (status page /, API /api/v1/resources)\n", ln.Addr())
 			ctx, cancel := context.WithCancel(cmd.Context())
@@ -268,7 +286,8 @@ reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
 	}
 	s.register(cmd.Flags(), true)
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the HTTP API")
-	cmd.Flags().StringVar(&tokenFile, "api-token-file", "", "file with a bearer token required by POST endpoints")
+	cmd.Flags().StringVar(&tokenFile, "api-token-file", "", "file with a bearer token required by POST /api/v1/sync and /api/v1/approve (required when --listen is not loopback)")
+	cmd.Flags().StringSliceVar(&allowedHosts, "api-allowed-hosts", nil, "further Host names the API answers besides loopback, localhost and the --listen address, e.g. a reverse proxy's gitaso.example.com; .example.com for a domain and its subdomains, * for any (repeatable)")
 	cmd.Flags().StringVar(&webhookSecretFile, "webhook-secret-file", "", "file with the secret of POST /api/v1/webhook (GitHub HMAC signature, GitLab token or bearer token): a push fetches the branch at once")
 	durationFlag(cmd.Flags(), &interval, "interval", time.Minute, "how often the branch is polled")
 	durationFlag(cmd.Flags(), &syncPeriod, "sync-period", time.Hour, "how often Azure is read back to correct drift (0 disables); reads are bulk Resource Graph queries, writes only where a field differs")
