@@ -112,6 +112,7 @@ gitaso is running. Look at:
   curl -s $api/api/v1/resources            # every resource with ASO's Ready condition
   curl -s $api/api/v1/runs                 # runs and their revisions
   curl -s $api/api/v1/plan                 # the latest plan (JSON interface)
+  curl -s -X POST -H 'Content-Type: application/json' $api/api/v1/sync   # reconcile now, reading Azure back
   $bin plan --dir $work/repo --offline --substitute-from platform/platform-vars --substitute-strict
                                            # the plan as text, without Azure
 Change a manifest and commit; the next poll (2 s) applies exactly that change:
