@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,6 +27,7 @@ type loopEnv struct {
 	db  *state.DB
 	rec *reconcile.Reconciler
 	api *httptest.Server
+	dir string
 }
 
 func startLoop(t *testing.T) *loopEnv {
@@ -53,9 +55,9 @@ func startLoop(t *testing.T) *loopEnv {
 	done := make(chan error, 1)
 	go func() { done <- rec.Loop(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	srv := httptest.NewServer(api.New(db, api.Options{Sync: rec.Sync, Webhook: rec.Poll, WebhookSecret: "hook", Logger: quiet}))
+	srv := httptest.NewServer(api.New(db, api.Options{Sync: rec.Sync, Approve: rec.ApproveDeletions, Webhook: rec.Poll, WebhookSecret: "hook", Logger: quiet}))
 	t.Cleanup(srv.Close)
-	e := &loopEnv{db: db, rec: rec, api: srv}
+	e := &loopEnv{db: db, rec: rec, api: srv, dir: dir}
 	e.waitRuns(t, func(rs []state.Run) bool { return len(rs) == 1 && rs[0].Outcome != "" }, "the startup run")
 	return e
 }
@@ -187,5 +189,71 @@ func TestRefreshAfterPendingPoll(t *testing.T) {
 	e.rec.Trigger(false)
 	if rs := e.idle(t, reconcile.MinTriggerInterval+time.Second); len(rs) != 2 {
 		t.Errorf("a poll of an unchanged revision ran: %+v", rs[0])
+	}
+}
+
+// post sends a JSON POST to the API and returns the status and body.
+func (e *loopEnv) post(t *testing.T, path, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(e.api.URL+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (e *loopEnv) metric(t *testing.T, name string) string {
+	t.Helper()
+	resp, err := http.Get(e.api.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("no %s in /metrics", name)
+	return ""
+}
+
+// TestApproveThroughTheAPI: a revision that deletes everything is held; the
+// metrics say so; POST /api/v1/approve with a prefix of its revision
+// releases the deletion and the triggered run applies it.
+func TestApproveThroughTheAPI(t *testing.T) {
+	e := startLoop(t)
+	if err := os.Remove(filepath.Join(e.dir, "rg.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := e.post(t, "/api/v1/sync", "{}"); code != http.StatusAccepted {
+		t.Fatalf("sync: %d %s", code, body)
+	}
+	rs := e.waitRuns(t, func(rs []state.Run) bool { return len(rs) == 2 && rs[0].Outcome != "" }, "the run of the emptied directory")
+	held := rs[0]
+	if held.Outcome != state.OutcomeHeld || held.Held == nil || held.Held.Deletions != 1 {
+		t.Fatalf("run of an emptied directory: %+v", held)
+	}
+	if a, b := e.metric(t, "gitaso_revision_held"), e.metric(t, "gitaso_deletions_held"); a != "1" || b != "1" {
+		t.Errorf("held gauges %s %s, want 1 1", a, b)
+	}
+	if code, body := e.post(t, "/api/v1/approve", `{"revision":"0123456789abcdef"}`); code != http.StatusConflict || !strings.Contains(body, "no deletions of that revision are held") {
+		t.Errorf("approve another revision: %d %s", code, body)
+	}
+	if code, body := e.post(t, "/api/v1/approve", `{"revision":"`+held.Revision[:12]+`"}`); code != http.StatusAccepted {
+		t.Fatalf("approve: %d %s", code, body)
+	}
+	rs = e.waitRuns(t, func(rs []state.Run) bool { return len(rs) == 3 && rs[0].Outcome != "" }, "the approved run")
+	if rs[0].Outcome != state.OutcomeSucceeded || rs[0].Trigger != "api" || rs[0].Counts["delete"] != 1 {
+		t.Errorf("approved run: %+v", rs[0])
+	}
+	if _, ok, _ := e.db.Resource(state.ResourceKey("ops", "resources.azure.com", "ResourceGroup", "trigger-rg")); ok {
+		t.Error("the resource group is still in state")
+	}
+	if a, b := e.metric(t, "gitaso_revision_held"), e.metric(t, "gitaso_deletions_held"); a != "0" || b != "0" {
+		t.Errorf("held gauges after the approval %s %s, want 0 0", a, b)
 	}
 }
