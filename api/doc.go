@@ -117,7 +117,9 @@
 //     Content-Type: application/json (415 unsupported_media_type): a page of
 //     another origin cannot send that without a CORS preflight, which the
 //     API never grants (no Access-Control-Allow-* headers), so a form or a
-//     text/plain fetch triggers nothing.
+//     text/plain fetch triggers nothing. Behind a reverse proxy, forward the
+//     Host the browser sent (nginx: proxy_set_header Host $host) and list it
+//     in AllowedHosts, so that the page's Origin matches it.
 //     curl -X POST -H 'Content-Type: application/json' localhost:8080/api/v1/sync
 //   - Token: "Authorization: Bearer <token>", the scheme in any case
 //     (RFC 7235), compared in constant time; 401 with WWW-Authenticate.
