@@ -402,7 +402,7 @@ plans the exact ARM requests ASO would send, and applies them to Azure in depend
   gitaso plan --repo https://git/x --path infra show what would change (exit code 2 when changes are pending)
   gitaso plan --offline --subscription ID ...   plan without any Azure access (everything as a create)
   gitaso apply --repo ...                       apply once
-  gitaso serve --repo ... --listen :8080        run the daemon: poll, apply, serve status
+  gitaso serve --repo ... --listen 127.0.0.1:8080  run the daemon: poll, apply, serve status
   gitaso emulator                               run a local Azure (ARM + Entra ID) for experiments
 
 Every flag can also be set as an environment variable GITASO_<FLAG> (dashes as underscores) or in a
