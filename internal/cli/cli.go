@@ -73,8 +73,9 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringVar(&s.gitCA, "git-ca-file", "", "PEM file of extra CAs to trust for HTTPS Git")
 	fs.BoolVar(&s.kustomize, "kustomize", true, "build directories holding a kustomization.yaml in memory (remote bases are refused)")
 	fs.StringSliceVar(&s.kustomizeDirs, "kustomize-dir", nil, "build only these kustomization directories (relative to the repository root; repeatable)")
-	fs.StringSliceVar(&s.substitute, "substitute", nil, "Flux post-build substitution variable NAME=VALUE (repeatable; wins over --substitute-from)")
-	fs.StringSliceVar(&s.substituteFrom, "substitute-from", nil, "take ${VAR} values from a ConfigMap or Secret in the repository: [ConfigMap/|Secret/]NAMESPACE/NAME[,optional] (repeatable, later wins)")
+	// Arrays, not slices: a value may hold commas (NS/NAME,optional; X=a,b).
+	fs.StringArrayVar(&s.substitute, "substitute", nil, "Flux post-build substitution variable NAME=VALUE (repeatable; wins over --substitute-from)")
+	fs.StringArrayVar(&s.substituteFrom, "substitute-from", nil, "take ${VAR} values from a ConfigMap or Secret in the repository: [ConfigMap/|Secret/]NAMESPACE/NAME[,optional] (repeatable, later wins)")
 	fs.BoolVar(&s.substituteStrict, "substitute-strict", false, "a ${VAR} with no value and no default is an error (Flux's strict substitution)")
 	fs.StringVar(&s.sopsAgeKeyFile, "sops-age-key-file", "", "age identities file that decrypts SOPS-encrypted manifests, as Flux's sops decryption (default $SOPS_AGE_KEY_FILE)")
 	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -148,17 +149,33 @@ func applyEnvAndConfig(fs *pflag.FlagSet) error {
 			env = asoEnv[f.Name]
 			v, ok = os.LookupEnv(env)
 		}
+		array := f.Value.Type() == "stringArray"
 		if ok {
 			if env == "AZURE_SYNC_PERIOD" && v == "never" {
 				v = "0"
 			}
-			if err := f.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			vals := []string{v}
+			if array {
+				// One value per line: values may hold commas.
+				vals = strings.FieldsFunc(v, func(r rune) bool { return r == '\n' })
+			}
+			for _, v := range vals {
+				if err := f.Value.Set(v); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", env, err))
+				}
 			}
 			return
 		}
 		if v, ok := file[f.Name]; ok {
 			var s string
+			if t, list := v.([]any); list && array {
+				for _, p := range t {
+					if err := f.Value.Set(fmt.Sprint(p)); err != nil {
+						errs = append(errs, fmt.Errorf("config %s: %w", f.Name, err))
+					}
+				}
+				return
+			}
 			switch t := v.(type) {
 			case []any:
 				parts := make([]string, len(t))

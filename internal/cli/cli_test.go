@@ -164,3 +164,31 @@ func TestASOEnvironmentCarriesOver(t *testing.T) {
 		t.Errorf("GITASO_DEFAULT_RECONCILE_POLICY must win over ASO's variable:\n%s", out)
 	}
 }
+
+// Values with commas reach the renderer whole, from flags, the environment
+// (one value per line) and the config file alike: --substitute X=a,b and
+// --substitute-from NS/NAME,optional.
+func TestSubstituteValuesKeepCommas(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "rg.yaml", "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  namespace: platform\nspec:\n  location: westeurope\n  tags:\n    owners: ${OWNERS}\n")
+	check := func(name string, args ...string) {
+		t.Helper()
+		out, stderr, err := run(t, append([]string{"plan", "--offline", "--dir", dir, "-o", "json", "--substitute-strict"}, args...)...)
+		if exitCode(err) != 2 {
+			t.Fatalf("%s: exit %d: %v\n%s", name, exitCode(err), err, stderr)
+		}
+		if !strings.Contains(out, `"owners": "alice,bob"`) {
+			t.Errorf("%s: plan lacks the whole value:\n%s", name, out)
+		}
+	}
+	// An optional source that does not exist is no error.
+	check("flags", "--substitute", "OWNERS=alice,bob", "--substitute-from", "platform/missing-vars,optional")
+	t.Run("env", func(t *testing.T) {
+		t.Setenv("GITASO_SUBSTITUTE", "OWNERS=alice,bob\nOTHER=x")
+		t.Setenv("GITASO_SUBSTITUTE_FROM", "platform/missing-vars,optional")
+		check("env")
+	})
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	write(t, filepath.Dir(cfg), "config.yaml", "substitute:\n  - OWNERS=alice,bob\nsubstitute-from:\n  - platform/missing-vars,optional\n")
+	check("config", "--config", cfg)
+}
