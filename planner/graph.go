@@ -519,6 +519,10 @@ func (g *Graph) edges(n *Node) diag.List {
 		if o := g.byARMID[strings.ToLower(n.ownerARM)]; o != nil && o != n {
 			n.ownerByID = o
 			add(o.Key())
+		} else if a := g.declaredAncestor(n, n.ownerARM); a != nil {
+			// An owner under a declared resource (a Table owned by
+			// .../tableServices/default of a declared StorageAccount).
+			add(a.Key())
 		}
 	}
 	for _, d := range n.Deps {
@@ -527,6 +531,8 @@ func (g *Graph) edges(n *Node) diag.List {
 			if d.ARMID != "" {
 				if t := g.byARMID[strings.ToLower(d.ARMID)]; t != nil {
 					add(t.Key())
+				} else if a := g.declaredAncestor(n, d.ARMID); a != nil {
+					add(a.Key())
 				}
 				if d.Name != "" {
 					errs = append(errs, objErr(n.Object, d.Field, "a reference sets both armId and name; set one"))
@@ -570,6 +576,28 @@ func (g *Graph) edges(n *Node) diag.List {
 	}
 	sort.Strings(n.DependsOn)
 	return errs
+}
+
+// declaredAncestor returns the node declaring the nearest ancestor of ARM ID
+// id, other than n itself or a resource inside n (which would be a cycle of
+// n's own making), or nil.
+func (g *Graph) declaredAncestor(n *Node, id string) *Node {
+	lower := strings.ToLower(id)
+	self := strings.ToLower(n.ARMID)
+	for i := len(lower) - 1; i > 0; i-- {
+		if lower[i] != '/' {
+			continue
+		}
+		a := g.byARMID[lower[:i]]
+		if a == nil {
+			continue
+		}
+		if a == n || self != "" && strings.HasPrefix(lower[:i]+"/", self+"/") {
+			return nil
+		}
+		return a
+	}
+	return nil
 }
 
 // topoSort orders the nodes so that dependencies come first, breaking ties by

@@ -198,3 +198,54 @@ func TestApprovesExactlyTheHeldDeletions(t *testing.T) {
 		t.Error("an approval of fewer deletions counts")
 	}
 }
+
+// An owner or reference given by armId that lies under a resource the
+// repository declares waits for that resource (a Table owned by the
+// tableServices/default singleton of a declared StorageAccount).
+func TestARMIDUnderDeclaredResourceIsADependency(t *testing.T) {
+	g := build(t, map[string]string{"a.yaml": `
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: data-rg
+  namespace: ns
+spec:
+  location: westeurope
+---
+apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccount
+metadata:
+  name: datastore
+  namespace: ns
+spec:
+  location: westeurope
+  kind: StorageV2
+  sku:
+    name: Standard_LRS
+  owner:
+    name: data-rg
+---
+apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccountsTableServicesTable
+metadata:
+  name: events
+  namespace: ns
+spec:
+  owner:
+    armId: /subscriptions/` + sub + `/resourceGroups/data-rg/providers/Microsoft.Storage/storageAccounts/datastore/tableServices/default
+`})
+	tbl := g.Node(planner.Key("ns", "storage.azure.com", "StorageAccountsTableServicesTable", "events"))
+	want := planner.Key("ns", "storage.azure.com", "StorageAccount", "datastore")
+	if tbl == nil || !slicesContains(tbl.DependsOn, want) {
+		t.Fatalf("table depends on %v, want %s", tbl.DependsOn, want)
+	}
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
