@@ -119,9 +119,33 @@ type Proc struct {
 // Held reports whether gitaso held the revision (exit code 3 of `gitaso apply`).
 func (r Proc) Held() bool { return r.Exit == 3 }
 
-// gitasoApply runs `gitaso apply` against repo with the state file and cache under dir. killAfter > 0 sends
-// SIGKILL (to the process group) after that long; timeout bounds the run.
-func (e *Env) gitasoApply(ctx context.Context, repoURL, dir string, killAfter, timeout time.Duration, extra ...string) (Proc, error) {
+// KillPoint says when to SIGKILL a gitaso process; the zero value never does.
+type KillPoint struct {
+	After time.Duration // this long after the start
+	// Writes: as soon as the emulator has answered this many ARM writes (PUT, PATCH, DELETE) since its stats
+	// were last reset (polled every millisecond).
+	Writes int64
+}
+
+func (k KillPoint) String() string {
+	switch {
+	case k.Writes > 0:
+		return fmt.Sprintf("after write %d", k.Writes)
+	case k.After > 0:
+		return "at " + k.After.Round(time.Millisecond).String()
+	}
+	return "never"
+}
+
+// armWrites counts the ARM writes the emulator answered since its stats were reset.
+func (e *Env) armWrites() int64 {
+	s := e.Emu.Stats()
+	return s.ByMethod["PUT"] + s.ByMethod["PATCH"] + s.ByMethod["DELETE"]
+}
+
+// gitasoApply runs `gitaso apply` against repo with the state file and cache under dir, sends SIGKILL (to the
+// process group) at the kill point, and kills it at the timeout.
+func (e *Env) gitasoApply(ctx context.Context, repoURL, dir string, kp KillPoint, timeout time.Duration, extra ...string) (Proc, error) {
 	args := append([]string{"apply", "--repo", repoURL, "--branch", "main", "--path", RepoPath,
 		"--cache-dir", filepath.Join(dir, "cache"), "--state", filepath.Join(dir, "gitaso.db"),
 		"--cloud-config", e.CloudFile, "--log-level", "info"}, extra...)
@@ -139,11 +163,16 @@ func (e *Env) gitasoApply(ctx context.Context, repoURL, dir string, killAfter, t
 	kill := func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var killC <-chan time.Time
-	if killAfter > 0 {
-		t := time.NewTimer(killAfter)
+	var killC, pollC <-chan time.Time
+	if kp.After > 0 {
+		t := time.NewTimer(kp.After)
 		defer t.Stop()
 		killC = t.C
+	}
+	if kp.Writes > 0 {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		pollC = t.C
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -158,6 +187,12 @@ wait:
 			r.Killed = true
 			kill()
 			killC = nil
+		case <-pollC:
+			if e.armWrites() >= kp.Writes {
+				r.Killed = true
+				kill()
+				pollC = nil
+			}
 		case <-deadline.C:
 			r.TimedOut = true
 			kill()

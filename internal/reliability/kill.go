@@ -55,7 +55,7 @@ type KillOptions struct {
 
 // DefaultKillOptions returns the defaults of `make reliability`.
 func DefaultKillOptions() KillOptions {
-	return KillOptions{Trials: 50, Seed: 1, MaxRecoveryRuns: 4, RunTimeout: 2 * time.Minute}
+	return KillOptions{Trials: 100, Seed: 1, MaxRecoveryRuns: 4, RunTimeout: 2 * time.Minute}
 }
 
 // Trial is the record of one kill -9 trial (or, with Control, of a scenario run without a kill).
@@ -65,9 +65,10 @@ type Trial struct {
 	Prefix   string
 	Dir      string
 	Control  bool // no kill: the scenario's uninterrupted run, which also calibrates the kill points
-	// KillFraction of the scenario's calibrated duration, KillAfter the delay it gave.
+	// Kill is the kill point: a delay (KillFraction of the scenario's calibrated duration) or, in every other
+	// group of four trials, the answer to a random one of the ARM writes the scenario's control run sent.
+	Kill         KillPoint
 	KillFraction float64
-	KillAfter    time.Duration
 	Killed       bool // the signal landed (the run had not finished)
 	// WritesBeforeKill counts the ARM writes (PUT, PATCH, DELETE) the killed process sent; InFlightAtKill the
 	// long-running operations its state file recorded as in flight.
@@ -91,14 +92,19 @@ type harness struct {
 	env    *Env
 	opts   KillOptions
 	est    map[Scenario]time.Duration
-	faults emulator.Faults // in force while gitaso runs (never during the harness's own reads)
+	writes map[Scenario]int // ARM writes of the control runs
+	faults emulator.Faults  // in force while gitaso runs (never during the harness's own reads)
+}
+
+func newHarness(env *Env, opts KillOptions) *harness {
+	return &harness{env: env, opts: opts, est: map[Scenario]time.Duration{}, writes: map[Scenario]int{}}
 }
 
 // apply runs gitaso once under the harness's faults and returns the run with the ARM requests it made.
-func (h *harness) apply(ctx context.Context, repo *Repo, dir string, killAfter time.Duration, extra ...string) (Proc, []emulator.LogEntry, error) {
+func (h *harness) apply(ctx context.Context, repo *Repo, dir string, kp KillPoint, extra ...string) (Proc, []emulator.LogEntry, error) {
 	h.env.Emu.ResetStats()
 	h.env.Emu.SetFaults(h.faults)
-	run, err := h.env.gitasoApply(ctx, repo.URL(), dir, killAfter, h.opts.RunTimeout, extra...)
+	run, err := h.env.gitasoApply(ctx, repo.URL(), dir, kp, h.opts.RunTimeout, extra...)
 	h.env.Emu.SetFaults(emulator.Faults{})
 	requests := h.env.Emu.RequestLog()
 	h.env.Emu.ResetStats()
@@ -108,7 +114,7 @@ func (h *harness) apply(ctx context.Context, repo *Repo, dir string, killAfter t
 // RunKillTrials runs one control trial per scenario (no kill; their durations calibrate the kill points) and then
 // kill -9 trials cycling through the scenarios until opts.Trials kills have landed (at most 2×Trials attempts).
 func RunKillTrials(ctx context.Context, env *Env, opts KillOptions) (controls, trials []Trial, err error) {
-	h := &harness{env: env, opts: opts, est: map[Scenario]time.Duration{}}
+	h := newHarness(env, opts)
 	for i, sc := range Scenarios {
 		t := h.trial(ctx, 900+i, sc, true)
 		controls = append(controls, t)
@@ -146,7 +152,7 @@ func (h *harness) progress(t Trial) {
 	}
 	what := "control"
 	if !t.Control {
-		what = fmt.Sprintf("kill at %.0f%% (%s): ", 100*t.KillFraction, t.KillAfter.Round(time.Millisecond))
+		what = "kill " + t.Kill.String() + ": "
 		if t.Killed {
 			what += fmt.Sprintf("killed after %d ARM writes, %d in flight", t.WritesBeforeKill, t.InFlightAtKill)
 		} else {
@@ -221,9 +227,13 @@ func (h *harness) trial(ctx context.Context, n int, sc Scenario, control bool) T
 	exp := Expectation{Declared: target.Decls(), Baseline: baseline}
 	if !control {
 		t.KillFraction = 0.95 * rng.Float64()
-		t.KillAfter = time.Duration(t.KillFraction * float64(h.est[sc]))
+		if w := h.writes[sc]; (n/len(Scenarios))%2 == 1 && w > 0 {
+			t.Kill.Writes = 1 + rng.Int64N(int64(w))
+		} else {
+			t.Kill.After = time.Duration(t.KillFraction * float64(h.est[sc]))
+		}
 	}
-	run, requests, err := h.apply(ctx, repo, t.Dir, t.KillAfter, h.extra(sc)...)
+	run, requests, err := h.apply(ctx, repo, t.Dir, t.Kill, h.extra(sc)...)
 	if err != nil {
 		t.Error = err.Error()
 		return t
@@ -231,7 +241,7 @@ func (h *harness) trial(ctx context.Context, n int, sc Scenario, control bool) T
 	t.Duration, t.Killed, t.LastExit, t.LastOutput = run.Duration, run.Killed, run.Exit, run.Output
 	t.Held = run.Held()
 	if control && !run.TimedOut {
-		h.est[sc] = run.Duration
+		h.est[sc], h.writes[sc] = run.Duration, countWrites(requests)
 	}
 	if run.Killed {
 		t.WritesBeforeKill = countWrites(requests)
@@ -273,7 +283,7 @@ type convergence struct {
 func (h *harness) converge(ctx context.Context, repo *Repo, dir, prefix string, exp Expectation, maxRuns int, requests []emulator.LogEntry, extra ...string) (convergence, error) {
 	c := convergence{requests: append([]emulator.LogEntry(nil), requests...)}
 	for i := 0; i < maxRuns; i++ {
-		run, reqs, err := h.apply(ctx, repo, dir, 0, extra...)
+		run, reqs, err := h.apply(ctx, repo, dir, KillPoint{}, extra...)
 		if err != nil {
 			return c, err
 		}

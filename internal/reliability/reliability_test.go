@@ -337,12 +337,12 @@ func TestProcessKillAndHostileOutcomes(t *testing.T) {
 		return p
 	}
 	env.Gitaso = script("sleeper", "sleep 30")
-	r, err := env.gitasoApply(context.Background(), "file:///none", dir, 100*time.Millisecond, 10*time.Second)
+	r, err := env.gitasoApply(context.Background(), "file:///none", dir, KillPoint{After: 100 * time.Millisecond}, 10*time.Second)
 	if err != nil || !r.Killed || r.Exit != -1 || r.Duration > 5*time.Second {
 		t.Errorf("kill: %+v %v", r, err)
 	}
 	env.Gitaso = script("quick", "echo done; exit 3")
-	r, err = env.gitasoApply(context.Background(), "file:///none", dir, 5*time.Second, 10*time.Second)
+	r, err = env.gitasoApply(context.Background(), "file:///none", dir, KillPoint{After: 5 * time.Second}, 10*time.Second)
 	if err != nil || r.Killed || !r.Held() || !strings.Contains(r.Output, "done") {
 		t.Errorf("finished before the kill: %+v %v", r, err)
 	}

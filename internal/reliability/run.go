@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,14 +29,17 @@ type Options struct {
 	Strict     bool          // return ErrFindings when anything was found
 	LROLatency time.Duration // duration of the emulator's long-running operations
 	Only       int           // run only this kill trial (after the controls); -1 for all
-	Kill       KillOptions
-	Soak       SoakOptions
-	Hostile    HostileOptions
+	// ApproveDeletions passes --approve-deletions to the delete scenario's runs when gitaso has the flag (the
+	// scenario stays under the deletion guard's default thresholds either way).
+	ApproveDeletions bool
+	Kill             KillOptions
+	Soak             SoakOptions
+	Hostile          HostileOptions
 }
 
 // DefaultOptions returns the defaults of `make reliability` (about 10 minutes on two cores).
 func DefaultOptions() Options {
-	return Options{Gitaso: "bin/gitaso", Parts: "kill,soak,hostile", LROLatency: 300 * time.Millisecond, Only: -1,
+	return Options{Gitaso: "bin/gitaso", Parts: "kill,soak,hostile", LROLatency: 300 * time.Millisecond, Only: -1, ApproveDeletions: true,
 		Kill: DefaultKillOptions(), Soak: DefaultSoakOptions(), Hostile: DefaultHostileOptions()}
 }
 
@@ -51,6 +55,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.Uint64Var(&o.Kill.Seed, "seed", o.Kill.Seed, "seed of every random choice (kill points, fault dice, generated inputs)")
 	fs.IntVar(&o.Kill.Trials, "trials", o.Kill.Trials, "kill -9 trials that must land (scenarios cycle create, update, delete, move)")
 	fs.IntVar(&o.Only, "only", o.Only, "run only kill trial N (reproduce a finding; the controls still run)")
+	fs.BoolVar(&o.ApproveDeletions, "approve-deletions", o.ApproveDeletions, "pass --approve-deletions to the delete scenario when gitaso has the flag")
 	fs.IntVar(&o.Kill.MaxRecoveryRuns, "recovery-runs", o.Kill.MaxRecoveryRuns, "gitaso runs after a kill that may converge the fleet")
 	fs.DurationVar(&o.Kill.RunTimeout, "run-timeout", o.Kill.RunTimeout, "bound of one gitaso apply in the kill trials")
 	fs.Float64Var(&o.Soak.FaultRate, "fault-rate", o.Soak.FaultRate, "soak: share of ARM requests answered 429, 500 or 503")
@@ -58,7 +63,14 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Soak.Duration, "soak-duration", o.Soak.Duration, "soak: start create/update/delete cycles until this has passed (one cycle at least)")
 	fs.IntVar(&o.Soak.Fleets, "soak-fleets", o.Soak.Fleets, "soak: fleets of 11 resources per cycle")
 	fs.DurationVar(&o.Hostile.Timeout, "hostile-timeout", o.Hostile.Timeout, "hostile inputs: time limit of one gitaso validate")
-	fs.Int64Var(&o.Hostile.MemLimit, "hostile-mem", o.Hostile.MemLimit, "hostile inputs: kill gitaso validate when its RSS passes this many bytes")
+	fs.Func("hostile-mem", fmt.Sprintf("hostile inputs: kill gitaso validate when its RSS passes this many MiB (default %d)", o.Hostile.MemLimit>>20), func(v string) error {
+		mib, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || mib <= 0 {
+			return fmt.Errorf("want a positive number of MiB, got %q", v)
+		}
+		o.Hostile.MemLimit = mib << 20
+		return nil
+	})
 	fs.IntVar(&o.Hostile.HugeMB, "huge-mb", o.Hostile.HugeMB, "hostile inputs: size of the huge file in MiB")
 	fs.IntVar(&o.Hostile.Objects, "objects", o.Hostile.Objects, "hostile inputs: objects in the many-objects file")
 	fs.IntVar(&o.Hostile.Depth, "depth", o.Hostile.Depth, "hostile inputs: nesting depth of the deep file")
@@ -101,10 +113,14 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	o.Kill.Progress, o.Soak.Progress, o.Hostile.Progress = progress, progress, progress
 	o.Hostile.Seed = o.Kill.Seed
 	help, _ := exec.CommandContext(ctx, bin, "apply", "--help").CombinedOutput()
-	o.Kill.ApproveDeletions = strings.Contains(string(help), "--approve-deletions")
+	hasApprove := strings.Contains(string(help), "--approve-deletions")
+	o.Kill.ApproveDeletions = o.ApproveDeletions && hasApprove
 	version, _ := exec.CommandContext(ctx, bin, "version").Output()
 	fmt.Fprintf(w, "gitaso reliability harness: %s (%s), seed %d, work %s\n", bin, strings.TrimSpace(string(version)), o.Kill.Seed, o.Work)
-	if !o.Kill.ApproveDeletions {
+	switch {
+	case o.Kill.ApproveDeletions:
+		fmt.Fprintln(w, "the delete scenario runs gitaso apply --approve-deletions")
+	case !hasApprove:
 		fmt.Fprintln(w, "note: gitaso apply has no --approve-deletions flag; the delete scenario runs without it")
 	}
 	findings := 0
@@ -163,7 +179,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 
 // runOnly runs the controls and the single kill trial n.
 func runOnly(ctx context.Context, env *Env, opts KillOptions, n int) ([]Trial, []Trial, error) {
-	h := &harness{env: env, opts: opts, est: map[Scenario]time.Duration{}}
+	h := newHarness(env, opts)
 	var controls []Trial
 	for i, sc := range Scenarios {
 		controls = append(controls, h.trial(ctx, 900+i, sc, true))
@@ -182,9 +198,9 @@ func runOnly(ctx context.Context, env *Env, opts KillOptions, n int) ([]Trial, [
 // PrintKillReport prints part 1's table and its findings; it returns the number of findings.
 func PrintKillReport(w io.Writer, controls, trials []Trial, elapsed time.Duration) int {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\ttrials\tkilled\tkilled before 1st write\tkilled with ops in flight\tconverged\trecovery runs (mean/max)\torphaned\tduplicated\tlost\tcorrupted\theld\t")
+	fmt.Fprintln(tw, "scenario\ttrials\tkilled (by time/after a write)\tbefore 1st write\twith ops in flight\tconverged\trecovery runs (mean/max)\torphaned\tduplicated\tlost\tcorrupted\theld\t")
 	type row struct {
-		trials, killed, beforeWrite, inFlight, converged, runs, maxRuns, orphaned, duplicated, lost, corrupted, held int
+		trials, killed, byTime, byWrite, beforeWrite, inFlight, converged, runs, maxRuns, orphaned, duplicated, lost, corrupted, held int
 	}
 	rows := map[Scenario]*row{}
 	var total row
@@ -199,6 +215,11 @@ func PrintKillReport(w io.Writer, controls, trials []Trial, elapsed time.Duratio
 			x.trials++
 			if t.Killed {
 				x.killed++
+				if t.Kill.Writes > 0 {
+					x.byWrite++
+				} else {
+					x.byTime++
+				}
 				if t.WritesBeforeKill == 0 {
 					x.beforeWrite++
 				}
@@ -227,7 +248,7 @@ func PrintKillReport(w io.Writer, controls, trials []Trial, elapsed time.Duratio
 		if r.trials > 0 {
 			mean = float64(r.runs) / float64(r.trials)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d/%d\t%.1f/%d\t%d\t%d\t%d\t%d\t%d\t\n", name, r.trials, r.killed, r.beforeWrite, r.inFlight,
+		fmt.Fprintf(tw, "%s\t%d\t%d (%d/%d)\t%d\t%d\t%d/%d\t%.1f/%d\t%d\t%d\t%d\t%d\t%d\t\n", name, r.trials, r.killed, r.byTime, r.byWrite, r.beforeWrite, r.inFlight,
 			r.converged, r.trials, mean, r.maxRuns, r.orphaned, r.duplicated, r.lost, r.corrupted, r.held)
 	}
 	for _, sc := range Scenarios {
@@ -255,8 +276,7 @@ func PrintKillReport(w io.Writer, controls, trials []Trial, elapsed time.Duratio
 	if len(bad) > 0 {
 		fmt.Fprintln(w, "findings (reproduce one trial: go run ./internal/reliability/cmd/reliability -gitaso bin/gitaso -parts kill -seed SEED -only N -keep -v):")
 		for _, t := range bad {
-			fmt.Fprintf(w, "  trial %d (%s, kill at %.0f%% = %s after %d ARM writes): %s\n", t.N, t.Scenario, 100*t.KillFraction,
-				t.KillAfter.Round(time.Millisecond), t.WritesBeforeKill, trialStatus(t))
+			fmt.Fprintf(w, "  trial %d (%s, kill %s, after %d ARM writes): %s\n", t.N, t.Scenario, t.Kill, t.WritesBeforeKill, trialStatus(t))
 		}
 	}
 	return findings

@@ -30,7 +30,7 @@ type SoakOptions struct {
 
 // DefaultSoakOptions returns the defaults of `make reliability`.
 func DefaultSoakOptions() SoakOptions {
-	return SoakOptions{FaultRate: 0.2, ResetRate: 0.05, Duration: 90 * time.Second, Fleets: 2, MaxRuns: 8, RunTimeout: 3 * time.Minute}
+	return SoakOptions{FaultRate: 0.2, ResetRate: 0.05, Duration: 2 * time.Minute, Fleets: 2, MaxRuns: 8, RunTimeout: 3 * time.Minute}
 }
 
 // SoakFaults splits the rates over the fault kinds of the soak.
@@ -68,7 +68,8 @@ func (p SoakPhase) FaultCount() int {
 // requests, each phase until it converges.
 func RunSoak(ctx context.Context, env *Env, opts SoakOptions, kill KillOptions) ([]SoakPhase, error) {
 	kill.RunTimeout = opts.RunTimeout
-	h := &harness{env: env, opts: kill, faults: SoakFaults(opts.FaultRate, opts.ResetRate)}
+	h := newHarness(env, kill)
+	h.faults = SoakFaults(opts.FaultRate, opts.ResetRate)
 	start := time.Now()
 	var out []SoakPhase
 	for cycle := 1; cycle == 1 || time.Since(start) < opts.Duration; cycle++ {

@@ -18,6 +18,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 		if errors.Is(err, reliability.ErrFindings) {
 			fmt.Fprintln(os.Stderr, "reliability:", err)
 			os.Exit(2)
