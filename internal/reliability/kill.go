@@ -70,6 +70,10 @@ type Trial struct {
 	Kill         KillPoint
 	KillFraction float64
 	Killed       bool // the signal landed (the run had not finished)
+	// SecondKill, in every third and fourth group of four trials, kills the first recovery run as well (by time);
+	// SecondKilled says whether it landed.
+	SecondKill   KillPoint
+	SecondKilled bool
 	// WritesBeforeKill counts the ARM writes (PUT, PATCH, DELETE) the killed process sent; InFlightAtKill the
 	// long-running operations its state file recorded as in flight.
 	WritesBeforeKill int
@@ -155,6 +159,9 @@ func (h *harness) progress(t Trial) {
 		what = "kill " + t.Kill.String() + ": "
 		if t.Killed {
 			what += fmt.Sprintf("killed after %d ARM writes, %d in flight", t.WritesBeforeKill, t.InFlightAtKill)
+			if t.SecondKilled {
+				what += ", recovery killed " + t.SecondKill.String()
+			}
 		} else {
 			what += "finished first"
 		}
@@ -256,12 +263,35 @@ func (h *harness) trial(ctx context.Context, n int, sc Scenario, control bool) T
 		t.Error = err.Error()
 		return t
 	}
+	if t.Killed && (n/len(Scenarios))%4 >= 2 && !v.Converged() && !t.Held {
+		// A second kill, during the run that resumes the first one's work.
+		t.SecondKill = KillPoint{After: time.Duration(0.95 * rng.Float64() * float64(h.est[sc]))}
+		run, reqs, err := h.apply(ctx, repo, t.Dir, t.SecondKill, h.extra(sc)...)
+		if err != nil {
+			t.Error = err.Error()
+			return t
+		}
+		requests = append(requests, reqs...)
+		t.SecondKilled = run.Killed
+		if st, err := ReadState(statePath); err != nil && t.CorruptAfterKill == "" {
+			t.CorruptAfterKill = err.Error()
+		} else if run.Killed {
+			t.InFlightAtKill = max(t.InFlightAtKill, len(st.Operations))
+		}
+		if v, err = Check(ctx, env, prefix, statePath, exp, requests); err != nil {
+			t.Error = err.Error()
+			return t
+		}
+		t.Held = run.Held()
+		t.RecoveryRuns = 1
+	}
 	if !v.Converged() && !t.Held {
 		res, err := h.converge(ctx, repo, t.Dir, prefix, exp, h.opts.MaxRecoveryRuns, requests, h.extra(sc)...)
 		if err != nil {
 			t.Error = err.Error()
 		}
-		t.RecoveryRuns, t.Held, v = len(res.runs), res.held, res.verdict
+		t.RecoveryRuns += len(res.runs)
+		t.Held, v = res.held, res.verdict
 		if len(res.runs) > 0 {
 			t.LastExit, t.LastOutput = res.last.Exit, res.last.Output
 		}

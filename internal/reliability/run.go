@@ -198,9 +198,9 @@ func runOnly(ctx context.Context, env *Env, opts KillOptions, n int) ([]Trial, [
 // PrintKillReport prints part 1's table and its findings; it returns the number of findings.
 func PrintKillReport(w io.Writer, controls, trials []Trial, elapsed time.Duration) int {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\ttrials\tkilled (by time/after a write)\tbefore 1st write\twith ops in flight\tconverged\trecovery runs (mean/max)\torphaned\tduplicated\tlost\tcorrupted\theld\t")
+	fmt.Fprintln(tw, "scenario\ttrials\tkilled (by time/after a write)\tbefore 1st write\twith ops in flight\trecovery killed too\tconverged\trecovery runs (mean/max)\torphaned\tduplicated\tlost\tcorrupted\theld\t")
 	type row struct {
-		trials, killed, byTime, byWrite, beforeWrite, inFlight, converged, runs, maxRuns, orphaned, duplicated, lost, corrupted, held int
+		trials, killed, byTime, byWrite, beforeWrite, inFlight, doubled, converged, runs, maxRuns, orphaned, duplicated, lost, corrupted, held int
 	}
 	rows := map[Scenario]*row{}
 	var total row
@@ -226,6 +226,9 @@ func PrintKillReport(w io.Writer, controls, trials []Trial, elapsed time.Duratio
 				if t.InFlightAtKill > 0 {
 					x.inFlight++
 				}
+				if t.SecondKilled {
+					x.doubled++
+				}
 			}
 			if t.Converged() {
 				x.converged++
@@ -248,7 +251,7 @@ func PrintKillReport(w io.Writer, controls, trials []Trial, elapsed time.Duratio
 		if r.trials > 0 {
 			mean = float64(r.runs) / float64(r.trials)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d (%d/%d)\t%d\t%d\t%d/%d\t%.1f/%d\t%d\t%d\t%d\t%d\t%d\t\n", name, r.trials, r.killed, r.byTime, r.byWrite, r.beforeWrite, r.inFlight,
+		fmt.Fprintf(tw, "%s\t%d\t%d (%d/%d)\t%d\t%d\t%d\t%d/%d\t%.1f/%d\t%d\t%d\t%d\t%d\t%d\t\n", name, r.trials, r.killed, r.byTime, r.byWrite, r.beforeWrite, r.inFlight, r.doubled,
 			r.converged, r.trials, mean, r.maxRuns, r.orphaned, r.duplicated, r.lost, r.corrupted, r.held)
 	}
 	for _, sc := range Scenarios {
@@ -276,7 +279,11 @@ func PrintKillReport(w io.Writer, controls, trials []Trial, elapsed time.Duratio
 	if len(bad) > 0 {
 		fmt.Fprintln(w, "findings (reproduce one trial: go run ./internal/reliability/cmd/reliability -gitaso bin/gitaso -parts kill -seed SEED -only N -keep -v):")
 		for _, t := range bad {
-			fmt.Fprintf(w, "  trial %d (%s, kill %s, after %d ARM writes): %s\n", t.N, t.Scenario, t.Kill, t.WritesBeforeKill, trialStatus(t))
+			second := ""
+			if t.SecondKilled {
+				second = ", recovery killed " + t.SecondKill.String()
+			}
+			fmt.Fprintf(w, "  trial %d (%s, kill %s, after %d ARM writes%s): %s\n", t.N, t.Scenario, t.Kill, t.WritesBeforeKill, second, trialStatus(t))
 		}
 	}
 	return findings
