@@ -5,7 +5,7 @@
 //   - kill -9 trials (RunKillTrials): a fleet of resource groups, identities, role assignments, a Service Bus
 //     namespace and queues goes through a create, update, delete or move while `gitaso apply` is SIGKILLed at a
 //     random moment; gitaso then runs again until the fleet converges;
-//   - a fault soak (RunSoak): create/update/delete cycles while a share of ARM requests is answered 429, 500 or
+//   - a fault soak (RunSoak): create/update/move/delete cycles while a share of ARM requests is answered 429, 500 or
 //     503 or has its connection reset, before or after the request was served;
 //   - a hostile-input corpus (RunHostile): `gitaso validate` on alias bombs, a huge file, 100,000 objects, deep
 //     nesting, symlinks out of the root and to /dev/zero, a FIFO and binary data, with a timeout and a memory

@@ -60,7 +60,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Kill.RunTimeout, "run-timeout", o.Kill.RunTimeout, "bound of one gitaso apply in the kill trials")
 	fs.Float64Var(&o.Soak.FaultRate, "fault-rate", o.Soak.FaultRate, "soak: share of ARM requests answered 429, 500 or 503")
 	fs.Float64Var(&o.Soak.ResetRate, "reset-rate", o.Soak.ResetRate, "soak: share of ARM requests whose connection is reset (half before, half after the request is served)")
-	fs.DurationVar(&o.Soak.Duration, "soak-duration", o.Soak.Duration, "soak: start create/update/delete cycles until this has passed (one cycle at least)")
+	fs.DurationVar(&o.Soak.Duration, "soak-duration", o.Soak.Duration, "soak: start create/update/move/delete cycles until this has passed (one cycle at least)")
 	fs.IntVar(&o.Soak.Fleets, "soak-fleets", o.Soak.Fleets, "soak: fleets of 11 resources per cycle")
 	fs.DurationVar(&o.Hostile.Timeout, "hostile-timeout", o.Hostile.Timeout, "hostile inputs: time limit of one gitaso validate")
 	fs.Func("hostile-mem", fmt.Sprintf("hostile inputs: kill gitaso validate when its RSS passes this many MiB (default %d)", o.Hostile.MemLimit>>20), func(v string) error {

@@ -18,7 +18,7 @@ type SoakOptions struct {
 	// ResetRate is the share of ARM requests whose connection is reset: half before the request is served, half
 	// after it was served (the write took effect, the answer is lost).
 	ResetRate float64
-	// Duration: create/update/delete cycles start until it has passed (at least one cycle runs).
+	// Duration: create/update/move/delete cycles start until it has passed (at least one cycle runs).
 	Duration time.Duration
 	// Fleets per cycle (11 resources each, 7 after the delete).
 	Fleets int
@@ -38,7 +38,7 @@ func SoakFaults(rate, reset float64) emulator.Faults {
 	return emulator.Faults{Rate429: 0.35 * rate, Rate500: 0.35 * rate, Rate503: 0.3 * rate, ResetRate: reset / 2, ResetAfterRate: reset / 2}
 }
 
-// SoakPhase is one phase (create, update or delete) of a soak cycle, run until converged.
+// SoakPhase is one phase (create, update, move or delete) of a soak cycle, run until converged.
 type SoakPhase struct {
 	Cycle    int
 	Phase    Scenario
@@ -64,7 +64,7 @@ func (p SoakPhase) FaultCount() int {
 	return n
 }
 
-// RunSoak runs create → update → delete cycles of opts.Fleets fleets with faults injected into gitaso's ARM
+// RunSoak runs create → update → move → delete cycles of opts.Fleets fleets with faults injected into gitaso's ARM
 // requests, each phase until it converges.
 func RunSoak(ctx context.Context, env *Env, opts SoakOptions, kill KillOptions) ([]SoakPhase, error) {
 	kill.RunTimeout = opts.RunTimeout
@@ -84,7 +84,7 @@ func RunSoak(ctx context.Context, env *Env, opts SoakOptions, kill KillOptions) 
 			fleets[i] = NewFleet(fmt.Sprintf("%s%c", prefix, 'a'+i), env.Sub)
 		}
 		var baseline map[string]string
-		for _, phase := range []Scenario{ScenarioCreate, ScenarioUpdate, ScenarioDelete} {
+		for _, phase := range []Scenario{ScenarioCreate, ScenarioUpdate, ScenarioMove, ScenarioDelete} {
 			files := map[string]string{}
 			var decls []Decl
 			for i := range fleets {
