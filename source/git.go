@@ -28,6 +28,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/gitaso/gitaso/internal/diag"
 )
 
 // Errors of the Git source; check with errors.Is.
@@ -41,8 +43,8 @@ var (
 	// ErrRepoNotFound is returned when the remote repository does not exist (or
 	// is empty).
 	ErrRepoNotFound = errors.New("repository not found")
-	// ErrPathNotFound is returned when the configured path is not a directory
-	// in the commit.
+	// ErrPathNotFound is returned (as a *PathNotFoundError) when the
+	// configured path is not a directory in the commit or directory.
 	ErrPathNotFound = errors.New("path not found in commit")
 )
 
@@ -70,6 +72,9 @@ type GitOptions struct {
 	Renderer Renderer
 	// Logger receives fetch events; slog.Default() when nil.
 	Logger *slog.Logger
+	// Limits bound the files read at a commit (zero fields take their
+	// defaults, see Limits). Blob sizes are checked before a blob is read.
+	Limits Limits
 }
 
 // LogValue renders the options without the password.
@@ -365,54 +370,101 @@ func cacheKey(u, branch string) string {
 // snapshotAt reads, renders and parses the manifests of one commit. Without
 // a Renderer, files whose blob was parsed for the previous snapshot are not
 // read or parsed again (their objects are deep-copied), so a commit touching
-// one file of thousands costs a tree walk and one parse.
+// one file of thousands costs a tree walk and one parse. Blob sizes are
+// checked against the limits before a blob is read.
 func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*Snapshot, error) {
+	lim := g.opts.Limits.WithDefaults()
+	rev := hash.String()
 	list, err := g.listAt(ctx, hash)
 	if err != nil {
 		return nil, err
 	}
-	if g.opts.Renderer != nil {
-		files := make([]File, len(list))
-		for i, tf := range list {
-			data, err := g.readBlob(tf.hash)
-			if err != nil {
-				return nil, fmt.Errorf("git source %s at %s: read %s: %w", g.display, hash, tf.path, err)
-			}
-			files[i] = File{Path: tf.path, Data: data}
+	var errs diag.List
+	var total int64 // bytes of the files so far
+	// read reads a blob within the limits; a *diag.Error refuses the file,
+	// stop is true when the total is exceeded (reported once).
+	read := func(tf treeFile) (data []byte, derr *diag.Error, stop bool, err error) {
+		data, derr, err = g.readBlob(tf, lim, lim.MaxTotalSize-total)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("git source %s at %s: read %s: %w", g.display, hash, tf.path, err)
 		}
-		return Build(ctx, hash.String(), files, g.opts.Renderer)
+		total += int64(len(data))
+		return data, derr, derr != nil && isTotal(derr), nil
+	}
+	if g.opts.Renderer != nil {
+		files := make([]File, 0, len(list))
+		for _, tf := range list {
+			data, derr, stop, err := read(tf)
+			if err != nil {
+				return nil, err
+			}
+			if derr != nil {
+				errs = append(errs, derr)
+				if stop {
+					break
+				}
+				continue
+			}
+			files = append(files, File{Path: tf.path, Data: data})
+		}
+		if len(errs) > 0 {
+			return nil, &RevisionError{Revision: rev, Errors: errs.Sorted()}
+		}
+		return build(ctx, rev, files, g.opts.Renderer, lim)
 	}
 	results := make([]parseResult, len(list))
 	next := make(map[treeFile]parseResult, len(list))
 	var miss []File
 	var missIdx []int
+	var base int64 // YAML nodes of the files parsed before
 	for i, tf := range list {
 		if isKustomization(tf.path) {
 			continue
 		}
 		if r, ok := g.parsed[tf]; ok {
+			if total += r.size; total > lim.MaxTotalSize {
+				errs = append(errs, totalSizeError(tf.path, lim.MaxTotalSize))
+				break
+			}
 			next[tf] = r
-			results[i] = parseResult{objs: copyObjects(r.objs), err: r.err}
+			base += r.nodes
+			results[i] = parseResult{objs: copyObjects(r.objs), err: r.err, nodes: r.nodes, size: r.size}
 			continue
 		}
-		data, err := g.readBlob(tf.hash)
+		data, derr, stop, err := read(tf)
 		if err != nil {
-			return nil, fmt.Errorf("git source %s at %s: read %s: %w", g.display, hash, tf.path, err)
+			return nil, err
+		}
+		if derr != nil {
+			errs = append(errs, derr)
+			if stop {
+				break
+			}
+			continue
 		}
 		miss = append(miss, File{Path: tf.path, Data: data})
 		missIdx = append(missIdx, i)
 	}
+	if len(errs) > 0 {
+		return nil, &RevisionError{Revision: rev, Errors: errs.Sorted()}
+	}
 	g.reads += len(miss)
-	parsed, err := parseAll(ctx, miss)
+	parsed, err := parseAll(ctx, miss, lim, base)
 	if err != nil {
 		return nil, err
 	}
 	for j, i := range missIdx {
-		next[list[i]] = parsed[j]
-		results[i] = parseResult{objs: copyObjects(parsed[j].objs), err: parsed[j].err}
+		parsed[j].size = int64(len(miss[j].Data))
+		if parsed[j].parsed {
+			next[list[i]] = parsed[j]
+		}
+		results[i] = parseResult{objs: copyObjects(parsed[j].objs), err: parsed[j].err, nodes: parsed[j].nodes}
 	}
 	g.parsed = next
-	return assemble(hash.String(), results)
+	if e := totalNodesError(results, func(i int) string { return list[i].path }, lim); e != nil {
+		return nil, &RevisionError{Revision: rev, Errors: diag.List{e}}
+	}
+	return assemble(rev, results)
 }
 
 // treeFile is a manifest file in a commit: its path and blob.
@@ -436,7 +488,7 @@ func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) ([]treeFile, error
 		tree, err = tree.Tree(g.path)
 		if err != nil {
 			if errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
-				return nil, fmt.Errorf("git source %s: %w: %q at %s", g.display, ErrPathNotFound, g.path, hash)
+				return nil, fmt.Errorf("git source %s: %w", g.display, &PathNotFoundError{Revision: hash.String(), Path: g.path})
 			}
 			return nil, fmt.Errorf("git source %s: read %q at %s: %w", g.display, g.path, hash, err)
 		}
@@ -476,21 +528,30 @@ func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) ([]treeFile, error
 	return files, nil
 }
 
-func (g *Git) readBlob(h plumbing.Hash) ([]byte, error) {
-	b, err := g.repo.BlobObject(h)
+// readBlob reads the blob of tf when it is within the file limit and max
+// (what is left of the total); its size is known before it is read. A blob
+// beyond either is refused with a *diag.Error naming the file and the limit.
+func (g *Git) readBlob(tf treeFile, lim Limits, max int64) ([]byte, *diag.Error, error) {
+	b, err := g.repo.BlobObject(tf.hash)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	switch {
+	case b.Size > lim.MaxFileSize:
+		return nil, fileSizeError(tf.path, b.Size, lim.MaxFileSize), nil
+	case b.Size > max:
+		return nil, totalSizeError(tf.path, lim.MaxTotalSize), nil
 	}
 	r, err := b.Reader()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer r.Close()
 	data := make([]byte, b.Size)
-	if _, err := io.ReadFull(r, data); err != nil {
-		return nil, err
+	if _, err := io.ReadFull(io.LimitReader(r, b.Size), data); err != nil {
+		return nil, nil, err
 	}
-	return data, nil
+	return data, nil, nil
 }
 
 // Close releases the cache's open files. The Git value can be used again

@@ -16,13 +16,6 @@ import (
 	"github.com/gitaso/gitaso/internal/diag"
 )
 
-// maxValues bounds the number of values one file may expand to (aliases
-// can make a small document enormous: "billion laughs").
-const maxValues = 1 << 20
-
-// errTooLarge is returned when a file expands to more than maxValues values.
-var errTooLarge = fmt.Errorf("file expands to more than %d values (alias expansion?)", maxValues)
-
 // ParseFile parses a multi-document YAML file ("---" separated) into objects.
 //
 // name is the slash path of the file relative to the repository root; it is
@@ -39,19 +32,34 @@ var errTooLarge = fmt.Errorf("file expands to more than %d values (alias expansi
 //
 // Errors are a diag.List naming file and line. A YAML syntax error stops the
 // file there (the YAML stream cannot be resynchronised); other errors are
-// collected per document. ParseFile never returns objects together with an
-// error.
+// collected per document. A file beyond DefaultLimits (size, YAML nodes
+// with aliases expanded, nesting depth) is refused with one error naming
+// the limit (ErrLimit) before anything of it is expanded. ParseFile never
+// returns objects together with an error.
 func ParseFile(name string, data []byte) (objs []Object, err error) {
+	objs, _, err = parseFile(name, data, DefaultLimits())
+	return objs, err
+}
+
+// parseFile is ParseFile with limits; it also returns the number of YAML
+// nodes the file holds with its aliases expanded (Limits.MaxTotalNodes
+// counts them).
+func parseFile(name string, data []byte, lim Limits) (objs []Object, nodes int64, err error) {
+	lim = lim.WithDefaults()
 	var errs diag.List
+	m := newMeter(name, lim, nil)
 	defer func() {
 		// yaml.v3 is fuzzed upstream, but a panic must never take the daemon down.
 		if r := recover(); r != nil {
-			objs = nil
+			objs, nodes = nil, m.nodes
 			err = diag.List{&diag.Error{File: name, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}}
 		}
 	}()
+	if int64(len(data)) > lim.MaxFileSize {
+		return nil, 0, diag.List{fileSizeError(name, int64(len(data)), lim.MaxFileSize)}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	p := parser{file: name} // one value budget for the whole file
+	p := parser{file: name, max: lim.MaxNodes} // one node budget for the whole file
 	for index := 0; ; index++ {
 		var doc yaml.Node
 		if err := dec.Decode(&doc); err != nil {
@@ -68,10 +76,18 @@ func ParseFile(name string, data []byte) (objs []Object, err error) {
 		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
 			continue // empty document
 		}
-		p.errs, p.tooLarge = nil, false
+		// Measure before expanding anything: a limit stops the file, once.
+		if e := m.document(&doc); e != nil {
+			errs = append(errs, e)
+			break
+		}
+		p.errs = nil
 		v := p.value(root)
 		if len(p.errs) > 0 {
 			errs = append(errs, p.errs...)
+			if p.tooLarge {
+				break
+			}
 			continue
 		}
 		m, ok := v.(map[string]any)
@@ -114,9 +130,9 @@ func ParseFile(name string, data []byte) (objs []Object, err error) {
 		objs = append(objs, o)
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, m.nodes, errs
 	}
-	return objs, nil
+	return objs, m.nodes, nil
 }
 
 // isList reports whether m is a List wrapper (kind "List" or "*List" in the
@@ -266,8 +282,9 @@ func badCharLine(data []byte) int {
 // errors with their lines.
 type parser struct {
 	file     string
-	count    int  // values produced in the file so far
-	tooLarge bool // the budget error was reported for the current document
+	max      int64 // nodes the file may expand to (Limits.MaxNodes)
+	count    int64 // nodes produced in the file so far (keys and values)
+	tooLarge bool  // the budget was exceeded (reported once)
 	errs     diag.List
 }
 
@@ -275,18 +292,33 @@ func (p *parser) fail(n *yaml.Node, format string, args ...any) {
 	p.errs = append(p.errs, &diag.Error{File: p.file, Line: n.Line, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (p *parser) value(n *yaml.Node) any {
+// budget counts one node; false once the file's budget is exceeded. The
+// meter refuses such a file before the parser sees it: this is a second
+// line of defence for the parser's own alias expansion.
+func (p *parser) budget(n *yaml.Node) bool {
 	p.count++
-	if p.count > maxValues {
-		if !p.tooLarge {
-			p.tooLarge = true
-			p.errs = append(p.errs, &diag.Error{File: p.file, Line: n.Line, Err: errTooLarge})
-		}
+	if p.count <= p.max {
+		return true
+	}
+	if !p.tooLarge {
+		p.tooLarge = true
+		p.errs = append(p.errs, &diag.Error{File: p.file, Line: n.Line, Err: &LimitError{Limit: "yaml-nodes", Max: p.max,
+			What: fmt.Sprintf("the file expands to more than %d YAML nodes with its aliases expanded", p.max)}})
+	}
+	return false
+}
+
+func (p *parser) value(n *yaml.Node) any {
+	if p.tooLarge {
+		return nil
+	}
+	if n.Kind == yaml.AliasNode {
+		return p.value(n.Alias)
+	}
+	if n.Kind != yaml.DocumentNode && !p.budget(n) {
 		return nil
 	}
 	switch n.Kind {
-	case yaml.AliasNode:
-		return p.value(n.Alias)
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil
@@ -316,6 +348,9 @@ func (p *parser) mapping(n *yaml.Node) map[string]any {
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
 			merges = append(merges, v)
 			continue
+		}
+		if !p.budget(k) {
+			return out
 		}
 		key, ok := p.key(k)
 		if !ok {

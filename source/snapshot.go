@@ -67,6 +67,25 @@ func (e *RevisionError) Error() string {
 // Unwrap returns the diag.List.
 func (e *RevisionError) Unwrap() error { return e.Errors }
 
+// PathNotFoundError is returned by Fetch when the source path does not exist
+// (or is not a directory) at a revision: in Git mode the commit SHA, in
+// directory mode DirRevision(nil). A caller should keep what it applied
+// rather than treat the revision as empty (which would delete everything).
+// errors.Is(err, ErrPathNotFound) holds. Not retryable until the commit or
+// the path changes.
+type PathNotFoundError struct {
+	Revision string
+	Path     string // the source path, a clean slash path relative to the root
+}
+
+// Error names the path and the revision.
+func (e *PathNotFoundError) Error() string {
+	return fmt.Sprintf("%v: %q at %s", ErrPathNotFound, e.Path, e.Revision)
+}
+
+// Unwrap returns ErrPathNotFound.
+func (e *PathNotFoundError) Unwrap() error { return ErrPathNotFound }
+
 // IsYAMLFile reports whether a file name is read as manifests: *.yaml or *.yml.
 func IsYAMLFile(name string) bool {
 	ext := strings.ToLower(path.Ext(name))
@@ -89,21 +108,46 @@ func hiddenDir(name string) bool { return strings.HasPrefix(name, ".") && name !
 
 // Build renders, parses and classifies files into a Snapshot at revision. It
 // collects every problem of every file; when there is any, it returns a
-// *RevisionError and no snapshot.
+// *RevisionError and no snapshot. The files must be within DefaultLimits;
+// with a Renderer they are checked (CheckFiles) before it sees them.
 func Build(ctx context.Context, revision string, files []File, r Renderer) (*Snapshot, error) {
+	return build(ctx, revision, files, r, DefaultLimits())
+}
+
+// build is Build with limits.
+func build(ctx context.Context, revision string, files []File, r Renderer, lim Limits) (*Snapshot, error) {
+	lim = lim.WithDefaults()
 	files = slices.Clone(files)
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	if r != nil {
+		// Every byte a renderer's decoders (kyaml, SOPS) see is checked
+		// first; the parser checks the rendered text again.
+		if err := CheckFiles(ctx, files, lim); err != nil {
+			if l := diag.AsList(err); l != nil {
+				return nil, &RevisionError{Revision: revision, Errors: l.Sorted()}
+			}
+			return nil, err
+		}
 		var err error
 		files, err = r.Render(ctx, files)
 		if err != nil {
 			return nil, fmt.Errorf("render revision %s: %w", revision, err)
 		}
 		slices.SortStableFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	} else {
+		var size int64
+		for _, f := range files {
+			if size += int64(len(f.Data)); size > lim.MaxTotalSize {
+				return nil, &RevisionError{Revision: revision, Errors: diag.List{totalSizeError(f.Path, lim.MaxTotalSize)}}
+			}
+		}
 	}
-	parsed, err := parseAll(ctx, files)
+	parsed, err := parseAll(ctx, files, lim, 0)
 	if err != nil {
 		return nil, err
+	}
+	if e := totalNodesError(parsed, func(i int) string { return files[i].Path }, lim); e != nil {
+		return nil, &RevisionError{Revision: revision, Errors: diag.List{e}}
 	}
 	return assemble(revision, parsed)
 }
@@ -197,33 +241,43 @@ func validateNames(o Object) diag.List {
 // parseResult is ParseFile's answer for one file (zero for files that are
 // not parsed, such as kustomization.yaml).
 type parseResult struct {
-	objs []Object
-	err  error
+	objs   []Object
+	err    error
+	nodes  int64 // YAML nodes, aliases expanded
+	size   int64 // bytes (Git's cache: counted towards the total without reading)
+	parsed bool  // false: skipped (not YAML to parse, or the total was exceeded)
 }
 
 // parseAll parses files on all CPUs; each goroutine writes its own slots.
-func parseAll(ctx context.Context, files []File) ([]parseResult, error) {
+// base is the number of YAML nodes of the revision's files not in files
+// (parsed before): once the total exceeds lim.MaxTotalNodes, the remaining
+// files are skipped (see totalNodesError).
+func parseAll(ctx context.Context, files []File, lim Limits, base int64) ([]parseResult, error) {
 	out := make([]parseResult, len(files))
 	workers := min(runtime.GOMAXPROCS(0), len(files))
-	var next atomic.Int64
+	var next, total atomic.Int64
+	total.Store(base)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(files) || ctx.Err() != nil {
+				if i >= len(files) || ctx.Err() != nil || total.Load() > lim.MaxTotalNodes {
 					return
 				}
 				f := files[i]
 				if isKustomization(f.Path) && !f.Generated {
 					continue
 				}
-				out[i].objs, out[i].err = ParseFile(f.Path, f.Data)
+				r := &out[i]
+				r.objs, r.nodes, r.err = parseFile(f.Path, f.Data, lim)
+				r.parsed = true
+				total.Add(r.nodes)
 				if f.Generated {
-					for j := range out[i].objs {
-						out[i].objs[j].Line = 0
+					for j := range r.objs {
+						r.objs[j].Line = 0
 					}
-					for _, e := range diag.AsList(out[i].err) {
+					for _, e := range diag.AsList(r.err) {
 						e.Line = 0
 					}
 				}
@@ -232,6 +286,22 @@ func parseAll(ctx context.Context, files []File) ([]parseResult, error) {
 	}
 	wg.Wait()
 	return out, ctx.Err()
+}
+
+// totalNodesError returns the error for a revision whose files hold more
+// YAML nodes together than lim.MaxTotalNodes, naming the file (in path
+// order) at which the total passes it (name returns the path of parsed[i]);
+// nil when within the limit. It is the revision's only error then:
+// reported once, not once per file.
+func totalNodesError(parsed []parseResult, name func(i int) string, lim Limits) *diag.Error {
+	var total int64
+	for i, p := range parsed {
+		if total += p.nodes; total > lim.MaxTotalNodes {
+			return &diag.Error{File: name(i), Err: &LimitError{Limit: "total-yaml-nodes", Max: lim.MaxTotalNodes,
+				What: "the files read up to this one hold more YAML nodes together than the limit"}}
+		}
+	}
+	return nil
 }
 
 // cleanPath validates a sub-path inside the repository and returns it as a

@@ -128,8 +128,9 @@ var kustomizeRefKeys = []string{"resources", "bases", "components", "generators"
 // checkRefs walks the kustomization of dir and every local kustomization it
 // reaches, refusing remote entries and entries that do not exist among the
 // files (kustomize would try to clone those with git). data returns a file's
-// content.
-func (t *tree) checkRefs(dir string, data func(string) []byte, seen map[string]bool) diag.List {
+// content. seen collects the kustomization files reached, files the other
+// files their entries name.
+func (t *tree) checkRefs(dir string, data func(string) []byte, seen, files map[string]bool) diag.List {
 	kf, ok := t.kfiles[dir]
 	if !ok || seen[kf] {
 		return nil
@@ -171,8 +172,9 @@ func (t *tree) checkRefs(dir string, data func(string) []byte, seen map[string]b
 			}
 			switch {
 			case t.files[target]:
+				files[target] = true
 			case t.dirs[target]:
-				errs = append(errs, t.checkRefs(target, data, seen)...)
+				errs = append(errs, t.checkRefs(target, data, seen, files)...)
 			default:
 				errs = append(errs, &diag.Error{File: kf, Line: item.Line, Field: field, Msg: fmt.Sprintf(
 					"%q does not exist among the files gitaso reads (only *.yaml/*.yml files below the source path; point the source path at a directory that holds the base too)", entry)})

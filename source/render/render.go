@@ -53,6 +53,15 @@ type Options struct {
 
 	// Logger receives one debug line per render; nil discards.
 	Logger *slog.Logger
+
+	// Limits bound the input (zero fields take their defaults, see
+	// source.Limits). Render expects files within them: source.Build (and
+	// so every Git and directory source) checks them with
+	// source.CheckFiles before the render stage sees them; a caller of
+	// Render should do the same. Render checks what it decrypts again, and
+	// refuses a kustomization whose files hold more than
+	// Limits.MaxKustomizeObjects documents.
+	Limits source.Limits
 }
 
 // DefaultOptions builds kustomizations and does not substitute.
@@ -131,7 +140,8 @@ func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.Fi
 
 	// SOPS first: the MAC is checked on each file as it is in Git, and
 	// kustomize and substitution see the cleartext.
-	files, decrypted, errs := r.decrypt(ctx, files)
+	lim := r.opts.Limits.WithDefaults()
+	files, decrypted, errs := r.decrypt(ctx, files, lim)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -172,8 +182,13 @@ func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.Fi
 				return nil, err
 			}
 			kf := t.kfiles[dir]
-			if es := t.checkRefs(dir, func(p string) []byte { return byPath[p] }, map[string]bool{}); len(es) > 0 {
+			reached := map[string]bool{}
+			if es := t.checkRefs(dir, func(p string) []byte { return byPath[p] }, map[string]bool{}, reached); len(es) > 0 {
 				errs = append(errs, es...)
+				continue
+			}
+			if e := checkObjectCount(kf, reached, byPath, lim); e != nil {
+				errs = append(errs, e)
 				continue
 			}
 			objs, derr := kustomizeBuild(fs, dir, kf)
@@ -292,4 +307,39 @@ func join(units []unit) []byte {
 		}
 	}
 	return []byte(b.String())
+}
+
+// checkObjectCount refuses a kustomization whose files hold more documents
+// together than lim.MaxKustomizeObjects: kustomize's build time grows with
+// the square of the number of objects (each one added is compared with
+// every one before it), hours for 100,000.
+func checkObjectCount(kfile string, files map[string]bool, data map[string][]byte, lim source.Limits) *diag.Error {
+	n := 0
+	for p := range files {
+		for _, d := range splitDocuments(data[p]) {
+			if hasContent(d.text) {
+				n++
+			}
+		}
+	}
+	if n <= lim.MaxKustomizeObjects {
+		return nil
+	}
+	return &diag.Error{File: kfile, Err: &source.LimitError{Limit: "kustomize-objects", Max: int64(lim.MaxKustomizeObjects),
+		What: fmt.Sprintf("the files this kustomization reaches hold %d documents (kustomize's build time grows with the square of it)", n)}}
+}
+
+// hasContent reports whether a document holds anything but blank lines,
+// comments and its "---" marker.
+func hasContent(text string) bool {
+	for l := range strings.Lines(text) {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "---") && isDocStart([]byte(l)) {
+			t = strings.TrimSpace(t[3:])
+		}
+		if t != "" && !strings.HasPrefix(t, "#") {
+			return true
+		}
+	}
+	return false
 }

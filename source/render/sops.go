@@ -612,7 +612,7 @@ func flowEnd(text string, start int) (int, error) {
 // decrypt returns files with every document that carries a SOPS stanza
 // decrypted (the caller's slice and data are not changed) and how many
 // documents it decrypted. Errors name the file and line.
-func (r *Renderer) decrypt(ctx context.Context, files []source.File) ([]source.File, int, diag.List) {
+func (r *Renderer) decrypt(ctx context.Context, files []source.File, lim source.Limits) ([]source.File, int, diag.List) {
 	var errs diag.List
 	n := 0
 	copied := false
@@ -654,6 +654,11 @@ func (r *Renderer) decrypt(ctx context.Context, files []source.File) ([]source.F
 			b.WriteString(d.text)
 		}
 		files[i].Data = []byte(b.String())
+		// Decrypted values are quoted scalars, but what kustomize reads
+		// next is checked like any input.
+		if err := source.CheckFiles(ctx, files[i:i+1], lim); err != nil {
+			errs = append(errs, diag.AsList(err)...)
+		}
 	}
 	return files, n, errs
 }

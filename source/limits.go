@@ -1,0 +1,230 @@
+package source
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Limits bound what one revision may hold, so that a malformed or hostile
+// commit is refused with an error naming the file and the limit instead of
+// exhausting memory or CPU ("billion laughs" alias bombs, deeply nested or
+// huge files, a symlink to /dev/zero). Every limit applies to every mode
+// (Git and directory) and to every byte that reaches a YAML decoder: the
+// files as read (before SOPS decryption, kustomize and substitution see
+// them, see CheckFiles) and the rendered text ParseFile reads.
+//
+// A zero field takes its default (DefaultLimits); a negative field means no
+// limit.
+type Limits struct {
+	// MaxFileSize is the size in bytes above which a *.yaml/*.yml file is
+	// refused (read with a limit, so a file that grows while it is read is
+	// refused too). Default 32 MiB.
+	MaxFileSize int64
+	// MaxTotalSize is the size in bytes of all *.yaml/*.yml files below the
+	// path above which a revision is refused. Default 256 MiB.
+	MaxTotalSize int64
+	// MaxNodes is the number of YAML nodes (mapping keys, values and list
+	// items; an alias counts as every node of what it refers to) one file
+	// may hold. Default 4,000,000 (a file of 100,000 small objects fits).
+	MaxNodes int64
+	// MaxTotalNodes is the number of YAML nodes, counted as for MaxNodes,
+	// of all files of a revision together. Default 16,000,000.
+	MaxTotalNodes int64
+	// MaxDepth is how deeply mappings and lists may nest (an alias counts
+	// as what it refers to). Default 128.
+	MaxDepth int
+	// MaxKustomizeObjects is the number of documents the files a
+	// kustomization reaches may hold together (kustomize's build time grows
+	// with the square of it: about 100 s for 10,000 objects on a laptop
+	// core). Used by the render stage. Default 10,000.
+	MaxKustomizeObjects int
+}
+
+// DefaultLimits returns the limits used when none are set: generous for
+// real repositories (Flux repositories with big Helm-rendered files, a
+// few thousand ASO resources), small enough that refusing a commit takes
+// well under a second and a few hundred MB.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxFileSize:         32 << 20,
+		MaxTotalSize:        256 << 20,
+		MaxNodes:            4_000_000,
+		MaxTotalNodes:       16_000_000,
+		MaxDepth:            128,
+		MaxKustomizeObjects: 10_000,
+	}
+}
+
+// WithDefaults returns l with zero fields set to their defaults and negative
+// fields set to "no limit" (the largest value of their type).
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits()
+	fill64 := func(v *int64, def int64) {
+		switch {
+		case *v == 0:
+			*v = def
+		case *v < 0:
+			*v = math.MaxInt64
+		}
+	}
+	fill := func(v *int, def int) {
+		switch {
+		case *v == 0:
+			*v = def
+		case *v < 0:
+			*v = math.MaxInt
+		}
+	}
+	fill64(&l.MaxFileSize, d.MaxFileSize)
+	fill64(&l.MaxTotalSize, d.MaxTotalSize)
+	fill64(&l.MaxNodes, d.MaxNodes)
+	fill64(&l.MaxTotalNodes, d.MaxTotalNodes)
+	fill(&l.MaxDepth, d.MaxDepth)
+	fill(&l.MaxKustomizeObjects, d.MaxKustomizeObjects)
+	return l
+}
+
+// ErrLimit is wrapped by every error for an input that exceeds one of the
+// Limits (see LimitError). The revision is refused; not retryable until the
+// commit or the limit changes.
+var ErrLimit = errors.New("input limit exceeded")
+
+// LimitError says which limit an input exceeded. It is wrapped in a
+// *diag.Error naming the file (and the line, when the limit was hit while
+// reading the YAML); errors.Is(err, ErrLimit) holds.
+type LimitError struct {
+	// Limit is the name of the limit: one of the names SetLimit accepts,
+	// e.g. "yaml-nodes".
+	Limit string
+	// Max is the limit's value.
+	Max int64
+	// What says what exceeded it, e.g. "the file expands to more than
+	// 4000000 YAML nodes with its aliases".
+	What string
+}
+
+// Error names what exceeded which limit and how to change it.
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%s: %v (limit %s=%s, gitaso --source-limit %s=N)", e.What, ErrLimit, e.Limit, formatLimit(e.Limit, e.Max), e.Limit)
+}
+
+// Unwrap returns ErrLimit.
+func (e *LimitError) Unwrap() error { return ErrLimit }
+
+// limitNames are the names of the limits, as SetLimit and LimitError use them.
+var limitNames = []string{"file-size", "total-size", "yaml-nodes", "total-yaml-nodes", "yaml-depth", "kustomize-objects"}
+
+// LimitNames returns the names SetLimit accepts.
+func LimitNames() []string { return append([]string(nil), limitNames...) }
+
+// SetLimit sets one limit from "NAME=VALUE" (gitaso --source-limit): NAME is
+// one of LimitNames; sizes accept the suffixes KiB, MiB and GiB (and K, M,
+// G as the same binary units); counts accept k and M (1000s); -1 or "none"
+// removes the limit, 0 restores the default.
+func (l *Limits) SetLimit(setting string) error {
+	name, value, ok := strings.Cut(setting, "=")
+	if !ok {
+		return fmt.Errorf("source limit %q: want NAME=VALUE (NAME one of %s)", setting, strings.Join(limitNames, ", "))
+	}
+	name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+	var n int64
+	var err error
+	switch name {
+	case "file-size", "total-size":
+		n, err = parseSize(value)
+	case "yaml-nodes", "total-yaml-nodes", "yaml-depth", "kustomize-objects":
+		n, err = parseCount(value)
+	default:
+		return fmt.Errorf("source limit %q: unknown limit %q (one of %s)", setting, name, strings.Join(limitNames, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("source limit %q: %w", setting, err)
+	}
+	switch name {
+	case "file-size":
+		l.MaxFileSize = n
+	case "total-size":
+		l.MaxTotalSize = n
+	case "yaml-nodes":
+		l.MaxNodes = n
+	case "total-yaml-nodes":
+		l.MaxTotalNodes = n
+	case "yaml-depth":
+		l.MaxDepth = int(min(n, math.MaxInt32))
+	case "kustomize-objects":
+		l.MaxKustomizeObjects = int(min(n, math.MaxInt32))
+	}
+	return nil
+}
+
+func parseSize(v string) (int64, error) {
+	if v == "none" || v == "-1" {
+		return -1, nil
+	}
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(v, u.suffix) {
+			v, mult = strings.TrimSpace(strings.TrimSuffix(v, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("want a size such as 64MiB, 0 (default) or -1 (no limit)")
+	}
+	return n * mult, nil
+}
+
+func parseCount(v string) (int64, error) {
+	if v == "none" || v == "-1" {
+		return -1, nil
+	}
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(v, "k"):
+		v, mult = strings.TrimSuffix(v, "k"), 1000
+	case strings.HasSuffix(v, "M"):
+		v, mult = strings.TrimSuffix(v, "M"), 1000_000
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("want a number such as 8M, 0 (default) or -1 (no limit)")
+	}
+	return n * mult, nil
+}
+
+// formatLimit renders a limit's value for messages.
+func formatLimit(name string, v int64) string {
+	if v == math.MaxInt64 || v == math.MaxInt || v == math.MaxInt32 {
+		return "none"
+	}
+	if name == "file-size" || name == "total-size" {
+		return formatSize(v)
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// formatSize renders a byte count with a binary unit when it is exact.
+func formatSize(v int64) string {
+	switch {
+	case v >= 1<<30 && v%(1<<30) == 0:
+		return strconv.FormatInt(v>>30, 10) + "GiB"
+	case v >= 1<<20 && v%(1<<20) == 0:
+		return strconv.FormatInt(v>>20, 10) + "MiB"
+	case v >= 1<<10 && v%(1<<10) == 0:
+		return strconv.FormatInt(v>>10, 10) + "KiB"
+	case v >= 1<<30:
+		return strconv.FormatFloat(float64(v)/(1<<30), 'f', 1, 64) + "GiB"
+	case v >= 1<<20:
+		return strconv.FormatFloat(float64(v)/(1<<20), 'f', 1, 64) + "MiB"
+	case v >= 1<<10:
+		return strconv.FormatFloat(float64(v)/(1<<10), 'f', 1, 64) + "KiB"
+	}
+	return strconv.FormatInt(v, 10) + "B"
+}
