@@ -160,6 +160,48 @@ func (l *Limits) SetLimit(setting string) error {
 	return nil
 }
 
+// Set implements flag.Value (and pflag.Value) for gitaso --source-limit:
+// one or more comma-separated NAME=VALUE settings, each as SetLimit takes
+// it; a repeated flag adds to the settings before it.
+func (l *Limits) Set(v string) error {
+	for part := range strings.SplitSeq(v, ",") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		if err := l.SetLimit(part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// String lists the limits that are set (not zero) as NAME=VALUE pairs.
+func (l *Limits) String() string {
+	if l == nil {
+		return ""
+	}
+	var parts []string
+	add := func(name string, v int64) {
+		switch {
+		case v == 0:
+		case v < 0:
+			parts = append(parts, name+"=none")
+		default:
+			parts = append(parts, name+"="+formatLimit(name, v))
+		}
+	}
+	add("file-size", l.MaxFileSize)
+	add("total-size", l.MaxTotalSize)
+	add("yaml-nodes", l.MaxNodes)
+	add("total-yaml-nodes", l.MaxTotalNodes)
+	add("yaml-depth", int64(l.MaxDepth))
+	add("kustomize-objects", int64(l.MaxKustomizeObjects))
+	return strings.Join(parts, ",")
+}
+
+// Type names the flag's value in help (pflag.Value).
+func (l *Limits) Type() string { return "NAME=VALUE" }
+
 func parseSize(v string) (int64, error) {
 	if v == "none" || v == "-1" {
 		return -1, nil

@@ -565,6 +565,19 @@ func TestSetLimit(t *testing.T) {
 	if diff := cmp.Diff(want, l); diff != "" {
 		t.Errorf("limits (-want +got):\n%s", diff)
 	}
+	var viaFlag Limits
+	if err := viaFlag.Set("file-size=64MiB,total-size=1GiB"); err != nil {
+		t.Fatal(err)
+	}
+	if err := viaFlag.Set("yaml-nodes=8M, total-yaml-nodes=-1,yaml-depth=200,kustomize-objects=20k"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, viaFlag); diff != "" {
+		t.Errorf("Set (-want +got):\n%s", diff)
+	}
+	if got, want := viaFlag.String(), "file-size=64MiB,total-size=1GiB,yaml-nodes=8000000,total-yaml-nodes=none,yaml-depth=200,kustomize-objects=20000"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
 	for _, s := range []string{"file-size", "nope=1", "file-size=big", "yaml-nodes=-5", "file-size=99999999999GiB"} {
 		if err := l.SetLimit(s); err == nil {
 			t.Errorf("%q accepted", s)

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -279,6 +280,9 @@ func parseAll(ctx context.Context, files []File, lim Limits, base int64) ([]pars
 					}
 					for _, e := range diag.AsList(r.err) {
 						e.Line = 0
+						if le := (*LimitError)(nil); errors.As(e, &le) {
+							le.What = strings.Replace(le.What, "the file", "the build output of this kustomization", 1)
+						}
 					}
 				}
 			}

@@ -57,6 +57,7 @@ type settings struct {
 	kustomizeDirs, substitute         []string
 	substituteFrom                    []string
 	sopsAgeKeyFile                    string
+	sourceLimits                      source.Limits // --source-limit
 	maxDeletions                      int
 	maxDeletionFraction               float64
 }
@@ -78,6 +79,8 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringArrayVar(&s.substituteFrom, "substitute-from", nil, "take ${VAR} values from a ConfigMap or Secret in the repository: [ConfigMap/|Secret/]NAMESPACE/NAME[,optional] (repeatable, later wins)")
 	fs.BoolVar(&s.substituteStrict, "substitute-strict", false, "a ${VAR} with no value and no default is an error (Flux's strict substitution)")
 	fs.StringVar(&s.sopsAgeKeyFile, "sops-age-key-file", "", "age identities file that decrypts SOPS-encrypted manifests, as Flux's sops decryption (default $SOPS_AGE_KEY_FILE)")
+	// Input limits (source.Limits, see source/doc.go).
+	fs.Var(&s.sourceLimits, "source-limit", "change an input limit, NAME=VALUE (repeatable or comma-separated): file-size (32MiB), total-size (256MiB), yaml-nodes (4000000), total-yaml-nodes (16000000), yaml-depth (128), kustomize-objects (10000); -1 for none")
 	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&s.logFormat, "log-format", "text", "text or json")
 	if !withAzure {
@@ -214,11 +217,11 @@ func (s *settings) source(log *slog.Logger) (source.Source, error) {
 		return nil, errors.New("set either --repo or --dir, not both")
 	case s.dir != "":
 		if rnd == nil {
-			return source.NewDir(s.dir, s.path), nil
+			return source.NewDir(s.dir, s.path, source.WithLimits(s.sourceLimits)), nil
 		}
-		return source.NewDir(s.dir, s.path, source.WithRenderer(rnd)), nil
+		return source.NewDir(s.dir, s.path, source.WithRenderer(rnd), source.WithLimits(s.sourceLimits)), nil
 	case s.repo != "":
-		opts := source.GitOptions{URL: s.repo, Branch: s.branch, Path: s.path, CacheDir: s.cacheDir, Username: s.gitUser, Logger: log}
+		opts := source.GitOptions{URL: s.repo, Branch: s.branch, Path: s.path, CacheDir: s.cacheDir, Username: s.gitUser, Logger: log, Limits: s.sourceLimits}
 		if rnd != nil {
 			opts.Renderer = rnd
 		}
@@ -244,7 +247,7 @@ func (s *settings) source(log *slog.Logger) (source.Source, error) {
 // renderer builds the render stage (kustomize, SOPS decryption, Flux
 // substitution).
 func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
-	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log}
+	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log, Limits: s.sourceLimits}
 	if len(s.substitute) > 0 || len(s.substituteFrom) > 0 || s.substituteStrict {
 		o.Substitute = true
 	}
