@@ -74,7 +74,7 @@ func (d *Dir) Fetch(ctx context.Context) (*Snapshot, error) {
 		}
 		return nil, &RevisionError{Revision: DirRevision(marked), Errors: errs.Sorted()}
 	}
-	return build(ctx, DirRevision(files), files, d.render, d.limits)
+	return BuildWithLimits(ctx, DirRevision(files), files, d.render, d.limits)
 }
 
 // Files lists and reads the *.yaml/*.yml files below the path, sorted by

@@ -410,7 +410,7 @@ func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*Snapshot, er
 		if len(errs) > 0 {
 			return nil, &RevisionError{Revision: rev, Errors: errs.Sorted()}
 		}
-		return build(ctx, rev, files, g.opts.Renderer, lim)
+		return BuildWithLimits(ctx, rev, files, g.opts.Renderer, lim)
 	}
 	results := make([]parseResult, len(list))
 	next := make(map[treeFile]parseResult, len(list))

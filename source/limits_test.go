@@ -249,7 +249,7 @@ func TestLimitsTotalSize(t *testing.T) {
 	for p, s := range files {
 		fs = append(fs, File{Path: p, Data: []byte(s)})
 	}
-	_, err = build(t.Context(), "r1", fs, nil, lim)
+	_, err = BuildWithLimits(t.Context(), "r1", fs, nil, lim)
 	wantLimit(t, err, "f10.yaml", 0, "total-size")
 }
 

@@ -112,11 +112,11 @@ func hiddenDir(name string) bool { return strings.HasPrefix(name, ".") && name !
 // *RevisionError and no snapshot. The files must be within DefaultLimits;
 // with a Renderer they are checked (CheckFiles) before it sees them.
 func Build(ctx context.Context, revision string, files []File, r Renderer) (*Snapshot, error) {
-	return build(ctx, revision, files, r, DefaultLimits())
+	return BuildWithLimits(ctx, revision, files, r, DefaultLimits())
 }
 
-// build is Build with limits.
-func build(ctx context.Context, revision string, files []File, r Renderer, lim Limits) (*Snapshot, error) {
+// BuildWithLimits is Build with limits (zero fields take their defaults).
+func BuildWithLimits(ctx context.Context, revision string, files []File, r Renderer, lim Limits) (*Snapshot, error) {
 	lim = lim.WithDefaults()
 	files = slices.Clone(files)
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
