@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/gitaso/gitaso/source"
 )
 
 // MinTriggerInterval is the least time between the end of a run and the
@@ -180,9 +182,19 @@ func nextBackoff(d time.Duration) time.Duration {
 }
 
 // peekRevision fetches the source and returns its revision.
+// A revision that cannot be used (refused, or without the source path) is
+// still a new revision: the run records it as refused or held instead of
+// the loop warning about it on every poll.
 func (r *Reconciler) peekRevision(ctx context.Context) (string, error) {
 	snap, err := r.src.Fetch(ctx)
-	if err != nil {
+	var revErr *source.RevisionError
+	var missing *source.PathNotFoundError
+	switch {
+	case errors.As(err, &revErr):
+		return revErr.Revision, nil
+	case errors.As(err, &missing):
+		return missing.Revision, nil
+	case err != nil:
 		return "", err
 	}
 	return snap.Revision, nil

@@ -197,6 +197,16 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 	defer r.mu.Unlock()
 	rep := &Report{Run: state.Run{Trigger: opts.Trigger, StartedAt: time.Now().UTC()}}
 	snap, g, err := r.Build(ctx)
+	r.pathMissing = ""
+	var missing *source.PathNotFoundError
+	if errors.As(err, &missing) {
+		// The source path is gone at this revision: plan it as a revision
+		// that declares nothing, which the deletion guard always holds
+		// (unless approved), instead of failing on every poll.
+		r.pathMissing = missing.Path
+		snap = &source.Snapshot{Revision: missing.Revision}
+		g, err = planner.Build(snap, planner.Options{SubscriptionID: r.subscription()})
+	}
 	if snap != nil {
 		rep.Run.Revision = snap.Revision
 		rep.Ignored = snap.Ignored
