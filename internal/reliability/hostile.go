@@ -24,6 +24,9 @@ type HostileOptions struct {
 	// MemLimit kills `gitaso validate` when its resident set passes it (polled every 20 ms); the child also runs
 	// with GOMEMLIMIT at two thirds of it and, when prlimit is installed, an address-space limit of four times it.
 	MemLimit int64
+	// Launcher is a binary whose main calls MaybeMeasure (the harness's own), which starts each case so that its
+	// maximum RSS is measured alone; "" starts gitaso directly.
+	Launcher string
 	HugeMB   int // size of the huge file
 	Objects  int // objects of the many-objects file
 	Depth    int // nesting depth of the deep file
@@ -223,6 +226,15 @@ func validate(ctx context.Context, gitaso, prlimit, dir string, o HostileOptions
 	if prlimit != "" {
 		args = append([]string{prlimit, "--as=" + strconv.FormatInt(4*o.MemLimit, 10), "--"}, args...)
 	}
+	var report, reportR *os.File
+	if o.Launcher != "" {
+		args = append([]string{o.Launcher, MeasureArg}, args...)
+		var err error
+		if reportR, report, err = os.Pipe(); err != nil {
+			return c, err
+		}
+		defer reportR.Close()
+	}
 	cmd := exec.Command(args[0], args[1:]...)
 	home := filepath.Join(filepath.Dir(dir), "home")
 	_ = os.MkdirAll(home, 0o755)
@@ -230,11 +242,31 @@ func validate(ctx context.Context, gitaso, prlimit, dir string, o HostileOptions
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	head := &headBuffer{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = head, head
+	var lines chan string
+	if report != nil {
+		cmd.ExtraFiles = []*os.File{report}
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return c, fmt.Errorf("reliability: start %s: %w", gitaso, err)
+		if report != nil {
+			report.Close()
+		}
+		return c, fmt.Errorf("reliability: start %s: %w", args[0], err)
 	}
-	pid := cmd.Process.Pid
+	pid := cmd.Process.Pid // the process group; the measured process is the launcher's child when there is one
+	measured := pid
+	if report != nil {
+		report.Close() // the launcher holds the write end now
+		lines = make(chan string, 4)
+		go func() {
+			sc := bufio.NewScanner(reportR)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+			close(lines)
+		}()
+		measured = 0
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -242,14 +274,33 @@ func validate(ctx context.Context, gitaso, prlimit, dir string, o HostileOptions
 	deadline := time.NewTimer(o.Timeout)
 	defer deadline.Stop()
 	var werr error
-	reason := ""
+	reason, result := "", ""
+	var peak int64
+	readLine := func(l string) {
+		if rest, ok := strings.CutPrefix(l, "pid "); ok {
+			measured, _ = strconv.Atoi(rest)
+		} else if strings.HasPrefix(l, "exit ") {
+			result = l
+		}
+	}
 wait:
 	for {
 		select {
 		case werr = <-done:
 			break wait
+		case l, ok := <-lines:
+			if !ok {
+				lines = nil
+				continue
+			}
+			readLine(l)
 		case <-tick.C:
-			if rss := rssOf(pid); rss > o.MemLimit && reason == "" {
+			if measured == 0 {
+				continue
+			}
+			rss, hwm := memOf(measured)
+			peak = max(peak, hwm, rss)
+			if rss > o.MemLimit && reason == "" {
 				reason = OutcomeMemory
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
 			}
@@ -264,29 +315,43 @@ wait:
 			return c, ctx.Err()
 		}
 	}
-	c.Duration = time.Since(start)
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		c.MaxRSS = ru.Maxrss << 10 // KiB on Linux
+	if lines != nil {
+		for l := range lines { // the launcher has exited: its last lines are in the pipe
+			readLine(l)
+		}
 	}
+	c.Duration = time.Since(start)
 	c.Exit = cmd.ProcessState.ExitCode()
-	output := head.String()
-	c.Error = firstLine(output)
+	signal := 0
 	var ee *exec.ExitError
-	signaled := false
 	if errors.As(werr, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			signaled = true
-			if reason == "" {
-				c.Error = "killed by " + ws.Signal().String() + "; " + c.Error
-			}
+			signal = int(ws.Signal())
 		}
 	} else if werr != nil {
 		return c, werr
 	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		// Without a launcher this includes the harness's own peak (Linux counts the forked image's RSS).
+		c.MaxRSS = ru.Maxrss << 10
+	}
+	if report != nil {
+		c.MaxRSS = peak
+		var exit, sig int
+		var maxrss int64
+		if _, err := fmt.Sscanf(result, "exit %d %d %d", &exit, &sig, &maxrss); err == nil {
+			c.Exit, signal, c.MaxRSS = exit, sig, max(maxrss, peak)
+		}
+	}
+	output := head.String()
+	c.Error = firstLine(output)
+	if signal != 0 && reason == "" {
+		c.Error = strings.TrimSuffix("killed by "+syscall.Signal(signal).String()+"; "+c.Error, "; ")
+	}
 	switch {
 	case reason != "":
 		c.Outcome = reason
-	case signaled, strings.Contains(output, "panic: "), strings.Contains(output, "fatal error: "):
+	case signal != 0, strings.Contains(output, "panic: "), strings.Contains(output, "fatal error: "):
 		c.Outcome = OutcomeCrashed
 		if i := strings.Index(output, "fatal error: "); i >= 0 {
 			c.Error = firstLine(output[i:])
@@ -301,19 +366,59 @@ wait:
 	return c, nil
 }
 
-// rssOf reads VmRSS of a process in bytes (0 when gone).
-func rssOf(pid int) int64 {
+// MeasureArg, as the first argument of a binary whose main calls MaybeMeasure, makes it a launcher: it runs the
+// rest of its arguments as a child and reports the child's pid and, when it ends, its exit code, signal and
+// maximum RSS on file descriptor 3. Launched from the harness itself, the child's rusage would include the
+// harness's RSS (Linux counts the image a process had before exec); launched from a fresh small process it
+// measures the child alone.
+const MeasureArg = "-reliability-measure-child"
+
+// MaybeMeasure runs the launcher and exits when os.Args asks for it (see MeasureArg); otherwise it returns.
+func MaybeMeasure() {
+	if len(os.Args) < 3 || os.Args[1] != MeasureArg {
+		return
+	}
+	report := os.NewFile(3, "report")
+	cmd := exec.Command(os.Args[2], os.Args[3:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "reliability launcher:", err)
+		os.Exit(127)
+	}
+	fmt.Fprintf(report, "pid %d\n", cmd.Process.Pid)
+	_ = cmd.Wait()
+	ps := cmd.ProcessState
+	var maxrss int64
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		maxrss = ru.Maxrss << 10
+	}
+	sig := 0
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		sig = int(ws.Signal())
+	}
+	fmt.Fprintf(report, "exit %d %d %d\n", ps.ExitCode(), sig, maxrss)
+	os.Exit(0)
+}
+
+// memOf reads VmRSS and VmHWM (the peak) of a process in bytes (0 when gone).
+func memOf(pid int) (rss, hwm int64) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if k == "VmRSS" {
+			rss = kb << 10
+		} else {
+			hwm = kb << 10
 		}
 	}
-	return 0
+	return rss, hwm
 }
 
 func firstLine(s string) string {

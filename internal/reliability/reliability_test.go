@@ -346,16 +346,34 @@ func TestProcessKillAndHostileOutcomes(t *testing.T) {
 	if err != nil || r.Killed || !r.Held() || !strings.Contains(r.Output, "done") {
 		t.Errorf("finished before the kill: %+v %v", r, err)
 	}
-	o := HostileOptions{Timeout: 300 * time.Millisecond, MemLimit: 1 << 30}
-	for _, tc := range []struct{ body, outcome, line string }{
-		{"echo 'a.yaml:1: bad'; exit 1", OutcomeRefused, "a.yaml:1: bad"},
-		{"echo ok", OutcomeAccepted, "ok"},
-		{"echo 'panic: boom' >&2; exit 2", OutcomeCrashed, "panic: boom"},
-		{"sleep 30", OutcomeTimedOut, ""},
-	} {
-		c, err := validate(context.Background(), script("v", tc.body), "", dir, o)
-		if err != nil || c.Outcome != tc.outcome || c.Error != tc.line {
-			t.Errorf("%q: %+v %v, want %s %q", tc.body, c, err, tc.outcome, tc.line)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, launcher := range []string{"", self} {
+		o := HostileOptions{Timeout: 300 * time.Millisecond, MemLimit: 1 << 30, Launcher: launcher}
+		if launcher != "" {
+			o.Timeout = 20 * time.Second // a race-instrumented test binary takes a second to start
+		}
+		for _, tc := range []struct{ body, outcome, line string }{
+			{"echo 'a.yaml:1: bad'; exit 1", OutcomeRefused, "a.yaml:1: bad"},
+			{"echo ok", OutcomeAccepted, "ok"},
+			{"echo 'panic: boom' >&2; exit 2", OutcomeCrashed, "panic: boom"},
+			{"sleep 30", OutcomeTimedOut, ""},
+			{"kill -SEGV $$", OutcomeCrashed, "killed by segmentation fault"},
+		} {
+			if launcher != "" && tc.outcome == OutcomeTimedOut {
+				continue
+			}
+			c, err := validate(context.Background(), script("v", tc.body), "", dir, o)
+			if err != nil || c.Outcome != tc.outcome || c.Error != tc.line || c.MaxRSS <= 0 {
+				t.Errorf("launcher %q, %q: %+v %v, want %s %q", launcher, tc.body, c, err, tc.outcome, tc.line)
+			}
 		}
 	}
+}
+
+func TestMain(m *testing.M) {
+	MaybeMeasure() // the test binary is the launcher of TestProcessKillAndHostileOutcomes
+	os.Exit(m.Run())
 }

@@ -15,6 +15,7 @@ import (
 )
 
 func main() {
+	reliability.MaybeMeasure() // the harness starts `gitaso validate` through itself to measure its RSS alone
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx); err != nil {
@@ -36,6 +37,9 @@ func run(ctx context.Context) error {
 	o.Register(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
+	}
+	if exe, err := os.Executable(); err == nil {
+		o.Hostile.Launcher = exe
 	}
 	return reliability.Run(ctx, o, os.Stdout)
 }
