@@ -30,8 +30,21 @@ lint:
 bench:
 	GITASO_SHARED=$(SHARED) $(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 60m -tags '$(TAGS)' ./... | tee bench.out
 
+## fuzz: every fuzz target (parse, render, plan) for FUZZTIME each; prints the time it all took
+FUZZTIME    ?= 20s
+# Go minimises every new interesting input for up to 60 s by default, which stalls short runs on big seeds.
+FUZZFLAGS   ?= -fuzzminimizetime 2s
+FUZZTARGETS ?= ./source:FuzzParseFile ./source/render:FuzzRender ./source/render:FuzzSubstitute \
+               ./source/render:FuzzDecryptSOPS ./planner:FuzzPlan ./planner/aso:FuzzConvert
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParseFile -fuzztime 30s ./source
+	@start=$$(date +%s); failed=; \
+	for t in $(FUZZTARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+		GITASO_SHARED=$(SHARED) $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) $$pkg || failed="$$failed $$fn"; \
+	done; \
+	echo "fuzz: $$(( $$(date +%s) - start ))s for $(words $(FUZZTARGETS)) targets of $(FUZZTIME)"; \
+	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (inputs in the packages' testdata/fuzz)"; exit 1; fi
 
 ## catalog: regenerate the embedded ASO catalog from ../shared/aso-schema
 catalog:

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -212,7 +213,7 @@ func readRegular(root, p, name string, max, fileMax int64) (data []byte, size in
 	} else if !st.Mode().IsRegular() {
 		return fail("is a %s, not a regular file: refused", fileKind(st.Mode()))
 	}
-	data, err = io.ReadAll(io.LimitReader(f, max+1))
+	data, err = io.ReadAll(io.LimitReader(f, min(max, math.MaxInt64-1)+1))
 	if err != nil {
 		return fail("cannot read: %v", err)
 	}

@@ -41,5 +41,60 @@
 // cache is damaged, the cache is replaced by a fresh shallow clone.
 //
 // In directory mode (NewDir) the revision is a content hash, so that an
-// unchanged directory yields an unchanged revision.
+// unchanged directory yields an unchanged revision. Only regular files
+// inside the root are read: a symlink is followed only when its target is
+// a regular file inside the root, and a *.yaml/*.yml entry that is a
+// symlink leading out of the root (or that cannot be resolved), a device,
+// a FIFO or a socket refuses the revision with an error naming it. Refusing
+// rather than skipping: a skipped file's objects would look deleted, and
+// the reconciler would delete them in Azure. Files are opened non-blocking
+// and checked again once open, so a FIFO swapped in cannot hang a read. Git
+// mode never follows symlinks (nor submodules): it skips them, as before.
+//
+// A path that does not exist at a revision is a *PathNotFoundError
+// (errors.Is ErrPathNotFound) in both modes, so that a caller can hold the
+// revision instead of treating it as empty.
+//
+// # Limits
+//
+// A commit is input from whoever can push to the branch. Limits (zero
+// fields take DefaultLimits; gitaso --source-limit NAME=VALUE) bound what
+// one revision may make gitaso do, and a revision beyond one is refused
+// like any malformed commit: a *RevisionError holding one diag.Error per
+// offending file that names the file, the line when known, and the limit
+// (a *LimitError; errors.Is ErrLimit), never a crash or an exhausted
+// memory. A limit is reported once per file, and a total once per
+// revision.
+//
+//	file-size          32 MiB      one *.yaml/*.yml file (Git: the blob's size, known before reading;
+//	                               directory: the size, then a read through io.LimitReader)
+//	total-size         256 MiB     all *.yaml/*.yml files below the path together
+//	yaml-nodes         4,000,000   YAML nodes of one file, an alias counting as all it refers to
+//	total-yaml-nodes   16,000,000  YAML nodes of a revision's files together
+//	yaml-depth         128         mappings and lists nested in one another
+//	kustomize-objects  10,000      documents of the files one kustomization reaches
+//
+// Why these: a YAML node costs about 200 bytes once parsed, so a file at
+// the node limit takes under 1 GB and a revision at the total about 3 GB,
+// while a file of 100,000 small objects (about 1.5 million nodes) and
+// Flux repositories with big Helm-rendered files (CRD bundles of a few MB,
+// tens of thousands of nodes) fit with room to spare. The biggest
+// Kubernetes objects (1.5 MB in etcd) are far below the file size. ASO
+// manifests nest less than 10 deep (the conformance samples: at most 9);
+// CRD schemas, the deepest YAML of a Flux repository, a few dozen. Kustomize's
+// build time grows with the square of the objects it holds (10,000 take
+// about a minute and a half, 100,000 hours), hence its own limit.
+//
+// The 609-byte "billion laughs" (anchors referring to anchors, 9^9
+// strings) is refused in about 0.2 ms: CheckFiles decodes every file with
+// an anchor into yaml.v3 nodes, which keep aliases as pointers, and
+// computes the expanded size and depth once per anchor, before any
+// decoder that expands aliases (kustomize's kyaml, SOPS metadata, the
+// parser) sees the bytes; an anchor containing an alias to itself is
+// refused too. Build runs it before the Renderer; ParseFile runs the same
+// count on what it parses (so rendered text, where substitution could have
+// written anchors, is checked too) and keeps a budget inside its own alias
+// expansion as a second line of defence. Files without an anchor cannot
+// expand: they are bounded by the size limits, and their nodes and depth
+// are counted when their rendered text is parsed.
 package source

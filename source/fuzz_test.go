@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gitaso/gitaso/internal/diag"
@@ -11,7 +12,8 @@ import (
 
 // FuzzParseFile checks that ParseFile never panics, that it returns either
 // objects or a diag.List, and that every object it returns is valid JSON of
-// the normalised types with the required fields.
+// the normalised types with the required fields; and that CheckFiles and
+// the parser keep within the limits.
 func FuzzParseFile(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/*.yaml")
 	for _, s := range seeds {
@@ -20,8 +22,26 @@ func FuzzParseFile(f *testing.F) {
 	f.Add([]byte("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: a}}\n"))
 	f.Add([]byte("a: &x {b: 1}\nc: *x\n<<: *x\n"))
 	f.Add([]byte("---\n---\n# c\n"))
+	f.Add([]byte(Bomb609))
+	f.Add([]byte("a: &a [*a]\n"))
+	f.Add([]byte("a: " + strings.Repeat("[", 30) + strings.Repeat("]", 30) + "\n"))
+	small := Limits{MaxNodes: 2000, MaxDepth: 16}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		objs, err := ParseFile("f.yaml", data)
+		// The limits hold: with small ones, the check and the parser never
+		// count past them and always name the file.
+		if err := CheckFiles(t.Context(), []File{{Path: "f.yaml", Data: data}}, small); err != nil {
+			for _, e := range diag.AsList(err) {
+				if e.File != "f.yaml" {
+					t.Fatalf("check error without the file name: %v", e)
+				}
+			}
+		}
+		// ParseFile with small limits, so that every input is quick: an
+		// alias bomb within the default ones expands to millions of values.
+		objs, nodes, err := parseFile("f.yaml", data, small)
+		if nodes > small.MaxNodes {
+			t.Fatalf("parser counted %d nodes past the limit (%v)", nodes, err)
+		}
 		if err != nil {
 			if objs != nil {
 				t.Fatalf("objects together with an error")

@@ -222,8 +222,11 @@ func TestLimitsFileSize(t *testing.T) {
 	if !strings.Contains(err.Error(), "the file is 2.0MiB") {
 		t.Errorf("error does not say the size: %v", err)
 	}
-	if _, err := NewDir(root, "", WithLimits(Limits{MaxFileSize: -1})).Fetch(t.Context()); err != nil {
-		t.Errorf("no file limit: %v", err)
+	for _, lim := range []Limits{{MaxFileSize: -1}, {MaxFileSize: -1, MaxTotalSize: -1}} {
+		snap, err := NewDir(root, "", WithLimits(lim)).Fetch(t.Context())
+		if err != nil || len(snap.Objects) != 2 {
+			t.Errorf("no file limit (%+v): %v", lim, err)
+		}
 	}
 	if _, err := ParseFile("big.yaml", make([]byte, DefaultLimits().MaxFileSize+1)); !isLimit(err, "file-size") {
 		t.Errorf("ParseFile: %v", err)

@@ -74,6 +74,16 @@
 // supported: KMS/PGP/Vault keys, Shamir key groups, SSH age keys, the
 // comment regexes, and SOPS-encrypted files inside Secret data entries.
 //
+// # Limits
+//
+// Options.Limits are the source's limits (source.Limits). The render stage
+// expects its input checked with source.CheckFiles (source.Build does it,
+// so every Git and directory source), re-checks what SOPS decryption
+// produced, and refuses a kustomization whose files hold more documents
+// than Limits.MaxKustomizeObjects before kustomize runs (its build time
+// grows with the square of the objects). The rendered text is checked
+// again by the parser, with the same limits.
+//
 // Example:
 //
 //	from, _ := render.ParseRef("platform/platform-vars")
