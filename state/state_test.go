@@ -341,7 +341,7 @@ func TestRunsNewestFirstPruningAndTotals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[Outcome]uint64{OutcomeSucceeded: 9, OutcomeFailed: 3, OutcomeRefused: 0, OutcomePartial: 0}
+	want := map[Outcome]uint64{OutcomeSucceeded: 9, OutcomeFailed: 3, OutcomeRefused: 0, OutcomePartial: 0, OutcomeHeld: 0}
 	if d := cmp.Diff(want, totals); d != "" {
 		t.Errorf("RunTotals (-want +got):\n%s", d)
 	}
@@ -563,5 +563,30 @@ func TestConcurrentReadsDuringWrites(t *testing.T) {
 	rs, _ := db.Resources(Filter{})
 	if len(rs) != batches*perBatch {
 		t.Errorf("%d resources, want %d", len(rs), batches*perBatch)
+	}
+}
+
+func TestApprovals(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, ok, err := db.Approval("abc"); ok || err != nil {
+		t.Fatalf("approval before any: %v %v", ok, err)
+	}
+	a := Approval{Revision: "abc", Keys: []string{"ns/g/K/a"}, By: "api"}
+	if err := db.Update(func(w *Writer) error { return w.PutApproval(a) }); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := db.Approval("abc")
+	if err != nil || !ok || got.Revision != "abc" || len(got.Keys) != 1 {
+		t.Fatalf("approval: %+v %v %v", got, ok, err)
+	}
+	if err := db.Update(func(w *Writer) error { return w.DeleteApproval("abc") }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := db.Approval("abc"); ok {
+		t.Error("approval kept after delete")
 	}
 }
