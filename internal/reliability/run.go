@@ -363,6 +363,9 @@ func PrintSoakReport(w io.Writer, phases []SoakPhase, maxRuns int, elapsed time.
 		if p.Error != "" || !p.Verdict.Converged() || len(p.Verdict.Lost) > 0 {
 			fmt.Fprintf(w, "  cycle %d %s: %s %s (last gitaso exit %d)\n", p.Cycle, p.Phase, p.Error, p.Verdict.Findings(), p.LastExit)
 		}
+		for _, f := range p.Failed {
+			fmt.Fprintf(w, "  cycle %d %s, %s\n", p.Cycle, p.Phase, f)
+		}
 	}
 	return findings
 }

@@ -51,8 +51,10 @@ type SoakPhase struct {
 	Retries  int
 	Held     bool
 	LastExit int
-	Verdict  Verdict
-	Error    string
+	// Failed lists the runs that exited non-zero: "run N exit C: the last error line gitaso printed".
+	Failed  []string
+	Verdict Verdict
+	Error   string
 }
 
 // FaultCount is the number of injected faults of the phase.
@@ -103,8 +105,11 @@ func RunSoak(ctx context.Context, env *Env, opts SoakOptions, kill KillOptions) 
 				p.Error = err.Error()
 			}
 			p.Runs, p.Held, p.Verdict = len(res.runs), res.held, res.verdict
-			for _, r := range res.runs {
+			for i, r := range res.runs {
 				p.Duration += r.Duration
+				if r.Exit != 0 {
+					p.Failed = append(p.Failed, fmt.Sprintf("run %d exit %d: %s", i+1, r.Exit, lastErrorLine(r.Output)))
+				}
 			}
 			if len(res.runs) > 0 {
 				p.LastExit = res.last.Exit
