@@ -106,6 +106,42 @@ func checkFile(name string, data []byte, lim Limits, total *atomic.Int64) *diag.
 	return perr
 }
 
+// MeasureFile returns the number of YAML nodes of a file with its aliases
+// counted as what they refer to, decoding it even without an anchor (which
+// CheckFiles skips). A file beyond lim's file size, nodes or depth, or with
+// a recursive anchor, is a *diag.Error naming it (see ErrLimit); counting
+// stops at a YAML syntax error. The render stage measures what a kustomize
+// build will hold with it.
+func MeasureFile(f File, lim Limits) (int64, error) {
+	lim = lim.WithDefaults()
+	if int64(len(f.Data)) > lim.MaxFileSize {
+		return 0, fileSizeError(f.Path, int64(len(f.Data)), lim.MaxFileSize)
+	}
+	m := newMeter(f.Path, lim, nil)
+	var perr *diag.Error
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				perr = &diag.Error{File: f.Path, Msg: fmt.Sprintf("cannot parse YAML: %v", r)}
+			}
+		}()
+		dec := yaml.NewDecoder(bytes.NewReader(f.Data))
+		for {
+			var doc yaml.Node
+			if dec.Decode(&doc) != nil {
+				return
+			}
+			if perr = m.document(&doc); perr != nil {
+				return
+			}
+		}
+	}()
+	if perr != nil {
+		return m.nodes, perr
+	}
+	return m.nodes, nil
+}
+
 func fileSizeError(name string, size, max int64) *diag.Error {
 	return &diag.Error{File: name, Err: &LimitError{Limit: "file-size", Max: max,
 		What: fmt.Sprintf("the file is %s", formatSize(size))}}

@@ -24,11 +24,13 @@ type Limits struct {
 	// refused too). Default 32 MiB.
 	MaxFileSize int64
 	// MaxTotalSize is the size in bytes of all *.yaml/*.yml files below the
-	// path above which a revision is refused. Default 256 MiB.
+	// path above which a revision is refused. Default 128 MiB.
 	MaxTotalSize int64
 	// MaxNodes is the number of YAML nodes (mapping keys, values and list
 	// items; an alias counts as every node of what it refers to) one file
-	// may hold. Default 4,000,000 (a file of 100,000 small objects fits).
+	// may hold; the render stage applies it to the files one kustomize
+	// build reads, together, too. Default 4,000,000 (a file of 100,000
+	// small objects fits).
 	MaxNodes int64
 	// MaxTotalNodes is the number of YAML nodes, counted as for MaxNodes,
 	// of all files of a revision together. Default 16,000,000.
@@ -50,7 +52,7 @@ type Limits struct {
 func DefaultLimits() Limits {
 	return Limits{
 		MaxFileSize:         32 << 20,
-		MaxTotalSize:        256 << 20,
+		MaxTotalSize:        128 << 20,
 		MaxNodes:            4_000_000,
 		MaxTotalNodes:       16_000_000,
 		MaxDepth:            128,

@@ -80,7 +80,7 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.BoolVar(&s.substituteStrict, "substitute-strict", false, "a ${VAR} with no value and no default is an error (Flux's strict substitution)")
 	fs.StringVar(&s.sopsAgeKeyFile, "sops-age-key-file", "", "age identities file that decrypts SOPS-encrypted manifests, as Flux's sops decryption (default $SOPS_AGE_KEY_FILE)")
 	// Input limits (source.Limits, see source/doc.go).
-	fs.Var(&s.sourceLimits, "source-limit", "change an input limit, NAME=VALUE (repeatable or comma-separated): file-size (32MiB), total-size (256MiB), yaml-nodes (4000000), total-yaml-nodes (16000000), yaml-depth (128), kustomize-objects (10000); -1 for none")
+	fs.Var(&s.sourceLimits, "source-limit", "change an input limit, NAME=VALUE (repeatable or comma-separated): file-size (32MiB), total-size (128MiB), yaml-nodes (4000000), total-yaml-nodes (16000000), yaml-depth (128), kustomize-objects (10000); -1 for none")
 	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&s.logFormat, "log-format", "text", "text or json")
 	if !withAzure {

@@ -80,9 +80,10 @@
 // expects its input checked with source.CheckFiles (source.Build does it,
 // so every Git and directory source), re-checks what SOPS decryption
 // produced, and refuses a kustomization whose files hold more documents
-// than Limits.MaxKustomizeObjects before kustomize runs (its build time
-// grows with the square of the objects). The rendered text is checked
-// again by the parser, with the same limits.
+// than Limits.MaxKustomizeObjects (kustomize's build time grows with the
+// square of the objects) or more YAML nodes together than Limits.MaxNodes
+// (kustomize keeps about 650 bytes a node) before kustomize runs. The
+// rendered text is checked again by the parser, with the same limits.
 //
 // Example:
 //

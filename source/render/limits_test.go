@@ -212,3 +212,36 @@ func TestKustomizeObjectLimit(t *testing.T) {
 		t.Errorf("%d objects", len(snap.Objects))
 	}
 }
+
+// TestKustomizeNodeLimit: kustomize keeps several copies of every node:
+// the files one build reads are counted together, anchors or not.
+func TestKustomizeNodeLimit(t *testing.T) {
+	cms := func(prefix string, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-%d\ndata:\n  key: value\n", prefix, i)
+		}
+		return b.String()
+	}
+	// 50 ConfigMaps are 650 nodes.
+	root := writeTree(t, map[string]string{
+		"app/kustomization.yaml":      "resources:\n- a.yaml\n- base\n",
+		"app/a.yaml":                  cms("a", 50),
+		"app/base/kustomization.yaml": "resources:\n- b.yaml\n",
+		"app/base/b.yaml":             cms("b", 50),
+	})
+	opts := DefaultOptions()
+	opts.Limits.MaxNodes = 1000
+	_, err := fetch(t, root, "", opts)
+	wantLimit(t, err, "app/kustomization.yaml", "yaml-nodes")
+	if !strings.Contains(err.Error(), "kustomization reaches hold more than 1000 YAML nodes together") {
+		t.Errorf("error does not say what was counted: %v", err)
+	}
+	opts.Limits.MaxNodes = 600
+	_, err = fetch(t, root, "", opts)
+	wantLimit(t, err, "app/a.yaml", "yaml-nodes")
+	opts.Limits.MaxNodes = 1300
+	if snap, err := fetch(t, root, "", opts); err != nil || len(snap.Objects) != 100 {
+		t.Errorf("within the limit: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path"
 	"runtime"
 	"slices"
@@ -187,8 +188,8 @@ func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.Fi
 				errs = append(errs, es...)
 				continue
 			}
-			if e := checkObjectCount(kf, reached, byPath, lim); e != nil {
-				errs = append(errs, e)
+			if es := checkBuildInput(kf, reached, byPath, lim); len(es) > 0 {
+				errs = append(errs, es...)
 				continue
 			}
 			objs, derr := kustomizeBuild(fs, dir, kf)
@@ -309,24 +310,41 @@ func join(units []unit) []byte {
 	return []byte(b.String())
 }
 
-// checkObjectCount refuses a kustomization whose files hold more documents
-// together than lim.MaxKustomizeObjects: kustomize's build time grows with
+// checkBuildInput refuses a kustomization whose files (the resources it
+// and the kustomizations it includes list) hold more documents together
+// than lim.MaxKustomizeObjects, because kustomize's build time grows with
 // the square of the number of objects (each one added is compared with
-// every one before it), hours for 100,000.
-func checkObjectCount(kfile string, files map[string]bool, data map[string][]byte, lim source.Limits) *diag.Error {
-	n := 0
-	for p := range files {
+// every one before it: hours for 100,000), or more YAML nodes together than
+// lim.MaxNodes, because kustomize keeps several copies of each (about 650
+// bytes a node, five times what the parser keeps). Nodes are counted with
+// aliases expanded, as kustomize expands them, even in files without an
+// anchor (which source.CheckFiles does not decode).
+func checkBuildInput(kfile string, files map[string]bool, data map[string][]byte, lim source.Limits) diag.List {
+	paths := slices.Sorted(maps.Keys(files))
+	docs := 0
+	for _, p := range paths {
 		for _, d := range splitDocuments(data[p]) {
 			if hasContent(d.text) {
-				n++
+				docs++
 			}
 		}
 	}
-	if n <= lim.MaxKustomizeObjects {
-		return nil
+	if docs > lim.MaxKustomizeObjects {
+		return diag.List{{File: kfile, Err: &source.LimitError{Limit: "kustomize-objects", Max: int64(lim.MaxKustomizeObjects),
+			What: fmt.Sprintf("the files this kustomization reaches hold %d documents (kustomize's build time grows with the square of it)", docs)}}}
 	}
-	return &diag.Error{File: kfile, Err: &source.LimitError{Limit: "kustomize-objects", Max: int64(lim.MaxKustomizeObjects),
-		What: fmt.Sprintf("the files this kustomization reaches hold %d documents (kustomize's build time grows with the square of it)", n)}}
+	var nodes int64
+	for _, p := range paths {
+		n, err := source.MeasureFile(source.File{Path: p, Data: data[p]}, lim)
+		if err != nil {
+			return diag.AsList(err)
+		}
+		if nodes += n; nodes > lim.MaxNodes {
+			return diag.List{{File: kfile, Err: &source.LimitError{Limit: "yaml-nodes", Max: lim.MaxNodes,
+				What: fmt.Sprintf("the files this kustomization reaches hold more than %d YAML nodes together (kustomize keeps about 650 bytes a node)", lim.MaxNodes)}}}
+		}
+	}
+	return nil
 }
 
 // hasContent reports whether a document holds anything but blank lines,
