@@ -121,6 +121,17 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 		r.log.InfoContext(ctx, "retrying failed resources", "in", wait.String())
 		retry.Reset(wait)
 	}
+	// runIfNew fetches the source and runs when its revision changed.
+	runIfNew := func(trigger string) {
+		rev, err := r.peekRevision(ctx)
+		if err != nil {
+			r.log.WarnContext(ctx, "poll source", "error", err)
+			return
+		}
+		if rev != lastRev {
+			run(trigger, true, false)
+		}
+	}
 	run("startup", true, true)
 	tick := time.NewTicker(r.cfg.Interval)
 	defer tick.Stop()
@@ -146,14 +157,7 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 				continue
 			}
 			// A webhook: fetch, and run only a new revision.
-			rev, err := r.peekRevision(ctx)
-			if err != nil {
-				r.log.WarnContext(ctx, "poll source", "error", err)
-				continue
-			}
-			if rev != lastRev {
-				run("webhook", true, false)
-			}
+			runIfNew("webhook")
 		case <-retry.C:
 			run("retry", false, false)
 		case <-tick.C:
@@ -161,14 +165,7 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 				run("resync", true, false)
 				continue
 			}
-			rev, err := r.peekRevision(ctx)
-			if err != nil {
-				r.log.WarnContext(ctx, "poll source", "error", err)
-				continue
-			}
-			if rev != lastRev {
-				run("interval", true, false)
-			}
+			runIfNew("interval")
 		}
 	}
 }
