@@ -247,8 +247,13 @@ func (h *harness) trial(ctx context.Context, n int, sc Scenario, control bool) T
 	}
 	t.Duration, t.Killed, t.LastExit, t.LastOutput = run.Duration, run.Killed, run.Exit, run.Output
 	t.Held = run.Held()
-	if control && !run.TimedOut {
+	switch {
+	case control && !run.TimedOut:
 		h.est[sc], h.writes[sc] = run.Duration, countWrites(requests)
+	case !control && !run.Killed && !run.TimedOut && run.Duration < h.est[sc]:
+		// The run finished before its kill and faster than the control (which a busy machine slowed down): the
+		// kill points of the next trials are drawn over this shorter duration.
+		h.est[sc] = run.Duration
 	}
 	if run.Killed {
 		t.WritesBeforeKill = countWrites(requests)

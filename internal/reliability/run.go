@@ -366,6 +366,9 @@ func PrintSoakReport(w io.Writer, phases []SoakPhase, maxRuns int, elapsed time.
 		for _, f := range p.Failed {
 			fmt.Fprintf(w, "  cycle %d %s, %s\n", p.Cycle, p.Phase, f)
 		}
+		for _, f := range p.NotRetried {
+			fmt.Fprintf(w, "  cycle %d %s, not sent again after its fault: %s\n", p.Cycle, p.Phase, f)
+		}
 	}
 	return findings
 }

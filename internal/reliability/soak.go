@@ -51,6 +51,8 @@ type SoakPhase struct {
 	Retries  int
 	Held     bool
 	LastExit int
+	// NotRetried lists the faulted requests gitaso did not send again ("METHOD path (fault)").
+	NotRetried []string
 	// Failed lists the runs that exited non-zero: "run N exit C: the last error line gitaso printed".
 	Failed  []string
 	Verdict Verdict
@@ -114,7 +116,7 @@ func RunSoak(ctx context.Context, env *Env, opts SoakOptions, kill KillOptions) 
 			if len(res.runs) > 0 {
 				p.LastExit = res.last.Exit
 			}
-			p.Requests, p.Faults, p.Retries = faultStats(res.requests)
+			p.Requests, p.Faults, p.Retries, p.NotRetried = faultStats(res.requests)
 			out = append(out, p)
 			if opts.Progress != nil {
 				status := "converged"
@@ -142,7 +144,7 @@ func RunSoak(ctx context.Context, env *Env, opts SoakOptions, kill KillOptions) 
 
 // faultStats counts the ARM requests of a request log, its injected faults by kind, and the faulted requests
 // that were sent again later.
-func faultStats(log []emulator.LogEntry) (requests int, faults map[string]int, retries int) {
+func faultStats(log []emulator.LogEntry) (requests int, faults map[string]int, retries int, notRetried []string) {
 	faults = map[string]int{}
 	for i, l := range log {
 		if l.Type == "identity" || l.Type == "admin" {
@@ -153,12 +155,18 @@ func faultStats(log []emulator.LogEntry) (requests int, faults map[string]int, r
 			continue
 		}
 		faults[l.Fault]++
+		again := false
 		for _, later := range log[i+1:] {
 			if later.Method == l.Method && later.Path == l.Path {
-				retries++
+				again = true
 				break
 			}
 		}
+		if again {
+			retries++
+		} else {
+			notRetried = append(notRetried, fmt.Sprintf("%s %s (%s)", l.Method, shorten([]string{l.Path}, 1)[0], l.Fault))
+		}
 	}
-	return requests, faults, retries
+	return requests, faults, retries, notRetried
 }
