@@ -62,6 +62,16 @@ func (l List) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// Unwrap returns the errors, so that errors.Is and errors.As see the causes
+// of each one (a source.LimitError behind a refused revision).
+func (l List) Unwrap() []error {
+	out := make([]error, len(l))
+	for i, e := range l {
+		out[i] = e
+	}
+	return out
+}
+
 // Sorted returns a copy ordered by file, line, object, field and message, so
 // that the same input always reports the same way.
 func (l List) Sorted() List {
