@@ -1,6 +1,8 @@
 package e2e_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -378,7 +381,8 @@ spec:
 }
 
 // An owner given by ARM ID in another subscription than the credential's:
-// Error SubscriptionMismatch, nothing sent.
+// refused before anything is sent, with ASO's SubscriptionMismatch, as
+// validate and plan say it.
 func TestStatusSubscriptionMismatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
@@ -398,12 +402,15 @@ spec:
     armId: /subscriptions/` + other + `/resourceGroups/elsewhere-rg
 `})
 	e.emu.ResetStats()
-	rep := e.run(false)
-	if rep.Run.Outcome != state.OutcomeFailed {
-		t.Errorf("outcome %s, want failed", rep.Run.Outcome)
+	rep, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "test"})
+	if !errors.Is(err, reconcile.ErrRefused) || rep.Run.Outcome != state.OutcomeRefused {
+		t.Fatalf("outcome %s, err %v, want refused", rep.Run.Outcome, err)
 	}
-	r := e.resource("platform", uaiGroup, "UserAssignedIdentity", "elsewhere")
-	wantCond(t, "identity", r.Ready, state.StatusFalse, state.SeverityError, "SubscriptionMismatch", other, e.sub)
+	for _, want := range []string{"other.yaml:", "spec.owner.armId", "SubscriptionMismatch", other, e.sub} {
+		if !strings.Contains(rep.Run.Error, want) {
+			t.Errorf("error lacks %q: %s", want, rep.Run.Error)
+		}
+	}
 	if got := e.armRequests(); len(got) != 0 {
 		t.Errorf("requests %v, want none", got)
 	}

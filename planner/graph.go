@@ -14,6 +14,9 @@ import (
 type Options struct {
 	// SubscriptionID is the global credential's subscription.
 	SubscriptionID string
+	// SubscriptionUnknown says SubscriptionID stands in for a subscription
+	// nobody named (offline validation): ARM IDs are not checked against it.
+	SubscriptionUnknown bool
 	// Secrets are secrets that do not live in the repository (the local
 	// credentials directory), keyed "namespace/name". Repository secrets of
 	// the same name win.
@@ -314,6 +317,23 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 	}
 	g.byARMID = byID
 
+	// ASO refuses a resource whose ARM ID lies in another subscription than
+	// its credential's (SubscriptionMismatch); so does gitaso, before
+	// anything is sent.
+	for _, n := range g.Nodes {
+		if n.ARMID == "" || n.Subscription == "" || n.Credential == "global" && opts.SubscriptionUnknown {
+			continue
+		}
+		if sub := armSubscription(n.ARMID); sub != "" && !strings.EqualFold(sub, n.Subscription) {
+			field := "spec.owner.armId"
+			if _, ok := aso.Owner(n.Spec); !ok || n.Kind.Scope == aso.ScopeLocation {
+				field = "spec.owner"
+			}
+			errs = append(errs, objErr(n.Object, field, "SubscriptionMismatch: the resource's ARM ID %s is in subscription %s but its credential %s is for subscription %s",
+				n.ARMID, sub, n.Credential, n.Subscription))
+		}
+	}
+
 	// Edges.
 	for _, n := range g.Nodes {
 		errs = append(errs, g.edges(n)...)
@@ -576,6 +596,16 @@ func (g *Graph) edges(n *Node) diag.List {
 	}
 	sort.Strings(n.DependsOn)
 	return errs
+}
+
+// armSubscription returns the subscription of an ARM ID, "" for tenant-level
+// IDs.
+func armSubscription(id string) string {
+	parts := strings.Split(id, "/")
+	if len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
+		return parts[2]
+	}
+	return ""
 }
 
 // declaredAncestor returns the node declaring the nearest ancestor of ARM ID

@@ -28,6 +28,9 @@ type Config struct {
 	// SubscriptionID overrides the global credential's subscription (offline
 	// plans).
 	SubscriptionID string
+	// SubscriptionUnknown says SubscriptionID is a stand-in nobody named
+	// (offline validation without --subscription).
+	SubscriptionUnknown bool
 	// Secrets is a lookup for secrets kept outside Git (credentials dir).
 	Secrets map[string]map[string]string
 	// DefaultPolicy is ASO's DEFAULT_RECONCILE_POLICY.
@@ -153,10 +156,11 @@ func (r *Reconciler) Build(ctx context.Context) (*source.Snapshot, *planner.Grap
 		return nil, nil, fmt.Errorf("fetch source: %w", err)
 	}
 	g, err := planner.Build(snap, planner.Options{
-		SubscriptionID:  r.subscription(),
-		Secrets:         r.cfg.Secrets,
-		DefaultPolicy:   r.cfg.DefaultPolicy,
-		NamespacePolicy: r.cfg.NamespacePolicy,
+		SubscriptionID:      r.subscription(),
+		SubscriptionUnknown: r.cfg.SubscriptionUnknown,
+		Secrets:             r.cfg.Secrets,
+		DefaultPolicy:       r.cfg.DefaultPolicy,
+		NamespacePolicy:     r.cfg.NamespacePolicy,
 	})
 	if err != nil {
 		return snap, nil, err
@@ -205,7 +209,7 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 		// (unless approved), instead of failing on every poll.
 		r.pathMissing = missing.Path
 		snap = &source.Snapshot{Revision: missing.Revision}
-		g, err = planner.Build(snap, planner.Options{SubscriptionID: r.subscription()})
+		g, err = planner.Build(snap, planner.Options{SubscriptionID: r.subscription(), SubscriptionUnknown: r.cfg.SubscriptionUnknown})
 	}
 	if snap != nil {
 		rep.Run.Revision = snap.Revision

@@ -378,6 +378,7 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 	if offline {
 		if e.cfg.SubscriptionID == "" {
 			e.cfg.SubscriptionID = "00000000-0000-0000-0000-000000000000"
+			e.cfg.SubscriptionUnknown = true
 		}
 		return e, nil
 	}
