@@ -369,6 +369,12 @@ func (e *Emulator) put(p armPath, in map[string]any, patch bool, apiVersion stri
 	if !style.sync {
 		state = "Accepted"
 	}
+	if serviceSettingsTypes[typeKey] {
+		if !patch {
+			keepOmittedProperties(p, body, old)
+		}
+		e.inheritFromParent(p, body)
+	}
 	e.finishBody(p, body, old, state)
 	if existing != nil {
 		e.reconcileEmbedded(existing.ID, typeKey, body)
@@ -388,7 +394,9 @@ func (e *Emulator) put(p armPath, in map[string]any, patch bool, apiVersion stri
 	e.store.put(res)
 	e.indexResource(res, body)
 	if existing == nil {
-		e.createDefaultChildren(res)
+		e.createDefaultChildren(res, false)
+	} else {
+		e.refreshDefaultChildren(res)
 	}
 	if isEmbeddedChild(typeKey) {
 		e.syncEmbedded(res.parentKey)

@@ -189,8 +189,9 @@ func TestCascadeDelete(t *testing.T) {
 			t.Errorf("GET %s after cascade: %d %s", p, r.status, r.raw)
 		}
 	}
-	if after := e.Stats().Resources; before-after != 5 {
-		t.Errorf("resources before %d after %d, want 5 removed", before, after)
+	// The group, the account with its four services, the container and the role assignment.
+	if after := e.Stats().Resources; before-after != 8 {
+		t.Errorf("resources before %d after %d, want 8 removed", before, after)
 	}
 	// Role assignment deletes of absent assignments are 204 (as real ARM) even when the scope is gone;
 	// other resources under a missing RG are 404 ResourceGroupNotFound.

@@ -1,13 +1,17 @@
 package emulator
 
 import (
+	"slices"
 	"strings"
 )
 
 // Child resources that real ARM creates or embeds on its own:
 //
-//   - default children: a Service Bus or Event Hubs namespace is created with its RootManageSharedAccessKey
-//     authorization rule (rights Listen, Manage, Send), whose listKeys answers at once;
+//   - default children (defaultChildren): a Service Bus or Event Hubs namespace is created with its
+//     RootManageSharedAccessKey authorization rule (rights Listen, Manage, Send), whose listKeys answers at once; a
+//     storage account with its blobServices/default, fileServices/default, queueServices/default and
+//     tableServices/default (as its kind has them), bodies as recorded from Azure. They are listed by the parent's
+//     child collection, not by /resources or Resource Graph, and go with their parent;
 //   - embedded collections: a virtual network's properties.subnets, a network security group's
 //     properties.securityRules and a route table's properties.routes are its child resources. A child PUT or DELETE
 //     shows in the parent's GET, and a PUT of the parent makes the children exactly the ones its body lists,
@@ -15,16 +19,78 @@ import (
 
 // defaultChild is a child resource created with its parent.
 type defaultChild struct {
-	segment string // path segment of the child collection
-	name    string
-	props   map[string]any
+	segment   string // path segment of the child collection
+	name      string
+	props     map[string]any
+	location  bool     // carries its parent's location
+	sku       bool     // carries its parent's sku (with its tier), kept in step with the parent's
+	kinds     []string // lower-cased parent kinds that have the child; every kind when empty
+	permanent bool     // ARM offers no DELETE for it: a data file without it gets it on load
 }
 
+// Storage account kinds (lower-cased) by the services they have.
+var (
+	kindsWithBlob  = []string{"storage", "storagev2", "blobstorage", "blockblobstorage"}
+	kindsWithFile  = []string{"storage", "storagev2", "filestorage"}
+	kindsWithQueue = []string{"storage", "storagev2"} // queue and table services
+)
+
 var defaultChildren = map[string][]defaultChild{
-	"microsoft.servicebus/namespaces": {{segment: "AuthorizationRules", name: "RootManageSharedAccessKey",
+	"microsoft.servicebus/namespaces": {{segment: "AuthorizationRules", name: "RootManageSharedAccessKey", location: true,
 		props: map[string]any{"rights": []any{"Listen", "Manage", "Send"}}}},
-	"microsoft.eventhub/namespaces": {{segment: "authorizationRules", name: "RootManageSharedAccessKey",
+	"microsoft.eventhub/namespaces": {{segment: "authorizationRules", name: "RootManageSharedAccessKey", location: true,
 		props: map[string]any{"rights": []any{"Listen", "Manage", "Send"}}}},
+	// GET bodies of a new StorageV2 Standard_LRS account's services (ASO's recorded storage sample, api-version
+	// 2023-01-01): no location, no systemData, no provisioningState (serviceSettingsTypes).
+	"microsoft.storage/storageaccounts": {
+		{segment: "blobServices", name: "default", sku: true, kinds: kindsWithBlob, permanent: true, props: map[string]any{
+			"cors":                  map[string]any{"corsRules": []any{}},
+			"deleteRetentionPolicy": map[string]any{"allowPermanentDelete": false, "enabled": false}}},
+		{segment: "fileServices", name: "default", sku: true, kinds: kindsWithFile, permanent: true, props: map[string]any{
+			"protocolSettings":           map[string]any{"smb": map[string]any{}},
+			"cors":                       map[string]any{"corsRules": []any{}},
+			"shareDeleteRetentionPolicy": map[string]any{"enabled": true, "days": 7}}},
+		{segment: "queueServices", name: "default", kinds: kindsWithQueue, permanent: true, props: map[string]any{
+			"logging": map[string]any{"version": "1.0", "delete": false, "read": false, "write": false,
+				"retentionPolicy": map[string]any{"enabled": false}},
+			"cors": map[string]any{"corsRules": []any{}}}},
+		{segment: "tableServices", name: "default", kinds: kindsWithQueue, permanent: true, props: map[string]any{
+			"cors": map[string]any{"corsRules": []any{}}}},
+	},
+}
+
+// defaultChildOf returns the default child a path names, or nil.
+func defaultChildOf(p armPath) *defaultChild {
+	typeKey := strings.ToLower(p.Type)
+	i := strings.LastIndexByte(typeKey, '/')
+	if i < 0 {
+		return nil
+	}
+	for k, dc := range defaultChildren[typeKey[:i]] {
+		if strings.EqualFold(dc.segment, typeKey[i+1:]) && strings.EqualFold(dc.name, p.Name) {
+			return &defaultChildren[typeKey[:i]][k]
+		}
+	}
+	return nil
+}
+
+// has reports whether a parent of the given kind has the child.
+func (dc *defaultChild) has(kind string) bool {
+	return len(dc.kinds) == 0 || kind == "" || slices.Contains(dc.kinds, strings.ToLower(kind))
+}
+
+// skuWithTier returns a copy of an ARM sku with its tier ("Standard_LRS" → "Standard"), or nil.
+func skuWithTier(v any) map[string]any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := deepCopyJSON(m)
+	if name := getString(m, "name"); getString(m, "tier") == "" && name != "" {
+		tier, _, _ := strings.Cut(name, "_")
+		out["tier"] = tier
+	}
+	return out
 }
 
 // embeddedCollections maps a parent type to the property (and child collection segment) that lists its children.
@@ -66,21 +132,97 @@ func (e *Emulator) removeResource(key string) {
 	}
 }
 
-// createDefaultChildren stores the children real ARM creates with a new parent. Caller holds e.mu (write).
-func (e *Emulator) createDefaultChildren(parent *resource) {
-	for _, dc := range defaultChildren[parent.typeKey] {
+// createDefaultChildren stores the children real ARM creates with a new parent (only the permanent ones when
+// permanentOnly). Caller holds e.mu (write).
+func (e *Emulator) createDefaultChildren(parent *resource, permanentOnly bool) {
+	dcs := defaultChildren[parent.typeKey]
+	if len(dcs) == 0 {
+		return
+	}
+	pm, err := parent.decode()
+	if err != nil {
+		return
+	}
+	for _, dc := range dcs {
+		if permanentOnly && !dc.permanent || !dc.has(getString(pm, "kind")) {
+			continue
+		}
 		p := parseARMPath(parent.ID + "/" + dc.segment + "/" + dc.name)
 		if p.Kind != pathResource || e.store.get(strings.ToLower(p.ID)) != nil {
 			continue
 		}
 		body := map[string]any{"properties": deepCopyJSON(dc.props)}
-		if parent.Location != "" {
+		if dc.location && parent.Location != "" {
 			body["location"] = parent.Location
+		}
+		if sku := skuWithTier(pm["sku"]); dc.sku && sku != nil {
+			body["sku"] = sku
 		}
 		e.finishBody(p, body, nil, "Succeeded")
 		res := newResource(p, "", mustJSON(body))
 		res.state = "Succeeded"
 		e.store.put(res)
+	}
+}
+
+// refreshDefaultChildren keeps the default children of an updated parent in step with it (their sku). Caller
+// holds e.mu (write).
+func (e *Emulator) refreshDefaultChildren(parent *resource) {
+	var pm map[string]any
+	for _, dc := range defaultChildren[parent.typeKey] {
+		if !dc.sku {
+			continue
+		}
+		if pm == nil {
+			var err error
+			if pm, err = parent.decode(); err != nil {
+				return
+			}
+		}
+		child := e.store.get(strings.ToLower(parent.ID + "/" + dc.segment + "/" + dc.name))
+		sku := skuWithTier(pm["sku"])
+		if child == nil || sku == nil {
+			continue
+		}
+		if m, err := child.decode(); err == nil {
+			m["sku"] = sku
+			child.body = mustJSON(m)
+		}
+	}
+}
+
+// inheritFromParent sets the fields a default child takes from its parent on a PUT of it. Caller holds e.mu.
+func (e *Emulator) inheritFromParent(p armPath, body map[string]any) {
+	dc := defaultChildOf(p)
+	if dc == nil || !dc.sku {
+		return
+	}
+	if parent := e.store.get(strings.ToLower(p.Parent)); parent != nil {
+		if pm, err := parent.decode(); err == nil {
+			if sku := skuWithTier(pm["sku"]); sku != nil {
+				body["sku"] = sku
+			}
+		}
+	}
+}
+
+// keepOmittedProperties gives a PUT of a service settings singleton ARM's Set Service Properties semantics: a
+// property the body omits keeps its value (old's, or the default child's on a create).
+func keepOmittedProperties(p armPath, body, old map[string]any) {
+	prev, _ := old["properties"].(map[string]any)
+	if old == nil {
+		if dc := defaultChildOf(p); dc != nil {
+			prev = dc.props
+		}
+	}
+	if len(prev) == 0 {
+		return
+	}
+	props := ensureObject(body, "properties")
+	for k, v := range deepCopyJSON(prev) {
+		if _, ok := props[k]; !ok && k != "provisioningState" {
+			props[k] = v
+		}
 	}
 }
 

@@ -29,9 +29,22 @@
 // Creating/Updating and then Succeeded (or Failed with a provisioning fault) over the type's latency. DELETE answers
 // 202 with Location; a resource group delete cascades to every child and extension resource.
 //
-// Real ARM's own side effects that clients depend on are modelled: a Service Bus or Event Hubs namespace is created
-// with its RootManageSharedAccessKey rule (listKeys answers with keys and sb:// connection strings, EntityPath for
-// entity rules); a deleted Key Vault (directly or with its resource group) stays soft-deleted under
+// Real ARM's own side effects that clients depend on are modelled. Children created with their parent (listed by
+// the parent's child collection, not by /resources or Resource Graph, removed with the parent):
+//
+//   - a Service Bus or Event Hubs namespace's RootManageSharedAccessKey rule (listKeys answers with keys and sb://
+//     connection strings, EntityPath for entity rules);
+//   - a storage account's blobServices/default, fileServices/default, queueServices/default and
+//     tableServices/default, as its kind has them (StorageV2 and Storage all four, BlobStorage and BlockBlobStorage
+//     blob, FileStorage file), with the bodies Azure returns (blob and file services show the account's sku; none
+//     has provisioningState or systemData). A PUT of one answers 200 and keeps the properties its body omits, as
+//     Set Service Properties does; a data file without them gets them on load.
+//
+// Other singletons Azure creates with their parent (a SQL server's master database, a PostgreSQL or MySQL flexible
+// server's databases and server parameters, a Cosmos DB account's built-in SQL role definitions, an event hub's
+// $Default consumer group) are not modelled: ASO's recorded traffic shows none of them.
+//
+// Further: a deleted Key Vault (directly or with its resource group) stays soft-deleted under
 // /subscriptions/{sub}/providers/Microsoft.KeyVault/locations/{location}/deletedVaults/{name} (GET, list, POST purge
 // as a 202 LRO) and blocks a create of its name with 409 ConflictError unless createMode is recover, which restores
 // it as it was (404 SoftDeletedVaultDoesNotExist when there is nothing to recover); a virtual network's subnets, a

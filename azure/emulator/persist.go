@@ -251,6 +251,9 @@ func (e *Emulator) load(path string) (bool, error) {
 	for _, k := range deleting {
 		e.removeResource(k)
 	}
+	for _, r := range e.store.all() {
+		e.createDefaultChildren(r, true) // written before the emulator created them
+	}
 	e.log.Info("emulator state loaded", "path", path, "resources", e.store.len())
 	return true, nil
 }

@@ -24,6 +24,16 @@ var syncTypes = map[string]bool{
 	"microsoft.authorization/locks": true, "microsoft.resources/tags": true,
 }
 
+// serviceSettingsTypes are the storage services: singletons created with their account (defaultChildren) whose PUT
+// sets service properties, keeping the ones its body omits (keepOmittedProperties), and whose body carries neither
+// properties.provisioningState nor systemData, as recorded from Azure.
+var serviceSettingsTypes = map[string]bool{
+	"microsoft.storage/storageaccounts/blobservices":  true,
+	"microsoft.storage/storageaccounts/fileservices":  true,
+	"microsoft.storage/storageaccounts/queueservices": true,
+	"microsoft.storage/storageaccounts/tableservices": true,
+}
+
 // putStyle is how a resource provider answers a PUT, as recorded from real ARM (see the conformance data).
 type putStyle struct {
 	sync         bool // answer at once with the final resource
@@ -368,14 +378,19 @@ func (e *Emulator) finishBody(p armPath, body, old map[string]any, state string)
 	body["type"] = p.Type
 	typeKey := strings.ToLower(p.Type)
 	props := ensureObject(body, "properties")
-	if state != "" {
+	bare := serviceSettingsTypes[typeKey]
+	switch {
+	case bare:
+		delete(props, "provisioningState") // a PATCH of a body stored by an older emulator
+		delete(body, "systemData")
+	case state != "":
 		props["provisioningState"] = state
 	}
 	created := getString(old, "systemData", "createdAt")
 	if created == "" {
 		created = armTime(nowUTC())
 	}
-	if typeKey != raTypeKey && typeKey != roleDefTypeKey {
+	if typeKey != raTypeKey && typeKey != roleDefTypeKey && !bare {
 		sd := map[string]any{"createdAt": created, "lastModifiedAt": armTime(nowUTC()), "createdByType": "Application", "lastModifiedByType": "Application"}
 		body["systemData"] = sd
 	}
