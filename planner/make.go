@@ -113,8 +113,33 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 			r.Request = nil
 		}
 	}
+	// Kinds ARM offers no DELETE for (a storage account's blobServices, a
+	// server's configurations, throughput settings): ASO refuses to delete
+	// them and asks for detach-on-delete; gitaso forgets them, leaving them
+	// in Azure, instead of sending a DELETE ARM rejects on every run.
+	for _, r := range dels {
+		if r.Action == Delete && r.DeletedWith == "" && !deletable(r) {
+			r.Action, r.Request = Detach, nil
+			r.Reason = "removed from Git; ARM offers no DELETE for a " + r.Kind + ": forgotten, left in Azure"
+		}
+	}
 	p.Resources = append(p.Resources, dels...)
 	return p, nil
+}
+
+// deletable reports whether ARM offers a DELETE for the resource's kind (true
+// when the catalog does not say).
+func deletable(r *Resource) bool {
+	k, ok := aso.Lookup(r.Group, r.Version, r.Kind)
+	if !ok || len(k.Operations) == 0 {
+		return true
+	}
+	for _, op := range k.Operations {
+		if op == "DELETE" {
+			return true
+		}
+	}
+	return false
 }
 
 // moves finds the state entries no manifest key holds any more whose ARM ID a

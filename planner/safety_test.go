@@ -249,3 +249,58 @@ func slicesContains(s []string, v string) bool {
 	}
 	return false
 }
+
+// A removed blob service (ARM has no DELETE for it) is forgotten, not
+// deleted; removed with its storage account, it goes with the account.
+func TestPlanForgetsKindsWithoutDelete(t *testing.T) {
+	const account = `
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: data-rg
+  namespace: ns
+spec:
+  location: westeurope
+---
+apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccount
+metadata:
+  name: datastore
+  namespace: ns
+spec:
+  location: westeurope
+  kind: StorageV2
+  sku:
+    name: Standard_LRS
+  owner:
+    name: data-rg
+`
+	const blob = `
+apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccountsBlobService
+metadata:
+  name: datastore-blob
+  namespace: ns
+spec:
+  owner:
+    name: datastore
+`
+	prior := priorOf(t, build(t, map[string]string{"a.yaml": account, "b.yaml": blob}))
+	blobKey := planner.Key("ns", "storage.azure.com", "StorageAccountsBlobService", "datastore-blob")
+
+	p, err := build(t, map[string]string{"a.yaml": account}).Plan(planner.Input{Prior: prior})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Get(blobKey); r == nil || r.Action != planner.Detach || r.Request != nil {
+		t.Errorf("blob service without its manifest: %+v, want detach", r)
+	}
+
+	p, err = build(t, map[string]string{"a.yaml": account[:strings.Index(account, "---")]}).Plan(planner.Input{Prior: prior})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Get(blobKey); r == nil || r.Action != planner.Delete || r.DeletedWith == "" {
+		t.Errorf("blob service removed with its account: %+v, want deleted with it", r)
+	}
+}
