@@ -23,7 +23,9 @@ import (
 // or nothing) are skipped. A document of kind List (or a core v1 *List such
 // as ConfigMapList) is expanded into its items. Every object must
 // have apiVersion, kind and metadata.name (strings); metadata.namespace,
-// annotations and labels must be strings when set.
+// annotations and labels must be strings when set. A null label or
+// annotation value (and a null value in a ConfigMap's or Secret's data,
+// binaryData or stringData) becomes "", as in Kubernetes.
 //
 // Values are normalised to JSON-compatible Go values: map[string]any, []any,
 // string, bool, nil, int64 for integers and float64 for other numbers.
@@ -114,6 +116,7 @@ func parseFile(name string, data []byte, lim Limits) (objs []Object, nodes int64
 					continue
 				}
 				o := Object{File: name, Line: line, Index: index, Content: im}
+				emptyNulls(o)
 				if es := validate(o); len(es) > 0 {
 					errs = append(errs, es...)
 					continue
@@ -123,6 +126,7 @@ func parseFile(name string, data []byte, lim Limits) (objs []Object, nodes int64
 			continue
 		}
 		o := Object{File: name, Line: root.Line, Index: index, Content: m}
+		emptyNulls(o)
 		if es := validate(o); len(es) > 0 {
 			errs = append(errs, es...)
 			continue
@@ -165,6 +169,35 @@ func listItemNodes(root *yaml.Node) []*yaml.Node {
 		}
 	}
 	return nil
+}
+
+// emptyNulls turns null values of the string maps Kubernetes declares as
+// map[string]string or map[string][]byte into "", as the API server's JSON
+// decoding does ("key:" with nothing after it, or a Helm template whose
+// lookup found nothing): metadata.labels and metadata.annotations of every
+// object, data and binaryData of a v1 ConfigMap, data and stringData of a v1
+// Secret. Values of other types are left for validate and SecretData /
+// ConfigMapData to refuse.
+func emptyNulls(o Object) {
+	fields := func(m map[string]any, keys ...string) {
+		for _, key := range keys {
+			vals, _ := m[key].(map[string]any)
+			for k, v := range vals {
+				if v == nil {
+					vals[k] = ""
+				}
+			}
+		}
+	}
+	if md, ok := o.Content["metadata"].(map[string]any); ok {
+		fields(md, "labels", "annotations")
+	}
+	switch {
+	case o.IsConfigMap():
+		fields(o.Content, "data", "binaryData")
+	case o.IsSecret():
+		fields(o.Content, "data", "stringData")
+	}
 }
 
 // validate checks the fields every object needs.

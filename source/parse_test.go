@@ -61,7 +61,7 @@ data:
 					"kind":       "ConfigMap",
 					"metadata":   map[string]any{"name": "cfg", "namespace": "team-a", "annotations": map[string]any{"a": "1"}},
 					"data": map[string]any{
-						"port": "5432", "n": int64(5), "f": 1.5, "big": 1e20, "t": true, "z": nil,
+						"port": "5432", "n": int64(5), "f": 1.5, "big": 1e20, "t": true, "z": "", // null in a ConfigMap's data is "" (as in Kubernetes)
 						"hex": int64(31), "when": "2001-12-14", "list": []any{"a", int64(1)},
 					},
 				}},
