@@ -53,7 +53,7 @@ type settings struct {
 	parallelism                       int
 	logLevel, logFormat               string
 	config                            string
-	kustomize, substituteStrict       bool
+	kustomize, substituteStrict, flux bool
 	kustomizeDirs, substitute         []string
 	substituteFrom                    []string
 	sopsAgeKeyFile                    string
@@ -73,6 +73,7 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringVar(&s.gitPasswordFile, "git-password-file", "", "file holding the HTTPS Git password or token")
 	fs.StringVar(&s.gitCA, "git-ca-file", "", "PEM file of extra CAs to trust for HTTPS Git")
 	fs.BoolVar(&s.kustomize, "kustomize", true, "build directories holding a kustomization.yaml in memory (remote bases are refused)")
+	fs.BoolVar(&s.flux, "flux", false, "follow the Flux Kustomization objects (kustomize.toolkit.fluxcd.io) found under --path as kustomize-controller does: build each one's spec.path (relative to the repository root, so the whole repository is read) with its patches, targetNamespace and postBuild substitution")
 	fs.StringSliceVar(&s.kustomizeDirs, "kustomize-dir", nil, "build only these kustomization directories (relative to the repository root; repeatable)")
 	// Arrays, not slices: a value may hold commas (NS/NAME,optional; X=a,b).
 	fs.StringArrayVar(&s.substitute, "substitute", nil, "Flux post-build substitution variable NAME=VALUE (repeatable; wins over --substitute-from)")
@@ -217,11 +218,11 @@ func (s *settings) source(log *slog.Logger) (source.Source, error) {
 		return nil, errors.New("set either --repo or --dir, not both")
 	case s.dir != "":
 		if rnd == nil {
-			return source.NewDir(s.dir, s.path, source.WithLimits(s.sourceLimits)), nil
+			return source.NewDir(s.dir, s.readPath(), source.WithLimits(s.sourceLimits)), nil
 		}
-		return source.NewDir(s.dir, s.path, source.WithRenderer(rnd), source.WithLimits(s.sourceLimits)), nil
+		return source.NewDir(s.dir, s.readPath(), source.WithRenderer(rnd), source.WithLimits(s.sourceLimits)), nil
 	case s.repo != "":
-		opts := source.GitOptions{URL: s.repo, Branch: s.branch, Path: s.path, CacheDir: s.cacheDir, Username: s.gitUser, Logger: log, Limits: s.sourceLimits}
+		opts := source.GitOptions{URL: s.repo, Branch: s.branch, Path: s.readPath(), CacheDir: s.cacheDir, Username: s.gitUser, Logger: log, Limits: s.sourceLimits}
 		if rnd != nil {
 			opts.Renderer = rnd
 		}
@@ -244,10 +245,21 @@ func (s *settings) source(log *slog.Logger) (source.Source, error) {
 	return nil, errors.New("no source: set --repo URL (with --branch and --path) or --dir DIRECTORY")
 }
 
+// readPath is the directory the source reads: --path, or with --flux the
+// whole repository (a Flux Kustomization's spec.path is relative to the
+// repository root; the renderer starts from --path).
+func (s *settings) readPath() string {
+	if s.flux {
+		return ""
+	}
+	return s.path
+}
+
 // renderer builds the render stage (kustomize, SOPS decryption, Flux
-// substitution).
+// substitution, Flux Kustomizations).
 func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
-	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log, Limits: s.sourceLimits}
+	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log, Limits: s.sourceLimits,
+		Flux: s.flux, FluxPath: s.path}
 	if len(s.substitute) > 0 || len(s.substituteFrom) > 0 || s.substituteStrict {
 		o.Substitute = true
 	}

@@ -52,6 +52,17 @@ type Options struct {
 	// is an error. See LoadAgeIdentities.
 	AgeIdentities []age.Identity
 
+	// Flux follows the kustomize.toolkit.fluxcd.io Kustomization objects
+	// rendered from FluxPath, as Flux's kustomize-controller would (see
+	// flux.go and the package documentation). The source must then read
+	// the whole repository (source path ""): a Kustomization's spec.path is
+	// relative to the repository root.
+	Flux bool
+	// FluxPath is the entry directory (gitaso --path) relative to the
+	// repository root when Flux is on: only its files are rendered as
+	// without Flux; other files are reached through Kustomizations only.
+	FluxPath string
+
 	// Logger receives one debug line per render; nil discards.
 	Logger *slog.Logger
 
@@ -134,6 +145,15 @@ type unit struct {
 // variables and returns the files to parse. Every problem of every file is
 // returned together as a diag.List.
 func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.File, error) {
+	if r.opts.Flux {
+		return r.renderFlux(ctx, files)
+	}
+	r.fluxHint(files)
+	return r.render(ctx, files)
+}
+
+// render renders files without following Flux Kustomizations.
+func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.File, error) {
 	start := time.Now()
 	var out []source.File
 	// groups[i] are the units of out[i], substituted in place.

@@ -1,0 +1,605 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/source"
+)
+
+// FluxGroup is the API group of Flux's Kustomization objects.
+const FluxGroup = "kustomize.toolkit.fluxcd.io"
+
+// AnnotationFluxKustomization is set on every object rendered from a Flux
+// Kustomization to "namespace/name" of that Kustomization, so that plans
+// and errors can say where a resource came from.
+const AnnotationFluxKustomization = "gitaso.io/flux-kustomization"
+
+// annotationPolicy is ASO's reconcile policy annotation.
+const annotationPolicy = "serviceoperator.azure.com/reconcile-policy"
+
+// ErrFluxCycle is returned (wrapped in a *diag.Error) when Flux
+// Kustomizations reach one another in a cycle.
+var ErrFluxCycle = errors.New("flux Kustomizations form a cycle")
+
+// ErrFluxSource is returned (wrapped in a *diag.Error) when a Flux
+// Kustomization's spec.sourceRef is not this Git repository.
+var ErrFluxSource = errors.New("unsupported Flux source")
+
+// fluxVersions are the Kustomization versions read (v1beta2 is still common).
+var fluxVersions = []string{FluxGroup + "/v1", FluxGroup + "/v1beta2"}
+
+// fluxSpec is the part of a Kustomization's spec gitaso reads.
+type fluxSpec struct {
+	Path      string `json:"path"`
+	SourceRef struct {
+		Kind      string `json:"kind"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"sourceRef"`
+	TargetNamespace string         `json:"targetNamespace"`
+	NamePrefix      string         `json:"namePrefix"`
+	NameSuffix      string         `json:"nameSuffix"`
+	Components      []string       `json:"components"`
+	Patches         []types.Patch  `json:"patches"`
+	PatchesSM       []any          `json:"patchesStrategicMerge"` // v1beta2
+	PatchesJSON     []fluxJSON6902 `json:"patchesJson6902"`       // v1beta2
+	Suspend         bool           `json:"suspend"`
+	Prune           *bool          `json:"prune"`
+	DependsOn       []struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"dependsOn"`
+	PostBuild *struct {
+		Substitute     map[string]string `json:"substitute"`
+		SubstituteFrom []struct {
+			Kind     string `json:"kind"`
+			Name     string `json:"name"`
+			Optional bool   `json:"optional"`
+		} `json:"substituteFrom"`
+	} `json:"postBuild"`
+}
+
+type fluxJSON6902 struct {
+	Patch  []any          `json:"patch"`
+	Target types.Selector `json:"target"`
+}
+
+// fluxKustomization is one Kustomization object found in rendered output.
+type fluxKustomization struct {
+	obj  source.Object
+	id   string // namespace/name
+	spec fluxSpec
+}
+
+func (k *fluxKustomization) err(field string, cause error, format string, args ...any) *diag.Error {
+	return &diag.Error{File: k.obj.File, Line: k.obj.Line, Object: k.obj.ID(), Field: field, Err: cause, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (k *fluxKustomization) where() string {
+	if k.obj.Line > 0 {
+		return fmt.Sprintf("%s (%s:%d)", k.id, k.obj.File, k.obj.Line)
+	}
+	return fmt.Sprintf("%s (%s)", k.id, k.obj.File)
+}
+
+// isFluxKustomization reports whether o is a Flux Kustomization object.
+func isFluxKustomization(o source.Object) bool {
+	return o.Group() == FluxGroup && o.Kind() == "Kustomization"
+}
+
+// fluxHint logs, when Flux is off, that the files hold Flux Kustomization
+// objects that gitaso does not follow.
+func (r *Renderer) fluxHint(files []source.File) {
+	for _, f := range files {
+		if bytes.Contains(f.Data, []byte(FluxGroup)) && bytes.Contains(f.Data, []byte("Kustomization")) {
+			r.logger.Info("the files hold Flux Kustomization objects: they are ignored; --flux follows them as Flux's kustomize-controller does", "file", f.Path)
+			return
+		}
+	}
+}
+
+// fluxWalk holds the state of one Flux render.
+type fluxWalk struct {
+	r      *Renderer
+	ctx    context.Context
+	lim    source.Limits
+	files  []source.File // decrypted
+	byPath map[string][]byte
+	t      *tree
+	entry  string
+	raw    []candidate // documents of every file, for substituteFrom
+	built  []candidate // rendered documents so far, for substituteFrom
+	done   map[string]bool
+	stack  []*fluxKustomization
+	out    map[string][]string // output file → documents
+	order  []string
+	errs   diag.List
+	count  int
+}
+
+// renderFlux renders the entry path as Render does without Flux, then
+// follows every Flux Kustomization found in its output, recursively.
+func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]source.File, error) {
+	start := time.Now()
+	entry := strings.Trim(path.Clean("/"+strings.ReplaceAll(r.opts.FluxPath, "\\", "/")), "/")
+	var entryFiles []source.File
+	for _, f := range files {
+		if within(f.Path, entry) {
+			entryFiles = append(entryFiles, f)
+		}
+	}
+	t := newTree(files)
+	if !t.dirs[entry] {
+		return nil, &source.PathNotFoundError{Path: entry}
+	}
+	out, err := r.render(ctx, entryFiles)
+	if err != nil {
+		return nil, err
+	}
+	lim := r.opts.Limits.WithDefaults()
+	dec, _, decErrs := r.decrypt(ctx, files, lim)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w := &fluxWalk{r: r, ctx: ctx, lim: lim, files: dec, byPath: map[string][]byte{}, t: t, entry: entry,
+		done: map[string]bool{}, out: map[string][]string{}}
+	bad := map[string]*diag.Error{}
+	for _, e := range decErrs {
+		bad[e.File] = e
+	}
+	for _, f := range dec {
+		w.byPath[f.Path] = f.Data
+		if bad[f.Path] != nil || slices.Contains(kustomizationNames, path.Base(f.Path)) {
+			continue
+		}
+		for _, d := range splitDocuments(f.Data) {
+			w.raw = append(w.raw, candidate{file: f.Path, line: d.line, text: d.text})
+		}
+	}
+	var roots []*fluxKustomization
+	for _, f := range out {
+		for _, d := range splitDocuments(f.Data) {
+			line := d.line
+			if f.Generated {
+				line = 0
+			}
+			w.built = append(w.built, candidate{file: f.Path, line: line, generated: f.Generated, text: d.text})
+		}
+		ks, es := findKustomizations(f.Path, f.Generated, f.Data)
+		w.errs = append(w.errs, es...)
+		roots = append(roots, ks...)
+	}
+	for _, k := range roots {
+		if k.spec.Path != "" && cleanFluxPath(k.spec.Path) == entry {
+			// The Kustomization that reconciles the entry path itself (Flux's
+			// own flux-system Kustomization): its objects are the entry's.
+			w.done[k.id] = true
+			r.logger.Debug("flux Kustomization reconciles the entry path itself; not rendered again", "kustomization", k.id)
+		}
+	}
+	for _, k := range roots {
+		w.visit(k)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	if len(w.errs) > 0 {
+		return nil, w.errs
+	}
+	for _, p := range w.order {
+		data := []byte(strings.Join(w.out[p], "---\n"))
+		merged := false
+		for i := range out {
+			if out[i].Path == p && out[i].Generated {
+				out[i].Data = append(append(bytes.Clone(out[i].Data), "---\n"...), data...)
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			out = append(out, source.File{Path: p, Data: data, Generated: true})
+		}
+	}
+	r.logger.Debug("rendered Flux Kustomizations", "entry", entry, "kustomizations", len(w.done), "objects", w.count, "duration", time.Since(start))
+	return out, nil
+}
+
+// cleanFluxPath cleans a spec.path as Flux does (relative to the source
+// root, never leaving it); "" is the root.
+func cleanFluxPath(p string) string {
+	return strings.Trim(path.Clean("/"+strings.ReplaceAll(p, "\\", "/")), "/")
+}
+
+// findKustomizations parses rendered text and returns its Flux
+// Kustomization objects, their specs decoded.
+func findKustomizations(file string, generated bool, data []byte) ([]*fluxKustomization, diag.List) {
+	if !bytes.Contains(data, []byte(FluxGroup)) {
+		return nil, nil
+	}
+	objs, err := source.ParseFile(file, data)
+	if err != nil {
+		return nil, nil // the parser reports it with the snapshot
+	}
+	var out []*fluxKustomization
+	var errs diag.List
+	for _, o := range objs {
+		if !isFluxKustomization(o) {
+			continue
+		}
+		if generated {
+			o.Line = 0
+		}
+		k := &fluxKustomization{obj: o, id: o.Namespace() + "/" + o.Name()}
+		if !slices.Contains(fluxVersions, o.APIVersion()) {
+			errs = append(errs, k.err("apiVersion", nil, "%s is not supported (gitaso reads %s)", o.APIVersion(), strings.Join(fluxVersions, " and ")))
+			continue
+		}
+		b, _ := json.Marshal(o.Content["spec"])
+		if err := json.Unmarshal(b, &k.spec); err != nil {
+			field := "spec"
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				field = "spec." + te.Field
+			}
+			errs = append(errs, k.err(field, nil, "invalid: %v", err))
+			continue
+		}
+		out = append(out, k)
+	}
+	return out, errs
+}
+
+// visit renders one Kustomization and, recursively, the Kustomizations its
+// output holds.
+func (w *fluxWalk) visit(k *fluxKustomization) {
+	if i := slices.IndexFunc(w.stack, func(s *fluxKustomization) bool { return s.id == k.id }); i >= 0 {
+		var chain []string
+		for _, s := range w.stack[i:] {
+			chain = append(chain, s.where())
+		}
+		chain = append(chain, k.id)
+		w.errs = append(w.errs, k.err("spec.path", ErrFluxCycle, "%s", strings.Join(chain, " → ")))
+		return
+	}
+	if w.done[k.id] || w.ctx.Err() != nil {
+		return
+	}
+	w.done[k.id] = true
+	w.stack = append(w.stack, k)
+	defer func() { w.stack = w.stack[:len(w.stack)-1] }()
+	docs, es := w.build(k)
+	if len(es) > 0 {
+		w.errs = append(w.errs, es...)
+		return
+	}
+	file := k.obj.File
+	if _, ok := w.out[file]; !ok {
+		w.order = append(w.order, file)
+	}
+	w.out[file] = append(w.out[file], docs...)
+	w.count += len(docs)
+	var children []*fluxKustomization
+	for _, d := range docs {
+		w.built = append(w.built, candidate{file: file, generated: true, text: d})
+		ks, es := findKustomizations(file, true, []byte(d))
+		w.errs = append(w.errs, es...)
+		children = append(children, ks...)
+	}
+	for _, c := range children {
+		w.visit(c)
+	}
+}
+
+// build renders one Kustomization as kustomize-controller does: kustomize
+// build of spec.path (a kustomization generated when the directory has
+// none) with the spec's patches, components, targetNamespace and name
+// prefix and suffix, then post-build substitution; then gitaso's
+// annotations. It returns the objects' YAML documents.
+func (w *fluxWalk) build(k *fluxKustomization) ([]string, diag.List) {
+	s := &k.spec
+	ref := s.SourceRef
+	switch {
+	case ref.Kind == "GitRepository":
+	case ref.Kind == "OCIRepository" || ref.Kind == "Bucket" || ref.Kind == "ExternalArtifact":
+		return nil, diag.List{k.err("spec.sourceRef.kind", ErrFluxSource, "%s %s: gitaso reads one Git repository; only a GitRepository source (this repository) can be followed", ref.Kind, ref.Name)}
+	default:
+		return nil, diag.List{k.err("spec.sourceRef.kind", ErrFluxSource, "%q: want GitRepository (this repository)", ref.Kind)}
+	}
+	dir := cleanFluxPath(s.Path)
+	if !w.t.dirs[dir] {
+		return nil, diag.List{k.err("spec.path", nil, "%q: no such directory with *.yaml files in the repository (the path is relative to the repository root)", s.Path)}
+	}
+
+	fs := filesys.MakeFsInMemory()
+	data := make(map[string][]byte, len(w.byPath)+1)
+	for p, b := range w.byPath {
+		data[p] = b
+		if err := fs.WriteFile("/"+p, b); err != nil {
+			return nil, diag.List{{File: p, Msg: "cannot load into kustomize", Err: err}}
+		}
+	}
+	for _, kf := range w.t.kfiles {
+		for _, warn := range fixDeprecated(fs, kf, w.byPath[kf], func(p string) bool { return w.t.files[p] }) {
+			w.r.logger.Warn("deprecated kustomization field", "file", kf, "warning", warn)
+		}
+	}
+	var kus types.Kustomization
+	kf, exists := w.t.kfiles[dir]
+	if exists {
+		b, err := fs.ReadFile("/" + kf)
+		if err == nil {
+			err = kus.Unmarshal(b)
+		}
+		if err != nil {
+			return nil, diag.List{{File: kf, Msg: "invalid kustomization", Err: err}}
+		}
+	} else {
+		kf = path.Join(dir, "kustomization.yaml")
+		kus.Resources = w.generatedResources(dir)
+	}
+	kus.APIVersion, kus.Kind = types.KustomizationVersion, types.KustomizationKind
+	if s.TargetNamespace != "" {
+		kus.Namespace = s.TargetNamespace
+	}
+	if s.NamePrefix != "" {
+		kus.NamePrefix = s.NamePrefix
+	}
+	if s.NameSuffix != "" {
+		kus.NameSuffix = s.NameSuffix
+	}
+	kus.Patches = append(kus.Patches, s.Patches...)
+	for i, p := range s.PatchesSM {
+		b, err := sigyaml.Marshal(p)
+		if err != nil {
+			return nil, diag.List{k.err(fmt.Sprintf("spec.patchesStrategicMerge[%d]", i), err, "invalid")}
+		}
+		kus.Patches = append(kus.Patches, types.Patch{Patch: string(b)})
+	}
+	for i, p := range s.PatchesJSON {
+		b, err := json.Marshal(p.Patch)
+		if err != nil {
+			return nil, diag.List{k.err(fmt.Sprintf("spec.patchesJson6902[%d]", i), err, "invalid")}
+		}
+		tg := p.Target
+		kus.Patches = append(kus.Patches, types.Patch{Patch: string(b), Target: &tg})
+	}
+	for i, c := range s.Components {
+		if isRemote(c) || path.IsAbs(c) {
+			return nil, diag.List{k.err(fmt.Sprintf("spec.components[%d]", i), ErrRemoteBase, "%q: components must be local paths relative to spec.path", c)}
+		}
+		kus.Components = append(kus.Components, c)
+	}
+	kb, err := sigyaml.Marshal(&kus)
+	if err != nil {
+		return nil, diag.List{k.err("spec", err, "cannot write the kustomization")}
+	}
+	if err := fs.WriteFile("/"+kf, kb); err != nil {
+		return nil, diag.List{k.err("spec", err, "cannot write the kustomization")}
+	}
+	data[kf] = kb
+	kt := &tree{files: w.t.files, dirs: w.t.dirs, kfiles: make(map[string]string, len(w.t.kfiles)+1)}
+	for d, f := range w.t.kfiles {
+		kt.kfiles[d] = f
+	}
+	kt.kfiles[dir] = kf
+	reached := map[string]bool{}
+	if es := kt.checkRefs(dir, func(p string) []byte { return data[p] }, map[string]bool{}, reached); len(es) > 0 {
+		return nil, w.blame(k, exists, es)
+	}
+	if es := checkBuildInput(kf, reached, data, w.lim); len(es) > 0 {
+		return nil, es
+	}
+	objs, derr := kustomizeBuild(fs, dir, kf)
+	if derr != nil {
+		return nil, w.blame(k, exists, diag.List{derr})
+	}
+
+	var vars Vars
+	var errs diag.List
+	if pb := s.PostBuild; pb != nil {
+		var refs []Ref
+		for i, f := range pb.SubstituteFrom {
+			if f.Kind != "ConfigMap" && f.Kind != "Secret" {
+				errs = append(errs, k.err(fmt.Sprintf("spec.postBuild.substituteFrom[%d].kind", i), nil, "%q: want ConfigMap or Secret", f.Kind))
+				continue
+			}
+			refs = append(refs, Ref{Kind: f.Kind, Namespace: k.obj.Namespace(), Name: f.Name, Optional: f.Optional})
+		}
+		inline := Vars{}
+		for n, v := range pb.Substitute {
+			if !ValidName(n) {
+				errs = append(errs, k.err("spec.postBuild.substitute."+n, nil, "%q is not a valid variable name (letters, digits and '_', not starting with a digit)", n))
+				continue
+			}
+			inline[n] = v
+		}
+		vs, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline)
+		for _, e := range es {
+			if e.File == "" {
+				e.File, e.Line, e.Field = k.obj.File, k.obj.Line, "spec.postBuild.substituteFrom"
+				e.Msg = strings.Replace(e.Msg, "in the files read (below the source path)", "in the repository", 1) + " (Flux Kustomization " + k.id + ")"
+			}
+		}
+		errs = append(errs, es...)
+		vars = vs
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	docs := make([]string, 0, len(objs))
+	for _, o := range objs {
+		text := o.yaml
+		if s.PostBuild != nil && !disabled(text) {
+			sub, err := Substitute(k.obj.File, 0, text, vars, w.r.opts.Strict)
+			if err != nil {
+				de := err.(*diag.Error)
+				de.Line, de.Object = 0, o.id
+				de.Field = "(Flux Kustomization " + k.id + " spec.postBuild)"
+				errs = append(errs, de)
+				continue
+			}
+			text = sub
+		}
+		annotated, err := w.annotate(k, text)
+		if err != nil {
+			errs = append(errs, &diag.Error{File: k.obj.File, Object: o.id, Msg: "after substitution (Flux Kustomization " + k.id + ")", Err: err})
+			continue
+		}
+		docs = append(docs, annotated)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return docs, nil
+}
+
+// blame adds the Kustomization to errors of a build whose kustomization
+// file gitaso generated (it is not a file the user can open).
+func (w *fluxWalk) blame(k *fluxKustomization, exists bool, es diag.List) diag.List {
+	if exists {
+		return es
+	}
+	for _, e := range es {
+		e.File, e.Line, e.Object = k.obj.File, k.obj.Line, k.obj.ID()
+		if e.Field == "" {
+			e.Field = "spec.path"
+		}
+	}
+	return es
+}
+
+// generatedResources lists what Flux's generated kustomization holds for a
+// directory without one: every *.yaml/*.yml file below it, and each
+// sub-directory holding a kustomization file (not descended into).
+func (w *fluxWalk) generatedResources(dir string) []string {
+	var out []string
+	paths := make([]string, 0, len(w.t.files))
+	for p := range w.t.files {
+		if within(p, dir) && p != dir {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	added := map[string]bool{}
+	for _, p := range paths {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
+		// The topmost sub-directory of dir holding a kustomization file.
+		sub, inSub := "", false
+		for d := dirOf(p); d != dir && within(d, dir); d = dirOf(d) {
+			if _, ok := w.t.kfiles[d]; ok {
+				sub, inSub = d, true
+			}
+			if d == "" {
+				break
+			}
+		}
+		if inSub {
+			r := strings.TrimPrefix(strings.TrimPrefix(sub, dir), "/")
+			if !added[r] {
+				added[r] = true
+				out = append(out, r)
+			}
+			continue
+		}
+		if !source.IsYAMLFile(p) || !hasObjects(w.byPath[p]) {
+			continue
+		}
+		out = append(out, rel)
+	}
+	return out
+}
+
+// hasObjects reports whether a file holds at least one document with
+// content (kustomize refuses an empty resource file; Flux's generator
+// lists files that decode as Kubernetes YAML).
+func hasObjects(data []byte) bool {
+	for _, d := range splitDocuments(data) {
+		if hasContent(d.text) {
+			return true
+		}
+	}
+	return false
+}
+
+// annotate records the Kustomization on an object and maps suspend and
+// prune to ASO reconcile policies (unless the object sets one).
+func (w *fluxWalk) annotate(k *fluxKustomization, text string) (string, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+		return "", err
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return text, nil
+	}
+	root := doc.Content[0]
+	meta := mapValue(root, "metadata")
+	if meta == nil {
+		return text, nil
+	}
+	ann := mapValue(meta, "annotations")
+	if ann == nil || ann.Kind != yaml.MappingNode {
+		ann = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		setKey(meta, "annotations", ann)
+	}
+	setKey(ann, AnnotationFluxKustomization, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k.id})
+	group := strings.SplitN(scalar(mapValue(root, "apiVersion")), "/", 2)[0]
+	if strings.HasSuffix(group, ".azure.com") && mapValue(ann, annotationPolicy) == nil {
+		switch {
+		case k.spec.Suspend:
+			setKey(ann, annotationPolicy, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "skip"})
+		case k.spec.Prune != nil && !*k.spec.Prune:
+			setKey(ann, annotationPolicy, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "detach-on-delete"})
+		}
+	}
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil { // the document keeps its head comment (origin)
+		return "", err
+	}
+	_ = enc.Close()
+	return b.String(), nil
+}
+
+func mapValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func setKey(m *yaml.Node, key string, v *yaml.Node) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content[i+1] = v
+			return
+		}
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+}
+
+func scalar(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
