@@ -47,6 +47,27 @@ func ParseFile(name string, data []byte) (objs []Object, err error) {
 // nodes the file holds with its aliases expanded (Limits.MaxTotalNodes
 // counts them).
 func parseFile(name string, data []byte, lim Limits) (objs []Object, nodes int64, err error) {
+	return parseText(name, data, lim, false)
+}
+
+// parseGenerated is parseFile for generated text (File.Generated), such as
+// the output of a kustomize build named after its kustomization file. Its
+// lines are not lines of the file at name, so an object carries the file
+// and line its origin comment (OriginComment) names, or else Line 0; so do
+// its errors. Errors outside any object (YAML syntax, limits) name the file
+// at Line 0.
+func parseGenerated(name string, data []byte, lim Limits) (objs []Object, nodes int64, err error) {
+	objs, nodes, err = parseText(name, data, lim, true)
+	for _, e := range diag.AsList(err) {
+		if le := (*LimitError)(nil); errors.As(e, &le) {
+			le.What = strings.Replace(le.What, "the file", "the build output of this kustomization", 1)
+		}
+	}
+	return objs, nodes, err
+}
+
+// parseText parses a file's text; generated: see parseGenerated.
+func parseText(name string, data []byte, lim Limits, generated bool) (objs []Object, nodes int64, err error) {
 	lim = lim.WithDefaults()
 	var errs diag.List
 	m := newMeter(name, lim, nil)
@@ -61,14 +82,18 @@ func parseFile(name string, data []byte, lim Limits) (objs []Object, nodes int64
 		return nil, 0, diag.List{fileSizeError(name, int64(len(data)), lim.MaxFileSize)}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	p := parser{file: name, max: lim.MaxNodes} // one node budget for the whole file
+	p := parser{file: name, max: lim.MaxNodes, generated: generated} // one node budget for the whole file
 	for index := 0; ; index++ {
 		var doc yaml.Node
 		if err := dec.Decode(&doc); err != nil {
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			errs = append(errs, yamlError(name, data, err))
+			e := yamlError(name, data, err)
+			if generated {
+				e.Line = 0 // a line of the generated text points nowhere
+			}
+			errs = append(errs, e)
 			break
 		}
 		if len(doc.Content) == 0 {
@@ -80,63 +105,90 @@ func parseFile(name string, data []byte, lim Limits) (objs []Object, nodes int64
 		}
 		// Measure before expanding anything: a limit stops the file, once.
 		if e := m.document(&doc); e != nil {
+			if generated {
+				e.Line = 0
+			}
 			errs = append(errs, e)
 			break
 		}
-		p.errs = nil
-		v := p.value(root)
-		if len(p.errs) > 0 {
-			errs = append(errs, p.errs...)
-			if p.tooLarge {
-				break
+		// Where the document's objects and errors are: its own file and
+		// line, or for generated text the origin its renderer named.
+		file, line := name, root.Line
+		if generated {
+			line = 0
+			if or, ok := docOrigin(&doc); ok {
+				file, line = or.File, or.Line
 			}
-			continue
 		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			errs = append(errs, &diag.Error{File: name, Line: root.Line,
-				Msg: fmt.Sprintf("document is a %s, want a mapping (a Kubernetes-style object)", kindName(root))})
-			continue
-		}
-		if isList(m) {
-			items, ok := m["items"].([]any)
-			if !ok && m["items"] != nil {
-				errs = append(errs, &diag.Error{File: name, Line: root.Line, Field: "items", Msg: "must be a list"})
-				continue
+		first := len(errs)
+		objs, errs = appendDocument(objs, errs, &p, index, root, file, line, generated)
+		if generated {
+			for _, e := range errs[first:] {
+				switch {
+				case errors.Is(e, ErrLimit):
+					e.File, e.Line = name, 0 // the build output's size, not the object's
+				case e.File == name: // a line of the generated text
+					e.File, e.Line = file, line
+				}
 			}
-			itemNodes := listItemNodes(root)
-			for i, it := range items {
-				line := root.Line
-				if i < len(itemNodes) {
-					line = itemNodes[i].Line
-				}
-				im, ok := it.(map[string]any)
-				if !ok {
-					errs = append(errs, &diag.Error{File: name, Line: line, Field: fmt.Sprintf("items[%d]", i), Msg: "must be a mapping"})
-					continue
-				}
-				o := Object{File: name, Line: line, Index: index, Content: im}
-				emptyNulls(o)
-				if es := validate(o); len(es) > 0 {
-					errs = append(errs, es...)
-					continue
-				}
-				objs = append(objs, o)
-			}
-			continue
 		}
-		o := Object{File: name, Line: root.Line, Index: index, Content: m}
-		emptyNulls(o)
-		if es := validate(o); len(es) > 0 {
-			errs = append(errs, es...)
-			continue
+		if p.tooLarge {
+			break
 		}
-		objs = append(objs, o)
 	}
 	if len(errs) > 0 {
 		return nil, m.nodes, errs
 	}
 	return objs, m.nodes, nil
+}
+
+// appendDocument converts one YAML document (root) into objects, appended
+// to objs, and its problems, appended to errs. file and line are where its
+// objects are (for a List, items of generated text keep line; items of a
+// file their own lines).
+func appendDocument(objs []Object, errs diag.List, p *parser, index int, root *yaml.Node, file string, line int, generated bool) ([]Object, diag.List) {
+	p.errs = nil
+	v := p.value(root)
+	if len(p.errs) > 0 {
+		return objs, append(errs, p.errs...)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return objs, append(errs, &diag.Error{File: file, Line: line,
+			Msg: fmt.Sprintf("document is a %s, want a mapping (a Kubernetes-style object)", kindName(root))})
+	}
+	if isList(m) {
+		items, ok := m["items"].([]any)
+		if !ok && m["items"] != nil {
+			return objs, append(errs, &diag.Error{File: file, Line: line, Field: "items", Msg: "must be a list"})
+		}
+		itemNodes := listItemNodes(root)
+		for i, it := range items {
+			itemLine := line
+			if i < len(itemNodes) && !generated {
+				itemLine = itemNodes[i].Line
+			}
+			im, ok := it.(map[string]any)
+			if !ok {
+				errs = append(errs, &diag.Error{File: file, Line: itemLine, Field: fmt.Sprintf("items[%d]", i), Msg: "must be a mapping"})
+				continue
+			}
+			o := Object{File: file, Line: itemLine, Index: index, Content: im}
+			emptyNulls(o)
+			if es := validate(o); len(es) > 0 {
+				errs = append(errs, es...)
+				continue
+			}
+			objs = append(objs, o)
+		}
+		return objs, errs
+	}
+	o := Object{File: file, Line: line, Index: index, Content: m}
+	emptyNulls(o)
+	if es := validate(o); len(es) > 0 {
+		return objs, append(errs, es...)
+	}
+	return append(objs, o), errs
 }
 
 // isList reports whether m is a List wrapper (kind "List" or "*List" in the
@@ -169,6 +221,27 @@ func listItemNodes(root *yaml.Node) []*yaml.Node {
 		}
 	}
 	return nil
+}
+
+// docOrigin reads the origin comment (OriginComment) a Renderer wrote
+// before a document. yaml.v3 attaches a comment at the start of a document
+// to the document, to its root node or to the root's first key, depending
+// on blank lines.
+func docOrigin(doc *yaml.Node) (origin, bool) {
+	comments := []string{doc.HeadComment}
+	if len(doc.Content) > 0 {
+		root := doc.Content[0]
+		comments = append(comments, root.HeadComment)
+		if root.Kind == yaml.MappingNode && len(root.Content) > 0 {
+			comments = append(comments, root.Content[0].HeadComment)
+		}
+	}
+	for _, c := range comments {
+		if o, ok := parseOrigin(c); ok {
+			return o, true
+		}
+	}
+	return origin{}, false
 }
 
 // emptyNulls turns null values of the string maps Kubernetes declares as
@@ -318,7 +391,9 @@ type parser struct {
 	max      int64 // nodes the file may expand to (Limits.MaxNodes)
 	count    int64 // nodes produced in the file so far (keys and values)
 	tooLarge bool  // the budget was exceeded (reported once)
-	errs     diag.List
+	// generated: the text is a renderer's output (see parseGenerated)
+	generated bool
+	errs      diag.List
 }
 
 func (p *parser) fail(n *yaml.Node, format string, args ...any) {
@@ -390,7 +465,11 @@ func (p *parser) mapping(n *yaml.Node) map[string]any {
 			continue
 		}
 		if first, dup := lines[key]; dup {
-			p.fail(k, "duplicate key %q (first at line %d)", key, first)
+			if p.generated {
+				p.fail(k, "duplicate key %q", key) // lines of generated text point nowhere
+			} else {
+				p.fail(k, "duplicate key %q (first at line %d)", key, first)
+			}
 			continue
 		}
 		lines[key] = k.Line

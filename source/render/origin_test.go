@@ -1,0 +1,191 @@
+package render
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gitaso/gitaso/source"
+)
+
+// originFiles is a base (with a deprecated field, so that gitaso rewrites
+// it in memory, and a secret generator) and an overlay (namespace,
+// namePrefix, a patch, a ConfigMap generator). Lines matter: see the tests.
+func originFiles(extra map[string]string) []source.File {
+	files := map[string]string{
+		"base/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+commonLabels:
+  team: a
+resources:
+  - rg.yaml
+  - multi.yaml
+  - secret.yaml
+secretGenerator:
+  - name: creds
+    literals:
+      - user=admin
+`,
+		"base/rg.yaml": `# The team's resource group.
+# (two comment lines first)
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: rg
+spec:
+  location: westeurope
+`,
+		"base/multi.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: storage-settings
+data:
+  tier: hot
+---
+apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccount
+metadata:
+  name: storage
+spec:
+  location: westeurope
+  owner:
+    name: t-rg
+  kind: StorageV2
+  sku:
+    name: Standard_LRS
+`,
+		"base/secret.yaml": `apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+stringData:
+  user: admin
+`,
+		"app/kustomization.yaml": `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+namespace: team-a
+namePrefix: t-
+resources:
+  - ../base
+patches:
+  - path: patch.yaml
+configMapGenerator:
+  - name: other
+    literals: [a=b]
+  - name: settings
+    literals:
+      - region=westeurope
+`,
+		"app/patch.yaml": `apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccount
+metadata:
+  name: storage
+spec:
+  sku:
+    name: Standard_GRS
+`,
+	}
+	for k, v := range extra {
+		files[k] = v
+	}
+	var out []source.File
+	for p, d := range files {
+		out = append(out, source.File{Path: p, Data: []byte(d)})
+	}
+	return out
+}
+
+var originRE = regexp.MustCompile(`(?m)^# gitaso\.io/origin: (.*)\n(?:[^\n]*\n)*?kind: (\w+)\n(?:[^\n]*\n)*?  name: (\S+)\n`)
+
+// The render stage writes, before each object of a kustomize build, where
+// it came from: the resource's file and the line of its document (through
+// namePrefix, namespace and patches), or the kustomization holding the
+// generator and the line of its entry (as committed, before gitaso's
+// in-memory fix of deprecated fields). kustomize's origin annotation is
+// gone from the objects.
+func TestKustomizeOriginComments(t *testing.T) {
+	r, err := New(Options{Kustomize: true, KustomizeDirs: []string{"app"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Render(context.Background(), originFiles(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for _, f := range out {
+		if f.Generated {
+			text += string(f.Data)
+		}
+	}
+	if strings.Contains(text, "config.kubernetes.io/origin") || strings.Contains(text, "buildMetadata") {
+		t.Errorf("origin annotation left in the output:\n%s", text)
+	}
+	var got []string
+	for _, m := range originRE.FindAllStringSubmatch(text, -1) {
+		got = append(got, m[2]+" "+m[3]+" "+m[1])
+	}
+	want := []string{ // kustomize's legacy order (the base's kustomization was fixed): by kind
+		`ConfigMap t-other-4h2mbtbbt6 {"file":"app/kustomization.yaml","line":10}`,
+		`ConfigMap t-settings-mtcc8fg72m {"file":"app/kustomization.yaml","line":12}`,
+		`ConfigMap t-storage-settings {"file":"base/multi.yaml","line":1}`,
+		`Secret t-creds-hmbb7mfmdf {"file":"base/kustomization.yaml","line":10}`,
+		`Secret t-db {"file":"base/secret.yaml","line":1}`,
+		`ResourceGroup t-rg {"file":"base/rg.yaml","line":3}`,
+		`StorageAccount t-storage {"file":"base/multi.yaml","line":8}`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("origins (-want +got):\n%s\n%s", diff, text)
+	}
+}
+
+// Objects of a kustomization that asks for origin annotations itself lose
+// them too (build metadata is not part of an object), and an object
+// without other annotations has none.
+func TestKustomizeOriginAnnotationRemoved(t *testing.T) {
+	files := []source.File{
+		{Path: "k/kustomization.yaml", Data: []byte("buildMetadata: [originAnnotations]\nresources: [rg.yaml]\n")},
+		{Path: "k/rg.yaml", Data: []byte("apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata: {name: rg}\nspec: {location: x}\n")},
+	}
+	r, err := New(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := source.Build(context.Background(), "rev", files, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"name": "rg"}
+	if diff := cmp.Diff(want, snap.Objects[0].Content["metadata"]); diff != "" {
+		t.Errorf("metadata (-want +got):\n%s", diff)
+	}
+}
+
+func TestMatchDocument(t *testing.T) {
+	docs := []docEntry{
+		{kind: "ConfigMap", name: "a", line: 1},
+		{kind: "ConfigMap", name: "ab", line: 5},
+		{kind: "ConfigMap", name: "ab", namespace: "x", line: 9},
+		{kind: "Secret", name: "s", line: 13},
+	}
+	tests := []struct {
+		kind, name, ns string
+		n, want        int
+	}{
+		{"Secret", "p-s-suffix", "y", 0, 13},   // the only one of its kind
+		{"ConfigMap", "ab", "", 0, 5},          // same name, same namespace
+		{"ConfigMap", "ab", "x", 0, 9},         // same name, same namespace
+		{"ConfigMap", "pre-ab", "other", 0, 5}, // longest name inside the built one
+		{"ConfigMap", "pre-a", "", 1, 1},
+		{"ConfigMap", "zzz", "", 2, 9}, // renamed: the n-th of its kind
+		{"ConfigMap", "zzz", "", 3, 0},
+	}
+	for _, tt := range tests {
+		if got := matchDocument(docs, tt.kind, tt.name, tt.ns, tt.n); got != tt.want {
+			t.Errorf("matchDocument(%s %s %s %d) = %d, want %d", tt.kind, tt.name, tt.ns, tt.n, got, tt.want)
+		}
+	}
+}
