@@ -272,7 +272,7 @@ func (w *fluxWalk) visit(k *fluxKustomization) {
 			chain = append(chain, s.where())
 		}
 		chain = append(chain, k.id)
-		w.errs = append(w.errs, k.err("spec.path", ErrFluxCycle, "%s", strings.Join(chain, " → ")))
+		w.errs = append(w.errs, k.err("spec.path", fmt.Errorf("%w: %s", ErrFluxCycle, strings.Join(chain, " → ")), ""))
 		return
 	}
 	if w.done[k.id] || w.ctx.Err() != nil {
@@ -297,6 +297,11 @@ func (w *fluxWalk) visit(k *fluxKustomization) {
 		w.built = append(w.built, candidate{file: file, generated: true, text: d})
 		ks, es := findKustomizations(file, true, []byte(d))
 		w.errs = append(w.errs, es...)
+		if f, l, ok := originOf(d); ok {
+			for _, c := range ks {
+				c.obj.File, c.obj.Line = f, l
+			}
+		}
 		children = append(children, ks...)
 	}
 	for _, c := range children {
@@ -430,7 +435,7 @@ func (w *fluxWalk) build(k *fluxKustomization) ([]string, diag.List) {
 		vs, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline)
 		for _, e := range es {
 			if e.File == "" {
-				e.File, e.Line, e.Field = k.obj.File, k.obj.Line, "spec.postBuild.substituteFrom"
+				e.File, e.Line, e.Object, e.Field = k.obj.File, k.obj.Line, k.obj.ID(), "spec.postBuild.substituteFrom"
 				e.Msg = strings.Replace(e.Msg, "in the files read (below the source path)", "in the repository", 1) + " (Flux Kustomization " + k.id + ")"
 			}
 		}
@@ -448,7 +453,15 @@ func (w *fluxWalk) build(k *fluxKustomization) ([]string, diag.List) {
 			if err != nil {
 				de := err.(*diag.Error)
 				de.Line, de.Object = 0, o.id
-				de.Field = "(Flux Kustomization " + k.id + " spec.postBuild)"
+				if f, l, ok := originOf(text); ok {
+					de.File, de.Line = f, l
+				}
+				if errors.Is(de.Err, ErrUnsetVariable) {
+					name := strings.TrimSuffix(strings.TrimPrefix(de.Msg, "${"), "}")
+					de.Err = fmt.Errorf("%w and has no default (strict substitution; set %s in spec.postBuild.substitute, or in a ConfigMap or Secret of spec.postBuild.substituteFrom, of Flux Kustomization %s at %s, or write ${%s:=default}; $${%s} is a literal)",
+						ErrUnsetVariable, name, k.id, k.obj.File, name, name)
+				}
+				de.Msg += " (postBuild of Flux Kustomization " + k.id + ")"
 				errs = append(errs, de)
 				continue
 			}
@@ -475,8 +488,11 @@ func (w *fluxWalk) blame(k *fluxKustomization, exists bool, es diag.List) diag.L
 	}
 	for _, e := range es {
 		e.File, e.Line, e.Object = k.obj.File, k.obj.Line, k.obj.ID()
-		if e.Field == "" {
+		switch {
+		case e.Field == "":
 			e.Field = "spec.path"
+		case strings.HasPrefix(e.Field, "components["):
+			e.Field = "spec." + e.Field
 		}
 	}
 	return es
@@ -573,6 +589,27 @@ func (w *fluxWalk) annotate(k *fluxKustomization, text string) (string, error) {
 	}
 	_ = enc.Close()
 	return b.String(), nil
+}
+
+// originPrefix starts the comment with which the kustomize build names the
+// file and line an object came from (source.OriginComment).
+const originPrefix = "# gitaso.io/origin: "
+
+// originOf reads the origin comment at the start of a built document.
+func originOf(text string) (file string, line int, ok bool) {
+	first, _, _ := strings.Cut(text, "\n")
+	rest, found := strings.CutPrefix(first, originPrefix)
+	if !found {
+		return "", 0, false
+	}
+	var o struct {
+		File string `json:"file"`
+		Line int    `json:"line"`
+	}
+	if json.Unmarshal([]byte(rest), &o) != nil || o.File == "" {
+		return "", 0, false
+	}
+	return o.File, o.Line, true
 }
 
 func mapValue(m *yaml.Node, key string) *yaml.Node {

@@ -1,0 +1,304 @@
+package render
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gitaso/gitaso/source"
+)
+
+// fluxFetch reads the whole repository at root, as gitaso --flux does,
+// and renders from the entry path.
+func fluxFetch(t *testing.T, root, entry string, opts Options) (*source.Snapshot, error) {
+	t.Helper()
+	opts.Flux, opts.FluxPath, opts.Kustomize = true, entry, true
+	return fetch(t, root, "", opts)
+}
+
+// writeRepo writes files (path → content) into a temporary directory.
+func writeRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, c := range files {
+		f := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func ids(objs []source.Object) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.ID())
+	}
+	slices.Sort(out)
+	return out
+}
+
+func field(o source.Object, keys ...string) any {
+	var v any = o.Content
+	for _, k := range keys {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	return v
+}
+
+// The seeds' shape: clusters/snd holds Flux's own bootstrap Kustomization
+// (path ./clusters/snd: the entry itself, not rendered twice), a platform
+// Kustomization (./platform, substituteFrom ConfigMap platform-vars, an
+// optional Secret that does not exist, inline CLUSTER winning), a team
+// Kustomization (kustomization.yaml of its own, targetNamespace, a JSON 6902
+// and a strategic merge patch, a component, prune: false) and a suspended
+// v1beta2 one without a kustomization.yaml.
+func TestFluxSeeds(t *testing.T) {
+	snap, err := fluxFetch(t, "testdata/flux/snd", "clusters/snd", Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"config-cluster-flux/ConfigMap/platform-vars",
+		"platform/ConfigMap/literal",
+		"platform/ResourceGroup/infra",
+		"team-a/ResourceGroup/team-a-rg",
+		"team-a/UserAssignedIdentity/kept-identity",
+		"team-a/UserAssignedIdentity/team-identity",
+		"team-b/ResourceGroup/team-b-rg",
+	}
+	if diff := cmp.Diff(want, ids(snap.Objects)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	wantIgnored := []string{
+		"config-cluster-flux/Kustomization/platform",
+		"config-cluster-flux/Kustomization/team-a",
+		"config-cluster-flux/Kustomization/team-b",
+		"flux-system/GitRepository/flux-system",
+		"flux-system/Kustomization/flux-system",
+	}
+	if diff := cmp.Diff(wantIgnored, ids(snap.Ignored)); diff != "" {
+		t.Errorf("ignored (-want +got):\n%s", diff)
+	}
+
+	type check struct {
+		id     string
+		fields []string
+		want   any
+	}
+	ann := func(k string) []string { return []string{"metadata", "annotations", k} }
+	for _, c := range []check{
+		// postBuild: substituteFrom ConfigMap, inline substitute wins over it.
+		{"platform/ResourceGroup/infra", []string{"spec", "azureName"}, "sndadpinfrg1401"},
+		{"platform/ResourceGroup/infra", []string{"spec", "tags"}, map[string]any{"environment": "snd", "cluster": "cluster-01"}},
+		{"platform/ResourceGroup/infra", ann(AnnotationFluxKustomization), "config-cluster-flux/platform"},
+		{"platform/ResourceGroup/infra", ann(annotationPolicy), nil},
+		// kustomize.toolkit.fluxcd.io/substitute: disabled
+		{"platform/ConfigMap/literal", []string{"data", "template"}, "${NOT_SUBSTITUTED}"},
+		// targetNamespace, JSON 6902 patch with a target, prune: false.
+		{"team-a/ResourceGroup/team-a-rg", []string{"spec", "location"}, "ukwest"},
+		{"team-a/ResourceGroup/team-a-rg", ann(annotationPolicy), "detach-on-delete"},
+		// strategic merge patch, component, substitution.
+		{"team-a/UserAssignedIdentity/team-identity", []string{"spec", "tags"}, map[string]any{"team": "a"}},
+		{"team-a/UserAssignedIdentity/team-identity", []string{"metadata", "labels", "team"}, "team-a"},
+		{"team-a/UserAssignedIdentity/team-identity", []string{"spec", "azureName"}, "sndadpinfmid1401-team-a"},
+		{"team-a/UserAssignedIdentity/team-identity", ann(AnnotationFluxKustomization), "config-cluster-flux/team-a"},
+		// A policy the object sets is kept.
+		{"team-a/UserAssignedIdentity/kept-identity", ann(annotationPolicy), "manage"},
+		// suspend: true → skip (rendered, never dropped).
+		{"team-b/ResourceGroup/team-b-rg", ann(annotationPolicy), "skip"},
+		{"team-b/ResourceGroup/team-b-rg", ann(AnnotationFluxKustomization), "config-cluster-flux/team-b"},
+		// A ConfigMap gets no reconcile policy.
+		{"config-cluster-flux/ConfigMap/platform-vars", ann(annotationPolicy), nil},
+	} {
+		got := field(find(t, snap, c.id), c.fields...)
+		if diff := cmp.Diff(c.want, got); diff != "" {
+			t.Errorf("%s %s (-want +got):\n%s", c.id, strings.Join(c.fields, "."), diff)
+		}
+	}
+	// Objects name the Kustomization's file, or (when kustomize's origin
+	// is known) the file they were written in.
+	for id, files := range map[string][]string{
+		"platform/ResourceGroup/infra":   {"clusters/snd/platform.yaml", "platform/resource-group.yaml"},
+		"team-a/ResourceGroup/team-a-rg": {"clusters/snd/teams.yaml", "teams/team-a/resource-group.yaml"},
+		"team-b/ResourceGroup/team-b-rg": {"clusters/snd/teams.yaml", "teams/team-b/resource-group.yaml"},
+	} {
+		if o := find(t, snap, id); !slices.Contains(files, o.File) {
+			t.Errorf("%s: file %s, want one of %v", id, o.File, files)
+		}
+	}
+}
+
+// Without Flux the same entry path renders only its own files: the
+// Kustomizations are ignored kinds, as before.
+func TestFluxOff(t *testing.T) {
+	snap, err := fetch(t, "testdata/flux/snd", "clusters/snd", Options{Kustomize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Objects) != 0 || len(snap.Ignored) != 5 {
+		t.Errorf("objects %v, ignored %v", ids(snap.Objects), ids(snap.Ignored))
+	}
+}
+
+const rgDoc = `apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: %s
+spec:
+  location: uksouth
+`
+
+func fluxKustomizationDoc(name, path, extra string) string {
+	return `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: ` + name + `
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ` + path + `
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+` + extra
+}
+
+func rg(name string) string { return strings.Replace(rgDoc, "%s", name, 1) }
+
+// A Kustomization whose output holds further Kustomizations is followed,
+// and its substitution reaches the child's spec (a common way to pick a
+// cluster's directory).
+func TestFluxRecursion(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"clusters/a/apps.yaml": fluxKustomizationDoc("apps", "./apps", "  postBuild:\n    substitute:\n      INNER: inner\n"),
+		"apps/infra.yaml":      fluxKustomizationDoc("infra", "./deep/${INNER}", "  targetNamespace: deep\n"),
+		"apps/rg.yaml":         rg("apps-rg"),
+		"deep/inner/rg.yaml":   rg("inner-rg"),
+		"deep/other/rg.yaml":   rg("not-reached"),
+	})
+	snap, err := fluxFetch(t, root, "clusters/a", Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"deep/ResourceGroup/inner-rg", "default/ResourceGroup/apps-rg"}, ids(snap.Objects)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	if got := find(t, snap, "deep/ResourceGroup/inner-rg").Annotations()[AnnotationFluxKustomization]; got != "flux-system/infra" {
+		t.Errorf("inner-rg from %q, want flux-system/infra", got)
+	}
+}
+
+// Errors name the Flux object's file and line, the object and the field.
+func TestFluxErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  []string // substrings of the error
+		is    error
+	}{{
+		name: "cycle",
+		files: map[string]string{
+			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", ""),
+			"one/b.yaml":        fluxKustomizationDoc("b", "./two", ""),
+			"two/a.yaml":        fluxKustomizationDoc("a", "./one", ""),
+		},
+		// one/b.yaml and two/a.yaml once kustomize's origins are known; the
+		// file of the Kustomization that rendered them otherwise.
+		want: []string{"flux-system/Kustomization/a: spec.path: flux Kustomizations form a cycle: flux-system/a (clusters/c/a.yaml:1) → flux-system/b (", ") → flux-system/a"},
+		is:   ErrFluxCycle,
+	}, {
+		name: "self",
+		files: map[string]string{
+			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", ""),
+			"one/b.yaml":        fluxKustomizationDoc("b", "./one", ""),
+		},
+		want: []string{"flux-system/Kustomization/b: spec.path: flux Kustomizations form a cycle: flux-system/b (", ") → flux-system/b"},
+		is:   ErrFluxCycle,
+	}, {
+		name: "oci source",
+		files: map[string]string{
+			"clusters/c/a.yaml": "---\n" + strings.Replace(fluxKustomizationDoc("a", "./one", ""), "kind: GitRepository", "kind: OCIRepository", 1),
+			"one/rg.yaml":       rg("x"),
+		},
+		want: []string{"clusters/c/a.yaml:2: flux-system/Kustomization/a: spec.sourceRef.kind: OCIRepository flux-system: gitaso reads one Git repository"},
+		is:   ErrFluxSource,
+	}, {
+		name: "bucket source",
+		files: map[string]string{
+			"clusters/c/a.yaml": strings.Replace(fluxKustomizationDoc("a", "./one", ""), "kind: GitRepository", "kind: Bucket", 1),
+			"one/rg.yaml":       rg("x"),
+		},
+		want: []string{"clusters/c/a.yaml:1: flux-system/Kustomization/a: spec.sourceRef.kind: Bucket flux-system"},
+		is:   ErrFluxSource,
+	}, {
+		name: "missing path",
+		files: map[string]string{
+			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./nowhere", ""),
+		},
+		want: []string{`clusters/c/a.yaml:1: flux-system/Kustomization/a: spec.path: "./nowhere": no such directory`},
+	}, {
+		name: "strict unset variable",
+		files: map[string]string{
+			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", "  postBuild:\n    substitute:\n      SET: x\n"),
+			"one/rg.yaml":       rg("x") + "  tags:\n    a: ${UNSET}\n",
+		},
+		want: []string{"default/ResourceGroup/x: ${UNSET} (postBuild of Flux Kustomization flux-system/a): variable is not set", "set UNSET in spec.postBuild.substitute"},
+		is:   ErrUnsetVariable,
+	}, {
+		name: "missing substituteFrom",
+		files: map[string]string{
+			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", "  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: vars\n"),
+			"one/rg.yaml":       rg("x"),
+		},
+		want: []string{"clusters/c/a.yaml:1: flux-system/Kustomization/a: spec.postBuild.substituteFrom: substitute-from ConfigMap/flux-system/vars: no ConfigMap flux-system/vars in the repository"},
+	}, {
+		name: "unsupported version",
+		files: map[string]string{
+			"clusters/c/a.yaml": strings.Replace(fluxKustomizationDoc("a", "./one", ""), "/v1\n", "/v1beta1\n", 1),
+			"one/rg.yaml":       rg("x"),
+		},
+		want: []string{"clusters/c/a.yaml:1: flux-system/Kustomization/a: apiVersion: kustomize.toolkit.fluxcd.io/v1beta1 is not supported"},
+	}, {
+		name: "kustomize error in a generated kustomization",
+		files: map[string]string{
+			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", "  components:\n    - ../missing\n"),
+			"one/rg.yaml":       rg("x"),
+		},
+		want: []string{"clusters/c/a.yaml:1: flux-system/Kustomization/a: spec.components[0]"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := fluxFetch(t, writeRepo(t, tc.files), "clusters/c", Options{Strict: true})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error\n%v\ndoes not contain\n%s", err, w)
+				}
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error is not %v", tc.is)
+			}
+		})
+	}
+}
+
+// An entry path that does not exist is a *source.PathNotFoundError, as
+// without Flux.
+func TestFluxEntryMissing(t *testing.T) {
+	_, err := fluxFetch(t, writeRepo(t, map[string]string{"one/rg.yaml": rg("x")}), "clusters/none", Options{})
+	if !errors.Is(err, source.ErrPathNotFound) {
+		t.Fatalf("err = %v, want ErrPathNotFound", err)
+	}
+}
