@@ -114,25 +114,75 @@ func (r *Renderer) fluxHint(files []source.File) {
 
 // fluxWalk holds the state of one Flux render.
 type fluxWalk struct {
-	r      *Renderer
-	ctx    context.Context
-	lim    source.Limits
-	files  []source.File // decrypted
-	byPath map[string][]byte
-	t      *tree
-	entry  string
-	raw    []candidate // documents of every file, for substituteFrom
-	built  []candidate // rendered documents so far, for substituteFrom
-	done   map[string]bool
-	stack  []*fluxKustomization
-	out    map[string][]string // output file → documents
-	order  []string
-	errs   diag.List
-	count  int
+	r       *Renderer
+	ctx     context.Context
+	lim     source.Limits
+	files   []source.File // decrypted
+	byPath  map[string][]byte
+	t       *tree
+	entry   string
+	raw     []candidate // documents of every file, for substituteFrom
+	built   []candidate // rendered documents so far, for substituteFrom
+	done    map[string]bool
+	visited []*fluxKustomization
+	stack   []*fluxKustomization
+	out     map[string][]string // output file → documents
+	order   []string
+	errs    diag.List
+	count   int
 }
 
 // renderFlux renders the entry path as Render does without Flux, then
-// follows every Flux Kustomization found in its output, recursively.
+// follows every Flux Kustomization found in its output, recursively, the
+// way Flux's kustomize-controller reconciles them. How Flux's behaviour is
+// translated:
+//
+//   - Entry: the files below Options.FluxPath are rendered as without Flux
+//     (kustomize builds, the global Vars/SubstituteFrom). Every
+//     kustomize.toolkit.fluxcd.io/v1 or v1beta2 Kustomization among the
+//     output is followed. One whose spec.path is the entry path itself (the
+//     flux-system Kustomization that Flux's bootstrap writes) is the entry:
+//     not rendered again.
+//   - Source: spec.sourceRef must be a GitRepository, taken to be this
+//     repository whatever its name; OCIRepository, Bucket and other kinds
+//     are refused (ErrFluxSource), naming the object and the field.
+//   - Build: spec.path relative to the repository root (cleaned, never
+//     leaving it). A directory without a kustomization file gets the one
+//     Flux generates (every *.yaml/*.yml below it; a sub-directory holding
+//     a kustomization file as a whole). Then, as Flux's generator does, the
+//     spec's targetNamespace (kustomization namespace), namePrefix,
+//     nameSuffix, patches (strategic merge or JSON 6902, with target),
+//     v1beta2 patchesStrategicMerge/patchesJson6902 and components (paths
+//     relative to spec.path) are added to it in memory, and kustomize builds
+//     it with the same checks as the entry's builds (no remote bases, limits).
+//   - postBuild: only this Kustomization's output is substituted, only when
+//     spec.postBuild is set; variables from substituteFrom (ConfigMaps and
+//     Secrets of the Kustomization's namespace found anywhere in the
+//     repository or in rendered output, later ones winning, optional ones
+//     may be missing), then substitute (inline, winning); Options.Strict is
+//     Flux's StrictPostBuildSubstitutions feature gate; objects with the
+//     kustomize.toolkit.fluxcd.io/substitute: disabled annotation or label
+//     are left alone. The global Vars do not apply here.
+//   - Recursion: Kustomizations in a Kustomization's output are followed
+//     in turn (their spec after the parent's substitution); a Kustomization
+//     reached again while it is being rendered is a cycle (ErrFluxCycle,
+//     naming the chain); one reached twice otherwise is rendered once.
+//   - suspend: true: Flux stops applying but deletes nothing, so the
+//     objects are rendered (never dropped: a dropped object would be
+//     planned as a deletion) and ASO objects get
+//     serviceoperator.azure.com/reconcile-policy: skip unless they set a
+//     policy. prune: false: Flux leaves removed objects in the cluster, so
+//     ASO objects get detach-on-delete unless they set a policy (removing
+//     them from Git later forgets them instead of deleting them in Azure).
+//     suspend wins over prune. Neither is inherited by child Kustomizations
+//     (Flux reconciles each on its own).
+//   - dependsOn: information only (ordering follows ASO owners and
+//     references); every rendered object is annotated
+//     gitaso.io/flux-kustomization: namespace/name, and a dependsOn naming
+//     a Kustomization that was not rendered is logged as a warning.
+//   - Objects keep the file and line kustomize's origin gives (the
+//     resource's own file) when known, else the Kustomization's file.
+//     Kustomization and GitRepository objects stay ignored kinds.
 func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]source.File, error) {
 	start := time.Now()
 	entry := strings.Trim(path.Clean("/"+strings.ReplaceAll(r.opts.FluxPath, "\\", "/")), "/")
@@ -184,7 +234,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 		roots = append(roots, ks...)
 	}
 	for _, k := range roots {
-		if k.spec.Path != "" && cleanFluxPath(k.spec.Path) == entry {
+		if cleanFluxPath(k.spec.Path) == entry {
 			// The Kustomization that reconciles the entry path itself (Flux's
 			// own flux-system Kustomization): its objects are the entry's.
 			w.done[k.id] = true
@@ -200,6 +250,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	if len(w.errs) > 0 {
 		return nil, w.errs
 	}
+	w.checkDependsOn()
 	for _, p := range w.order {
 		data := []byte(strings.Join(w.out[p], "---\n"))
 		merged := false
@@ -216,6 +267,23 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	}
 	r.logger.Debug("rendered Flux Kustomizations", "entry", entry, "kustomizations", len(w.done), "objects", w.count, "duration", time.Since(start))
 	return out, nil
+}
+
+// checkDependsOn warns about a dependsOn naming a Kustomization that was
+// not rendered (Flux would wait for it forever).
+func (w *fluxWalk) checkDependsOn() {
+	for _, k := range w.visited {
+		for _, d := range k.spec.DependsOn {
+			ns := d.Namespace
+			if ns == "" {
+				ns = k.obj.Namespace()
+			}
+			if !w.done[ns+"/"+d.Name] {
+				w.r.logger.Warn("flux Kustomization depends on a Kustomization gitaso did not render (Flux would wait for it)",
+					"kustomization", k.id, "file", k.obj.File, "dependsOn", ns+"/"+d.Name)
+			}
+		}
+	}
 }
 
 // cleanFluxPath cleans a spec.path as Flux does (relative to the source
@@ -279,6 +347,7 @@ func (w *fluxWalk) visit(k *fluxKustomization) {
 		return
 	}
 	w.done[k.id] = true
+	w.visited = append(w.visited, k)
 	w.stack = append(w.stack, k)
 	defer func() { w.stack = w.stack[:len(w.stack)-1] }()
 	docs, es := w.build(k)
