@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -125,6 +126,7 @@ type fluxWalk struct {
 	built   []candidate // rendered documents so far, for substituteFrom
 	done    map[string]bool
 	visited []*fluxKustomization
+	bad     map[string]*diag.Error // files that could not be decrypted (SOPS)
 	stack   []*fluxKustomization
 	out     map[string][]string // output file → documents
 	order   []string
@@ -211,6 +213,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	for _, e := range decErrs {
 		bad[e.File] = e
 	}
+	w.bad = bad
 	for _, f := range dec {
 		w.byPath[f.Path] = f.Data
 		if bad[f.Path] != nil || slices.Contains(kustomizationNames, path.Base(f.Path)) {
@@ -473,6 +476,15 @@ func (w *fluxWalk) build(k *fluxKustomization) ([]string, diag.List) {
 	reached := map[string]bool{}
 	if es := kt.checkRefs(dir, func(p string) []byte { return data[p] }, map[string]bool{}, reached); len(es) > 0 {
 		return nil, w.blame(k, exists, es)
+	}
+	var undecrypted diag.List
+	for _, p := range slices.Sorted(maps.Keys(reached)) {
+		if e := w.bad[p]; e != nil {
+			undecrypted = append(undecrypted, e)
+		}
+	}
+	if len(undecrypted) > 0 {
+		return nil, undecrypted
 	}
 	if es := checkBuildInput(kf, reached, data, w.lim); len(es) > 0 {
 		return nil, es

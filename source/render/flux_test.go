@@ -294,6 +294,36 @@ func TestFluxErrors(t *testing.T) {
 	}
 }
 
+// An encrypted file a Kustomization reaches is decrypted like the entry's
+// files; without a key it is an error naming the file (never built as
+// ciphertext), and a file no Kustomization reaches does not matter.
+func TestFluxSOPS(t *testing.T) {
+	enc, err := os.ReadFile("testdata/sops/secret.sops.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"clusters/c/a.yaml":          fluxKustomizationDoc("a", "./one", ""),
+		"one/secret.sops.yaml":       string(enc),
+		"unreached/secret.sops.yaml": string(enc),
+	}
+	root := writeRepo(t, files)
+	_, err = fluxFetch(t, root, "clusters/c", Options{})
+	if err == nil || !strings.Contains(err.Error(), "one/secret.sops.yaml") || strings.Contains(err.Error(), "unreached/") {
+		t.Fatalf("without a key: err = %v, want an error naming one/secret.sops.yaml only", err)
+	}
+	snap, err := fluxFetch(t, root, "clusters/c", Options{AgeIdentities: testIdentities(t, "test-only.agekey")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"apps/Secret/app-credentials"}, ids(snap.Objects)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	if _, ok := find(t, snap, "apps/Secret/app-credentials").Content["sops"]; ok {
+		t.Error("the Secret still holds its sops stanza")
+	}
+}
+
 // An entry path that does not exist is a *source.PathNotFoundError, as
 // without Flux.
 func TestFluxEntryMissing(t *testing.T) {
