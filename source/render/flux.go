@@ -251,6 +251,11 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 		}
 	}
 	if len(w.errs) > 0 {
+		for _, e := range w.errs {
+			if data, ok := w.byPath[e.File]; ok && e.Line > 0 && strings.HasPrefix(e.Field, "spec") {
+				e.Line = fieldLine(data, e.Line, e.Field)
+			}
+		}
 		return nil, w.errs
 	}
 	w.checkDependsOn()
@@ -670,6 +675,40 @@ func (w *fluxWalk) annotate(k *fluxKustomization, text string) (string, error) {
 	}
 	_ = enc.Close()
 	return b.String(), nil
+}
+
+// fieldLine returns the line of a field (dotted, with [i] indexes) of the
+// object whose document starts at line objLine of a file, or objLine when
+// the field is not found.
+func fieldLine(data []byte, objLine int, field string) int {
+	for _, d := range splitDocuments(data) {
+		end := d.line + strings.Count(d.text, "\n")
+		if objLine < d.line || objLine > end {
+			continue
+		}
+		var doc yaml.Node
+		if yaml.Unmarshal([]byte(d.text), &doc) != nil || len(doc.Content) == 0 {
+			return objLine
+		}
+		n := doc.Content[0]
+		for _, part := range strings.Split(field, ".") {
+			key, idx, _ := strings.Cut(part, "[")
+			next := mapValue(n, key)
+			if next == nil {
+				break
+			}
+			n = next
+			if idx != "" {
+				var i int
+				if _, err := fmt.Sscanf(idx, "%d]", &i); err != nil || n.Kind != yaml.SequenceNode || i >= len(n.Content) {
+					break
+				}
+				n = n.Content[i]
+			}
+		}
+		return d.line - 1 + n.Line
+	}
+	return objLine
 }
 
 // originPrefix starts the comment with which the kustomize build names the

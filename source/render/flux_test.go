@@ -231,7 +231,7 @@ func TestFluxErrors(t *testing.T) {
 			"clusters/c/a.yaml": "---\n" + strings.Replace(fluxKustomizationDoc("a", "./one", ""), "kind: GitRepository", "kind: OCIRepository", 1),
 			"one/rg.yaml":       rg("x"),
 		},
-		want: []string{"clusters/c/a.yaml:2: flux-system/Kustomization/a: spec.sourceRef.kind: OCIRepository flux-system: gitaso reads one Git repository"},
+		want: []string{"clusters/c/a.yaml:12: flux-system/Kustomization/a: spec.sourceRef.kind: OCIRepository flux-system: gitaso reads one Git repository"},
 		is:   ErrFluxSource,
 	}, {
 		name: "bucket source",
@@ -239,14 +239,14 @@ func TestFluxErrors(t *testing.T) {
 			"clusters/c/a.yaml": strings.Replace(fluxKustomizationDoc("a", "./one", ""), "kind: GitRepository", "kind: Bucket", 1),
 			"one/rg.yaml":       rg("x"),
 		},
-		want: []string{"clusters/c/a.yaml:1: flux-system/Kustomization/a: spec.sourceRef.kind: Bucket flux-system"},
+		want: []string{"clusters/c/a.yaml:11: flux-system/Kustomization/a: spec.sourceRef.kind: Bucket flux-system"},
 		is:   ErrFluxSource,
 	}, {
 		name: "missing path",
 		files: map[string]string{
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./nowhere", ""),
 		},
-		want: []string{`clusters/c/a.yaml:1: flux-system/Kustomization/a: spec.path: "./nowhere": no such directory`},
+		want: []string{`clusters/c/a.yaml:8: flux-system/Kustomization/a: spec.path: "./nowhere": no such directory`},
 	}, {
 		name: "strict unset variable",
 		files: map[string]string{
@@ -261,7 +261,7 @@ func TestFluxErrors(t *testing.T) {
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", "  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: vars\n"),
 			"one/rg.yaml":       rg("x"),
 		},
-		want: []string{"clusters/c/a.yaml:1: flux-system/Kustomization/a: spec.postBuild.substituteFrom: substitute-from ConfigMap/flux-system/vars: no ConfigMap flux-system/vars in the repository"},
+		want: []string{"clusters/c/a.yaml:15: flux-system/Kustomization/a: spec.postBuild.substituteFrom: substitute-from ConfigMap/flux-system/vars: no ConfigMap flux-system/vars in the repository"},
 	}, {
 		name: "unsupported version",
 		files: map[string]string{
@@ -275,7 +275,7 @@ func TestFluxErrors(t *testing.T) {
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", "  components:\n    - ../missing\n"),
 			"one/rg.yaml":       rg("x"),
 		},
-		want: []string{"clusters/c/a.yaml:1: flux-system/Kustomization/a: spec.components[0]"},
+		want: []string{"clusters/c/a.yaml:14: flux-system/Kustomization/a: spec.components[0]"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := fluxFetch(t, writeRepo(t, tc.files), "clusters/c", Options{Strict: true})
