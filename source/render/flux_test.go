@@ -1,7 +1,9 @@
 package render
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -330,5 +332,54 @@ func TestFluxEntryMissing(t *testing.T) {
 	_, err := fluxFetch(t, writeRepo(t, map[string]string{"one/rg.yaml": rg("x")}), "clusters/none", Options{})
 	if !errors.Is(err, source.ErrPathNotFound) {
 		t.Fatalf("err = %v, want ErrPathNotFound", err)
+	}
+}
+
+// fluxBenchRepo is a repository of n Kustomizations, each building a
+// directory of files files of 4 resource groups.
+func fluxBenchRepo(tb testing.TB, n, files int) string {
+	tb.Helper()
+	m := map[string]string{}
+	for i := range n {
+		dir := fmt.Sprintf("apps/app%03d", i)
+		m[fmt.Sprintf("clusters/c/app%03d.yaml", i)] = fluxKustomizationDoc(fmt.Sprintf("app%03d", i), "./"+dir,
+			"  targetNamespace: ns"+fmt.Sprint(i)+"\n  postBuild:\n    substitute:\n      LOC: uksouth\n")
+		for j := range files {
+			var b strings.Builder
+			for k := range 4 {
+				fmt.Fprintf(&b, "---\n%s  tags:\n    loc: ${LOC}\n", rg(fmt.Sprintf("rg-%d-%d", j, k)))
+			}
+			m[fmt.Sprintf("%s/f%03d.yaml", dir, j)] = b.String()
+		}
+	}
+	root := tb.TempDir()
+	for p, c := range m {
+		f := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(c), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return root
+}
+
+// 40 Kustomizations of 25 files (4,000 objects).
+func BenchmarkFlux(b *testing.B) {
+	root := fluxBenchRepo(b, 40, 25)
+	r, err := New(Options{Kustomize: true, Flux: true, FluxPath: "clusters/c", Strict: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := source.NewDir(root, "", source.WithRenderer(r))
+	for b.Loop() {
+		snap, err := src.Fetch(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(snap.Objects) != 4000 {
+			b.Fatalf("%d objects", len(snap.Objects))
+		}
 	}
 }
