@@ -383,3 +383,27 @@ func BenchmarkFlux(b *testing.B) {
 		}
 	}
 }
+
+// FuzzFlux renders a repository whose entry holds the fuzzed document
+// (seeded with Kustomizations): never a panic, and an error is a
+// diag.List or a path error.
+func FuzzFlux(f *testing.F) {
+	f.Add(fluxKustomizationDoc("a", "./one", ""))
+	f.Add(fluxKustomizationDoc("a", "./one", "  targetNamespace: x\n  patches:\n    - patch: '[{\"op\":\"add\",\"path\":\"/spec/tags\",\"value\":{}}]'\n      target: {kind: ResourceGroup}\n"))
+	f.Add(fluxKustomizationDoc("a", "./one", "  postBuild:\n    substitute: {A: b}\n    substituteFrom: [{kind: ConfigMap, name: v, optional: true}]\n"))
+	f.Add(fluxKustomizationDoc("a", "./two", "  suspend: true\n"))
+	f.Add(fluxKustomizationDoc("a", "../..", "  components: [../comp]\n"))
+	r, err := New(Options{Kustomize: true, Flux: true, FluxPath: "clusters/c", Strict: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		files := []source.File{
+			{Path: "clusters/c/k.yaml", Data: []byte(doc)},
+			{Path: "one/rg.yaml", Data: []byte(rg("x") + "  tags:\n    a: ${A:=z}\n")},
+			{Path: "two/k.yaml", Data: []byte(fluxKustomizationDoc("b", "./one", ""))},
+			{Path: "comp/kustomization.yaml", Data: []byte("apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n")},
+		}
+		_, _ = source.Build(context.Background(), "fuzz", files, r)
+	})
+}
