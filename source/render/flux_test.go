@@ -201,6 +201,52 @@ func TestFluxRecursion(t *testing.T) {
 	}
 }
 
+// Flux's precedence: substituteFrom in order (a later one wins), then
+// substitute (inline, wins); an optional missing source is skipped. The
+// global variables (--substitute) apply to the entry path only; a
+// Kustomization without postBuild substitutes nothing; namePrefix and
+// nameSuffix rename.
+func TestFluxSubstitution(t *testing.T) {
+	cm := func(name, data string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: flux-system\ndata:\n" + data
+	}
+	root := writeRepo(t, map[string]string{
+		"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", `  namePrefix: p-
+  nameSuffix: -s
+  postBuild:
+    substitute:
+      INLINE: inline
+    substituteFrom:
+      - kind: ConfigMap
+        name: first
+      - kind: Secret
+        name: second
+      - kind: ConfigMap
+        name: absent
+        optional: true
+`),
+		"clusters/c/b.yaml":  fluxKustomizationDoc("b", "./two", ""),
+		"clusters/c/rg.yaml": rg("entry") + "  tags:\n    g: ${GLOBAL}\n",
+		"vars/first.yaml":    cm("first", "  INLINE: from-first\n  FIRST: first\n  LATER: first\n"),
+		"vars/second.yaml":   "apiVersion: v1\nkind: Secret\nmetadata:\n  name: second\n  namespace: flux-system\nstringData:\n  LATER: second\n",
+		"one/rg.yaml":        rg("x") + "  tags:\n    inline: ${INLINE}\n    first: ${FIRST}\n    later: ${LATER}\n    global: ${GLOBAL:=unset}\n",
+		"two/rg.yaml":        rg("y") + "  tags:\n    literal: ${GLOBAL}\n",
+	})
+	snap, err := fluxFetch(t, root, "clusters/c", Options{Substitute: true, Strict: true, Vars: map[string]string{"GLOBAL": "global"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]map[string]any{
+		"default/ResourceGroup/entry": {"g": "global"},
+		"default/ResourceGroup/p-x-s": {"inline": "inline", "first": "first", "later": "second", "global": "unset"},
+		"default/ResourceGroup/y":     {"literal": "${GLOBAL}"},
+	} {
+		if diff := cmp.Diff(want, field(find(t, snap, id), "spec", "tags")); diff != "" {
+			t.Errorf("%s tags (-want +got):\n%s", id, diff)
+		}
+	}
+}
+
 // Errors name the Flux object's file and line, the object and the field.
 func TestFluxErrors(t *testing.T) {
 	for _, tc := range []struct {
