@@ -142,51 +142,104 @@ func TestKustomizeOriginComments(t *testing.T) {
 	}
 }
 
-// Objects of a kustomization that asks for origin annotations itself lose
-// them too (build metadata is not part of an object), and an object
-// without other annotations has none.
-func TestKustomizeOriginAnnotationRemoved(t *testing.T) {
+// The source annotation is gone from the objects: one without other
+// annotations has none, one with annotations keeps exactly its own; a file
+// that is a resource and a patch is not annotated (its objects keep the
+// kustomization file); the files kustomize read are put back.
+func TestKustomizeSourceAnnotationRemoved(t *testing.T) {
 	files := []source.File{
-		{Path: "k/kustomization.yaml", Data: []byte("buildMetadata: [originAnnotations]\nresources: [rg.yaml]\n")},
-		{Path: "k/rg.yaml", Data: []byte("apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata: {name: rg}\nspec: {location: x}\n")},
+		{Path: "k/kustomization.yaml", Data: []byte("resources: [rg.yaml, cm.yaml]\npatches:\n- path: cm.yaml\n")},
+		{Path: "k/rg.yaml", Data: []byte("apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  annotations:\n    a: b\nspec: {location: x}\n" +
+			"---\napiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata: {name: rg2}\nspec: {location: x}\n")},
+		{Path: "k/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n")},
 	}
 	r, err := New(DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := source.Build(context.Background(), "rev", files, r)
+	out, err := r.Render(context.Background(), files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"name": "rg"}
-	if diff := cmp.Diff(want, snap.Objects[0].Content["metadata"]); diff != "" {
+	var text string
+	for _, f := range out {
+		text += string(f.Data)
+	}
+	if strings.Contains(text, sourceAnnotation) {
+		t.Errorf("source annotation left:\n%s", text)
+	}
+	objs, err := source.ParseFile("k/kustomization.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []any{
+		map[string]any{"name": "cm"},
+		map[string]any{"name": "rg", "annotations": map[string]any{"a": "b"}},
+		map[string]any{"name": "rg2"},
+	}
+	var got []any
+	for _, o := range objs {
+		got = append(got, o.Content["metadata"])
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("metadata (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(text, `{"file":"k/rg.yaml","line":1}`) || !strings.Contains(text, `{"file":"k/rg.yaml","line":9}`) ||
+		strings.Contains(text, `k/cm.yaml`) {
+		t.Errorf("origins:\n%s", text)
 	}
 }
 
-func TestMatchDocument(t *testing.T) {
-	docs := []docEntry{
-		{kind: "ConfigMap", name: "a", line: 1},
-		{kind: "ConfigMap", name: "ab", line: 5},
-		{kind: "ConfigMap", name: "ab", namespace: "x", line: 9},
-		{kind: "Secret", name: "s", line: 13},
+func TestAnnotateFile(t *testing.T) {
+	in := `# a comment
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: a
+  annotations:
+    x: "1"
+data:
+  text: |
+    two
+    lines
+---
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: b, annotations: }
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: c
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: d, annotations: {gitaso.io/kustomize-source: "spoofed:1"}}
+`
+	out, ok := annotateFile("base/cm.yaml", []byte(in))
+	if !ok {
+		t.Fatal("not annotated")
 	}
-	tests := []struct {
-		kind, name, ns string
-		n, want        int
-	}{
-		{"Secret", "p-s-suffix", "y", 0, 13},   // the only one of its kind
-		{"ConfigMap", "ab", "", 0, 5},          // same name, same namespace
-		{"ConfigMap", "ab", "x", 0, 9},         // same name, same namespace
-		{"ConfigMap", "pre-ab", "other", 0, 5}, // longest name inside the built one
-		{"ConfigMap", "pre-a", "", 1, 1},
-		{"ConfigMap", "zzz", "", 2, 9}, // renamed: the n-th of its kind
-		{"ConfigMap", "zzz", "", 3, 0},
+	objs, err := source.ParseFile("x.yaml", out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		if got := matchDocument(docs, tt.kind, tt.name, tt.ns, tt.n); got != tt.want {
-			t.Errorf("matchDocument(%s %s %s %d) = %d, want %d", tt.kind, tt.name, tt.ns, tt.n, got, tt.want)
-		}
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.Name()+" "+o.Annotations()[sourceAnnotation])
+	}
+	want := []string{"a base/cm.yaml:2", "b base/cm.yaml:17", "c base/cm.yaml:20", "d base/cm.yaml:25"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s\n%s", diff, out)
+	}
+	if objs[0].Content["data"].(map[string]any)["text"] != "two\nlines\n" || objs[0].Annotations()["x"] != "1" {
+		t.Errorf("content changed:\n%s", out)
+	}
+	if _, ok := annotateFile("x.yaml", []byte("a: [\n")); ok {
+		t.Error("invalid YAML annotated")
 	}
 }
 
