@@ -367,17 +367,15 @@ func (w *fluxWalk) visit(k *fluxKustomization) {
 	if _, ok := w.out[file]; !ok {
 		w.order = append(w.order, file)
 	}
-	w.out[file] = append(w.out[file], docs...)
 	w.count += len(docs)
 	var children []*fluxKustomization
 	for _, d := range docs {
-		w.built = append(w.built, candidate{file: file, generated: true, text: d})
-		ks, es := findKustomizations(file, true, []byte(d))
+		w.out[file] = append(w.out[file], d.text)
+		w.built = append(w.built, candidate{file: file, generated: true, text: d.text})
+		ks, es := findKustomizations(file, true, []byte(d.text))
 		w.errs = append(w.errs, es...)
-		if f, l, ok := originOf(d); ok {
-			for _, c := range ks {
-				c.obj.File, c.obj.Line = f, l
-			}
+		for _, c := range ks {
+			c.obj.File, c.obj.Line = d.file, d.line
 		}
 		children = append(children, ks...)
 	}
@@ -386,12 +384,20 @@ func (w *fluxWalk) visit(k *fluxKustomization) {
 	}
 }
 
+// fluxDoc is one object a Kustomization rendered: its YAML (an origin
+// comment first when kustomize knew it) and where it came from.
+type fluxDoc struct {
+	file string
+	line int
+	text string
+}
+
 // build renders one Kustomization as kustomize-controller does: kustomize
 // build of spec.path (a kustomization generated when the directory has
 // none) with the spec's patches, components, targetNamespace and name
 // prefix and suffix, then post-build substitution; then gitaso's
 // annotations. It returns the objects' YAML documents.
-func (w *fluxWalk) build(k *fluxKustomization) ([]string, diag.List) {
+func (w *fluxWalk) build(k *fluxKustomization) ([]fluxDoc, diag.List) {
 	s := &k.spec
 	ref := s.SourceRef
 	switch {
@@ -531,17 +537,20 @@ func (w *fluxWalk) build(k *fluxKustomization) ([]string, diag.List) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	docs := make([]string, 0, len(objs))
+	docs := make([]fluxDoc, 0, len(objs))
 	for _, o := range objs {
 		text := o.yaml
+		// Where the object came from (kustomize's origin), else the
+		// Kustomization (a kustomization gitaso generated is no file).
+		file, line := o.file, o.line
+		if file == "" || (!exists && file == kf) {
+			file, line = k.obj.File, 0
+		}
 		if s.PostBuild != nil && !disabled(text) {
 			sub, err := Substitute(k.obj.File, 0, text, vars, w.r.opts.Strict)
 			if err != nil {
 				de := err.(*diag.Error)
-				de.Line, de.Object = 0, o.id
-				if f, l, ok := originOf(text); ok {
-					de.File, de.Line = f, l
-				}
+				de.File, de.Line, de.Object = file, line, o.id
 				if errors.Is(de.Err, ErrUnsetVariable) {
 					name := strings.TrimSuffix(strings.TrimPrefix(de.Msg, "${"), "}")
 					de.Err = fmt.Errorf("%w and has no default (strict substitution; set %s in spec.postBuild.substitute, or in a ConfigMap or Secret of spec.postBuild.substituteFrom, of Flux Kustomization %s at %s, or write ${%s:=default}; $${%s} is a literal)",
@@ -558,7 +567,7 @@ func (w *fluxWalk) build(k *fluxKustomization) ([]string, diag.List) {
 			errs = append(errs, &diag.Error{File: k.obj.File, Object: o.id, Msg: "after substitution (Flux Kustomization " + k.id + ")", Err: err})
 			continue
 		}
-		docs = append(docs, annotated)
+		docs = append(docs, fluxDoc{file: file, line: line, text: annotated})
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -709,27 +718,6 @@ func fieldLine(data []byte, objLine int, field string) int {
 		return d.line - 1 + n.Line
 	}
 	return objLine
-}
-
-// originPrefix starts the comment with which the kustomize build names the
-// file and line an object came from (source.OriginComment).
-const originPrefix = "# gitaso.io/origin: "
-
-// originOf reads the origin comment at the start of a built document.
-func originOf(text string) (file string, line int, ok bool) {
-	first, _, _ := strings.Cut(text, "\n")
-	rest, found := strings.CutPrefix(first, originPrefix)
-	if !found {
-		return "", 0, false
-	}
-	var o struct {
-		File string `json:"file"`
-		Line int    `json:"line"`
-	}
-	if json.Unmarshal([]byte(rest), &o) != nil || o.File == "" {
-		return "", 0, false
-	}
-	return o.File, o.Line, true
 }
 
 func mapValue(m *yaml.Node, key string) *yaml.Node {

@@ -261,9 +261,7 @@ func TestFluxErrors(t *testing.T) {
 			"one/b.yaml":        fluxKustomizationDoc("b", "./two", ""),
 			"two/a.yaml":        fluxKustomizationDoc("a", "./one", ""),
 		},
-		// one/b.yaml and two/a.yaml once kustomize's origins are known; the
-		// file of the Kustomization that rendered them otherwise.
-		want: []string{"flux-system/Kustomization/a: spec.path: flux Kustomizations form a cycle: flux-system/a (clusters/c/a.yaml:1) → flux-system/b (", ") → flux-system/a"},
+		want: []string{"two/a.yaml:8: flux-system/Kustomization/a: spec.path: flux Kustomizations form a cycle: flux-system/a (clusters/c/a.yaml:1) → flux-system/b (one/b.yaml:1) → flux-system/a"},
 		is:   ErrFluxCycle,
 	}, {
 		name: "self",
@@ -271,7 +269,7 @@ func TestFluxErrors(t *testing.T) {
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", ""),
 			"one/b.yaml":        fluxKustomizationDoc("b", "./one", ""),
 		},
-		want: []string{"flux-system/Kustomization/b: spec.path: flux Kustomizations form a cycle: flux-system/b (", ") → flux-system/b"},
+		want: []string{"one/b.yaml:8: flux-system/Kustomization/b: spec.path: flux Kustomizations form a cycle: flux-system/b (one/b.yaml:1) → flux-system/b"},
 		is:   ErrFluxCycle,
 	}, {
 		name: "oci source",
@@ -301,7 +299,7 @@ func TestFluxErrors(t *testing.T) {
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", "  postBuild:\n    substitute:\n      SET: x\n"),
 			"one/rg.yaml":       rg("x") + "  tags:\n    a: ${UNSET}\n",
 		},
-		want: []string{"default/ResourceGroup/x: ${UNSET} (postBuild of Flux Kustomization flux-system/a): variable is not set", "set UNSET in spec.postBuild.substitute"},
+		want: []string{"one/rg.yaml:1: default/ResourceGroup/x: ${UNSET} (postBuild of Flux Kustomization flux-system/a): variable is not set", "set UNSET in spec.postBuild.substitute"},
 		is:   ErrUnsetVariable,
 	}, {
 		name: "missing substituteFrom",
