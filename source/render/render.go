@@ -54,9 +54,17 @@ type Options struct {
 
 	// Flux follows the kustomize.toolkit.fluxcd.io Kustomization objects
 	// rendered from FluxPath, as Flux's kustomize-controller would (see
-	// flux.go and the package documentation). The source must then read
-	// the whole repository (source path ""): a Kustomization's spec.path is
-	// relative to the repository root.
+	// renderFlux in flux.go). The source must then read the whole
+	// repository (source path ""): a Kustomization's spec.path is relative
+	// to the repository root.
+	//
+	// Off by default (gitaso --flux), even when the files hold
+	// Kustomizations (a log line then says they are ignored): turning it on
+	// reads other directories than --path and can add many resources to a
+	// plan, so a gitaso upgrade must not do it behind a repository's back;
+	// and a repository may hold Kustomizations for the cluster's own
+	// reconciler (gitaso reads the ASO part beside Flux) that gitaso should
+	// not follow.
 	Flux bool
 	// FluxPath is the entry directory (gitaso --path) relative to the
 	// repository root when Flux is on: only its files are rendered as
