@@ -259,7 +259,7 @@ func (s *settings) readPath() string {
 // substitution, Flux Kustomizations).
 func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log, Limits: s.sourceLimits,
-		Flux: s.flux, FluxPath: s.path}
+		Flux: s.flux, FluxPath: s.path, RepositoryURL: s.repo}
 	if len(s.substitute) > 0 || len(s.substituteFrom) > 0 || s.substituteStrict {
 		o.Substitute = true
 	}

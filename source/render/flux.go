@@ -97,6 +97,64 @@ func (k *fluxKustomization) where() string {
 	return fmt.Sprintf("%s (%s)", k.id, k.obj.File)
 }
 
+// sourceRefID is "namespace/name" of the spec.sourceRef (the
+// Kustomization's namespace by default).
+func (k *fluxKustomization) sourceRefID() string {
+	ns := k.spec.SourceRef.Namespace
+	if ns == "" {
+		ns = k.obj.Namespace()
+	}
+	return ns + "/" + k.spec.SourceRef.Name
+}
+
+// gitRepositories finds the Flux GitRepository objects among documents:
+// namespace/name → normalised spec.url.
+func gitRepositories(docs []candidate) map[string]string {
+	out := map[string]string{}
+	for _, d := range docs {
+		if !strings.Contains(d.text, "GitRepository") || !strings.Contains(d.text, "source.toolkit.fluxcd.io") {
+			continue
+		}
+		objs, err := source.ParseFile(d.file, []byte(d.text))
+		if err != nil {
+			continue
+		}
+		for _, o := range objs {
+			if o.Group() != "source.toolkit.fluxcd.io" || o.Kind() != "GitRepository" {
+				continue
+			}
+			spec, _ := o.Content["spec"].(map[string]any)
+			if u, _ := spec["url"].(string); u != "" {
+				if _, seen := out[o.Namespace()+"/"+o.Name()]; !seen {
+					out[o.Namespace()+"/"+o.Name()] = normRepoURL(u)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// normRepoURL reduces a Git URL to host/path in lower case, so that the
+// https, ssh and scp-like forms of one repository compare equal.
+func normRepoURL(u string) string {
+	u = strings.TrimSpace(u)
+	if u == "" || strings.HasPrefix(u, "file://") || strings.HasPrefix(u, "/") || strings.HasPrefix(u, ".") {
+		return "" // a local repository: no URL to compare
+	}
+	if i := strings.Index(u, "://"); i >= 0 {
+		u = u[i+3:]
+	} else if at, colon := strings.Index(u, "@"), strings.Index(u, ":"); at >= 0 && colon > at {
+		u = u[:colon] + "/" + u[colon+1:] // git@host:org/repo
+	}
+	if i := strings.LastIndex(u, "@"); i >= 0 && i < strings.Index(u+"/", "/") {
+		u = u[i+1:]
+	}
+	host, rest, _ := strings.Cut(u, "/")
+	host, _, _ = strings.Cut(host, ":") // port
+	rest = strings.TrimSuffix(strings.TrimSuffix(rest, "/"), ".git")
+	return strings.ToLower(host + "/" + rest)
+}
+
 // isFluxKustomization reports whether o is a Flux Kustomization object.
 func isFluxKustomization(o source.Object) bool {
 	return o.Group() == FluxGroup && o.Kind() == "Kustomization"
@@ -127,6 +185,8 @@ type fluxWalk struct {
 	done    map[string]bool
 	visited []*fluxKustomization
 	bad     map[string]*diag.Error // files that could not be decrypted (SOPS)
+	repos   map[string]string      // GitRepository namespace/name → normalised URL
+	homes   []string               // this repository's normalised URLs (--repo, flux-system's GitRepository)
 	stack   []*fluxKustomization
 	out     map[string][]string // output file → documents
 	order   []string
@@ -236,12 +296,20 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 		w.errs = append(w.errs, es...)
 		roots = append(roots, ks...)
 	}
+	w.repos = gitRepositories(append(slices.Clone(w.built), w.raw...))
+	if u := normRepoURL(r.opts.RepositoryURL); u != "" {
+		w.homes = append(w.homes, u)
+	}
 	for _, k := range roots {
 		if cleanFluxPath(k.spec.Path) == entry {
 			// The Kustomization that reconciles the entry path itself (Flux's
-			// own flux-system Kustomization): its objects are the entry's.
+			// own flux-system Kustomization): its objects are the entry's,
+			// and its GitRepository is this repository.
 			w.done[k.id] = true
 			r.logger.Debug("flux Kustomization reconciles the entry path itself; not rendered again", "kustomization", k.id)
+			if u, ok := w.repos[k.sourceRefID()]; ok {
+				w.homes = append(w.homes, u)
+			}
 		}
 	}
 	for _, k := range roots {
@@ -402,6 +470,10 @@ func (w *fluxWalk) build(k *fluxKustomization) ([]fluxDoc, diag.List) {
 	ref := s.SourceRef
 	switch {
 	case ref.Kind == "GitRepository":
+		if u, ok := w.repos[k.sourceRefID()]; ok && len(w.homes) > 0 && !slices.Contains(w.homes, u) {
+			return nil, diag.List{k.err("spec.sourceRef.name", ErrFluxSource, "GitRepository %s is %s, another repository than the one gitaso reads (%s); gitaso follows Kustomizations of its own repository only",
+				k.sourceRefID(), u, strings.Join(w.homes, " or "))}
+		}
 	case ref.Kind == "OCIRepository" || ref.Kind == "Bucket" || ref.Kind == "ExternalArtifact":
 		return nil, diag.List{k.err("spec.sourceRef.kind", ErrFluxSource, "%s %s: gitaso reads one Git repository; only a GitRepository source (this repository) can be followed", ref.Kind, ref.Name)}
 	default:

@@ -288,6 +288,17 @@ func TestFluxErrors(t *testing.T) {
 		want: []string{"clusters/c/a.yaml:11: flux-system/Kustomization/a: spec.sourceRef.kind: Bucket flux-system"},
 		is:   ErrFluxSource,
 	}, {
+		name: "another repository",
+		files: map[string]string{
+			"clusters/c/sync.yaml": fluxKustomizationDoc("flux-system", "./clusters/c", "") +
+				"---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: ssh://git@github.com/org/fleet.git\n" +
+				"---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  url: https://github.com/org/apps\n",
+			"clusters/c/a.yaml": strings.Replace(fluxKustomizationDoc("a", "./one", ""), "name: flux-system", "name: apps", 1),
+			"one/rg.yaml":       rg("x"),
+		},
+		want: []string{"clusters/c/a.yaml:12: flux-system/Kustomization/a: spec.sourceRef.name: GitRepository flux-system/apps is github.com/org/apps, another repository than the one gitaso reads (github.com/org/fleet)"},
+		is:   ErrFluxSource,
+	}, {
 		name: "missing path",
 		files: map[string]string{
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./nowhere", ""),
@@ -368,6 +379,37 @@ func TestFluxSOPS(t *testing.T) {
 	if _, ok := find(t, snap, "apps/Secret/app-credentials").Content["sops"]; ok {
 		t.Error("the Secret still holds its sops stanza")
 	}
+}
+
+// The forms of one repository's URL compare equal.
+func TestNormRepoURL(t *testing.T) {
+	for _, u := range []string{"https://github.com/Org/Fleet", "https://github.com/org/fleet.git", "ssh://git@github.com/org/fleet",
+		"git@github.com:org/fleet.git", "https://user@github.com:443/org/fleet/"} {
+		if got := normRepoURL(u); got != "github.com/org/fleet" {
+			t.Errorf("normRepoURL(%q) = %q", u, got)
+		}
+	}
+	for _, u := range []string{"", "/srv/git/fleet", "file:///srv/git/fleet", "./fleet"} {
+		if got := normRepoURL(u); got != "" {
+			t.Errorf("normRepoURL(%q) = %q, want \"\" (local)", u, got)
+		}
+	}
+}
+
+// A GitRepository of the same repository under another name (the seeds'
+// flux-system and an https form of its URL) is followed.
+func TestFluxSameRepository(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"clusters/c/sync.yaml": fluxKustomizationDoc("flux-system", "./clusters/c", "") +
+			"---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: other-name\n  namespace: flux-system\nspec:\n  url: https://github.com/org/fleet\n",
+		"clusters/c/a.yaml": strings.Replace(fluxKustomizationDoc("a", "./one", ""), "name: flux-system", "name: other-name", 1),
+		"one/rg.yaml":       rg("x"),
+	})
+	snap, err := fluxFetch(t, root, "clusters/c", Options{RepositoryURL: "git@github.com:org/fleet.git"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	find(t, snap, "default/ResourceGroup/x")
 }
 
 // An entry path that does not exist is a *source.PathNotFoundError, as

@@ -70,6 +70,12 @@ type Options struct {
 	// repository root when Flux is on: only its files are rendered as
 	// without Flux; other files are reached through Kustomizations only.
 	FluxPath string
+	// RepositoryURL is the URL of the repository read (gitaso --repo). A
+	// Kustomization whose sourceRef names a GitRepository the repository
+	// declares with a URL that is neither this one nor that of the
+	// GitRepository of the Kustomization whose path is FluxPath (Flux's
+	// flux-system) is refused: it reads another repository.
+	RepositoryURL string
 
 	// Logger receives one debug line per render; nil discards.
 	Logger *slog.Logger
