@@ -369,7 +369,10 @@ func walkKustomizations(fs filesys.FileSystem, dir string) *kustomizations {
 					switch {
 					case p == ".." || strings.HasPrefix(p, "../") || !fs.Exists("/"+p):
 					case fs.IsDir("/" + p):
-						walk(strings.TrimPrefix(p, "."))
+						if p == "." {
+							p = "" // the repository root
+						}
+						walk(p)
 					default:
 						w.resources = append(w.resources, p)
 					}

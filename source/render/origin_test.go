@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gitaso/gitaso/source"
 )
@@ -349,5 +350,37 @@ configMapGenerator:
 	}
 	if diff := cmp.Diff(want, errorLines(err)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+// The files a build reads: resource files through bases and components;
+// files named by other fields (patches, generator inputs) set apart.
+func TestWalkKustomizations(t *testing.T) {
+	fs := filesys.MakeFsInMemory()
+	for p, d := range map[string]string{
+		"app/kustomization.yaml": "resources:\n  - ../.base/\n  - rg.yaml\n  - data.yaml\ncomponents: [../comp]\n" +
+			"patches:\n  - path: patch.yaml\nconfigMapGenerator:\n  - name: c\n    files: [cfg=data.yaml]\n",
+		"app/rg.yaml":                 "a: b\n",
+		"app/data.yaml":               "a: b\n",
+		"app/patch.yaml":              "a: b\n",
+		".base/Kustomization":         "resources: [sa.yaml, ./]\n",
+		".base/sa.yaml":               "a: b\n",
+		"comp/kustomization.yaml":     "kind: Component\nresources: [cm.yaml]\n",
+		"comp/cm.yaml":                "a: b\n",
+		"unrelated/kustomization.yml": "resources: [x.yaml]\n",
+	} {
+		if err := fs.WriteFile("/"+p, []byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := walkKustomizations(fs, "app")
+	if diff := cmp.Diff([]string{"app/kustomization.yaml", ".base/Kustomization", "comp/kustomization.yaml"}, w.kfiles); diff != "" {
+		t.Errorf("kustomizations (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{".base/sa.yaml", "app/rg.yaml", "app/data.yaml", "comp/cm.yaml"}, w.resources); diff != "" {
+		t.Errorf("resources (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]bool{"app/data.yaml": true, "app/patch.yaml": true}, w.other); diff != "" {
+		t.Errorf("other (-want +got):\n%s", diff)
 	}
 }
