@@ -9,9 +9,15 @@ import (
 )
 
 // Object is one Kubernetes-style object read from a manifest file.
+//
+// An object of generated text (File.Generated, e.g. a kustomize build) is
+// where its renderer's origin comment says (OriginComment): a resource
+// file and the line of its document, or a kustomization and the line of
+// the generator's entry; else the generated file at Line 0. Index is then
+// the position in the generated text.
 type Object struct {
 	File    string         // slash path relative to the repo root (not the sub-path)
-	Line    int            // 1-based line where the object's YAML mapping starts
+	Line    int            // 1-based line where the object's YAML mapping starts; 0 if unknown
 	Index   int            // document index within the file (0-based, empty documents count)
 	Content map[string]any // the object, JSON-compatible values only
 }
