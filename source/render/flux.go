@@ -58,9 +58,13 @@ type fluxSpec struct {
 	Patches         []types.Patch  `json:"patches"`
 	PatchesSM       []any          `json:"patchesStrategicMerge"` // v1beta2
 	PatchesJSON     []fluxJSON6902 `json:"patchesJson6902"`       // v1beta2
-	Suspend         bool           `json:"suspend"`
-	Prune           *bool          `json:"prune"`
-	DependsOn       []struct {
+	CommonMetadata  *struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"commonMetadata"`
+	Suspend   bool  `json:"suspend"`
+	Prune     *bool `json:"prune"`
+	DependsOn []struct {
 		Name      string `json:"name"`
 		Namespace string `json:"namespace"`
 	} `json:"dependsOn"`
@@ -217,6 +221,8 @@ type fluxWalk struct {
 //     v1beta2 patchesStrategicMerge/patchesJson6902 and components (paths
 //     relative to spec.path) are added to it in memory, and kustomize builds
 //     it with the same checks as the entry's builds (no remote bases, limits).
+//     spec.commonMetadata's labels and annotations are then set on every
+//     object, overriding. spec.images is not read yet.
 //   - postBuild: only this Kustomization's output is substituted, only when
 //     spec.postBuild is set; variables from substituteFrom (ConfigMaps and
 //     Secrets of the Kustomization's namespace found anywhere in the
@@ -738,7 +744,24 @@ func (w *fluxWalk) annotate(k *fluxKustomization, text string) (string, error) {
 		ann = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		setKey(meta, "annotations", ann)
 	}
-	setKey(ann, AnnotationFluxKustomization, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k.id})
+	str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+	if cm := k.spec.CommonMetadata; cm != nil {
+		// Flux's commonMetadata: set on every object, overriding.
+		for _, key := range slices.Sorted(maps.Keys(cm.Annotations)) {
+			setKey(ann, key, str(cm.Annotations[key]))
+		}
+		if len(cm.Labels) > 0 {
+			labels := mapValue(meta, "labels")
+			if labels == nil || labels.Kind != yaml.MappingNode {
+				labels = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+				setKey(meta, "labels", labels)
+			}
+			for _, key := range slices.Sorted(maps.Keys(cm.Labels)) {
+				setKey(labels, key, str(cm.Labels[key]))
+			}
+		}
+	}
+	setKey(ann, AnnotationFluxKustomization, str(k.id))
 	group := strings.SplitN(scalar(mapValue(root, "apiVersion")), "/", 2)[0]
 	if strings.HasSuffix(group, ".azure.com") && mapValue(ann, annotationPolicy) == nil {
 		switch {

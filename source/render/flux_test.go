@@ -184,7 +184,7 @@ func rg(name string) string { return strings.Replace(rgDoc, "%s", name, 1) }
 func TestFluxRecursion(t *testing.T) {
 	root := writeRepo(t, map[string]string{
 		"clusters/a/apps.yaml": fluxKustomizationDoc("apps", "./apps", "  postBuild:\n    substitute:\n      INNER: inner\n"),
-		"apps/infra.yaml":      fluxKustomizationDoc("infra", "./deep/${INNER}", "  targetNamespace: deep\n"),
+		"apps/infra.yaml":      fluxKustomizationDoc("infra", "./deep/${INNER}", "  targetNamespace: deep\n  commonMetadata:\n    labels: {owner: platform}\n    annotations: {note: from-flux}\n"),
 		"apps/rg.yaml":         rg("apps-rg"),
 		"deep/inner/rg.yaml":   rg("inner-rg"),
 		"deep/other/rg.yaml":   rg("not-reached"),
@@ -196,8 +196,13 @@ func TestFluxRecursion(t *testing.T) {
 	if diff := cmp.Diff([]string{"deep/ResourceGroup/inner-rg", "default/ResourceGroup/apps-rg"}, ids(snap.Objects)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
 	}
-	if got := find(t, snap, "deep/ResourceGroup/inner-rg").Annotations()[AnnotationFluxKustomization]; got != "flux-system/infra" {
+	inner := find(t, snap, "deep/ResourceGroup/inner-rg")
+	if got := inner.Annotations()[AnnotationFluxKustomization]; got != "flux-system/infra" {
 		t.Errorf("inner-rg from %q, want flux-system/infra", got)
+	}
+	// spec.commonMetadata
+	if inner.Labels()["owner"] != "platform" || inner.Annotations()["note"] != "from-flux" {
+		t.Errorf("inner-rg labels %v annotations %v: want commonMetadata's", inner.Labels(), inner.Annotations())
 	}
 }
 
