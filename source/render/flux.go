@@ -380,18 +380,33 @@ func findKustomizations(file string, generated bool, data []byte) ([]*fluxKustom
 	if !bytes.Contains(data, []byte(FluxGroup)) {
 		return nil, nil
 	}
-	objs, err := source.ParseFile(file, data)
-	if err != nil {
-		return nil, nil // the parser reports it with the snapshot
+	var objs []source.Object
+	for _, d := range splitDocuments(data) {
+		if !strings.Contains(d.text, FluxGroup) {
+			continue
+		}
+		parsed, err := source.ParseFile(file, []byte(d.text))
+		if err != nil {
+			continue // the parser reports it with the snapshot
+		}
+		for i := range parsed {
+			switch f, l, ok := originOf(d.text); {
+			case parsed[i].File != file: // the parser read the origin comment
+			case ok:
+				parsed[i].File, parsed[i].Line = f, l
+			case generated:
+				parsed[i].Line = 0 // a line of generated text
+			default:
+				parsed[i].Line += d.line - 1
+			}
+		}
+		objs = append(objs, parsed...)
 	}
 	var out []*fluxKustomization
 	var errs diag.List
 	for _, o := range objs {
 		if !isFluxKustomization(o) {
 			continue
-		}
-		if generated {
-			o.Line = 0
 		}
 		k := &fluxKustomization{obj: o, id: o.Namespace() + "/" + o.Name()}
 		if !slices.Contains(fluxVersions, o.APIVersion()) {
@@ -813,6 +828,34 @@ func fieldLine(data []byte, objLine int, field string) int {
 		return d.line - 1 + n.Line
 	}
 	return objLine
+}
+
+// originPrefix starts the comment with which a kustomize build names the
+// file and line of an object (source.OriginComment).
+const originPrefix = "# gitaso.io/origin: "
+
+// originOf reads the origin comment (source.OriginComment) at the start of
+// a document of generated text.
+func originOf(text string) (file string, line int, ok bool) {
+	for l := range strings.Lines(text) {
+		l = strings.TrimSpace(l)
+		if l == "---" || l == "" {
+			continue
+		}
+		rest, found := strings.CutPrefix(l, originPrefix)
+		if !found {
+			return "", 0, false
+		}
+		var o struct {
+			File string `json:"file"`
+			Line int    `json:"line"`
+		}
+		if json.Unmarshal([]byte(rest), &o) != nil || o.File == "" || o.Line < 0 {
+			return "", 0, false
+		}
+		return o.File, o.Line, true
+	}
+	return "", 0, false
 }
 
 func mapValue(m *yaml.Node, key string) *yaml.Node {

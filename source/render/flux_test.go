@@ -252,6 +252,33 @@ func TestFluxSubstitution(t *testing.T) {
 	}
 }
 
+// Kustomizations listed by the entry's own kustomization.yaml are found in
+// its build output, with their file and line when kustomize knows them.
+func TestFluxEntryKustomization(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"clusters/c/kustomization.yaml": "resources: [apps.yaml]\n",
+		"clusters/c/apps.yaml":          fluxKustomizationDoc("apps", "./apps", ""),
+		"clusters/c/unlisted.yaml":      fluxKustomizationDoc("unlisted", "./other", ""),
+		"apps/rg.yaml":                  rg("apps-rg"),
+		"other/rg.yaml":                 rg("other-rg"),
+	})
+	snap, err := fluxFetch(t, root, "clusters/c", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"default/ResourceGroup/apps-rg"}, ids(snap.Objects)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	bad := writeRepo(t, map[string]string{
+		"clusters/c/kustomization.yaml": "resources: [apps.yaml]\n",
+		"clusters/c/apps.yaml":          "# comment\n" + fluxKustomizationDoc("apps", "./missing", ""),
+	})
+	_, err = fluxFetch(t, bad, "clusters/c", Options{})
+	if err == nil || !strings.Contains(err.Error(), `clusters/c/apps.yaml:9: flux-system/Kustomization/apps: spec.path: "./missing"`) {
+		t.Errorf("err = %v, want one naming clusters/c/apps.yaml:9 spec.path", err)
+	}
+}
+
 // Errors name the Flux object's file and line, the object and the field.
 func TestFluxErrors(t *testing.T) {
 	for _, tc := range []struct {
