@@ -2,7 +2,6 @@ package source
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -34,8 +33,9 @@ type File struct {
 	// Generated marks text a Renderer built from other files, such as the
 	// output of a kustomize build named after its kustomization.yaml. It is
 	// parsed even when Path names a kustomization file, and since its lines
-	// are not lines of the file at Path, its objects and errors carry Line 0
-	// (Index is the position in the generated text).
+	// are not lines of the file at Path, its objects and errors carry the
+	// file and line of the origin comment (OriginComment) before their
+	// document, or else Line 0 (Index is the position in the generated text).
 	Generated bool
 }
 
@@ -271,20 +271,13 @@ func parseAll(ctx context.Context, files []File, lim Limits, base int64) ([]pars
 					continue
 				}
 				r := &out[i]
-				r.objs, r.nodes, r.err = parseFile(f.Path, f.Data, lim)
+				if f.Generated {
+					r.objs, r.nodes, r.err = parseGenerated(f.Path, f.Data, lim)
+				} else {
+					r.objs, r.nodes, r.err = parseFile(f.Path, f.Data, lim)
+				}
 				r.parsed = true
 				total.Add(r.nodes)
-				if f.Generated {
-					for j := range r.objs {
-						r.objs[j].Line = 0
-					}
-					for _, e := range diag.AsList(r.err) {
-						e.Line = 0
-						if le := (*LimitError)(nil); errors.As(e, &le) {
-							le.What = strings.Replace(le.What, "the file", "the build output of this kustomization", 1)
-						}
-					}
-				}
 			}
 		})
 	}

@@ -31,10 +31,11 @@ func TestKustomizeOverlay(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		// kustomize build's (legacy) order: ConfigMaps first, then by kind and name
-		"deploy/overlays/prod/kustomization.yaml:0#0 app-prod/ConfigMap/app-vars",
-		"deploy/overlays/prod/kustomization.yaml:0#1 app-prod/ResourceGroup/app-rg",
-		"deploy/overlays/prod/kustomization.yaml:0#2 app-prod/StorageAccount/appstorage",
+		// kustomize build's (legacy) order: ConfigMaps first, then by kind and name;
+		// each object names the file and line it came from
+		"deploy/overlays/prod/vars.yaml:1#0 app-prod/ConfigMap/app-vars",
+		"deploy/base/resource-group.yaml:1#1 app-prod/ResourceGroup/app-rg",
+		"deploy/base/storage.yaml:1#2 app-prod/StorageAccount/appstorage",
 	}
 	if diff := cmp.Diff(want, where(snap.Objects)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
@@ -77,14 +78,14 @@ func TestKustomizeAutoRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"deploy/base/kustomization.yaml:0#0 default/ResourceGroup/app-rg",
-		"deploy/base/kustomization.yaml:0#1 default/StorageAccount/appstorage",
-		"deploy/overlays/dev/kustomization.yaml:0#0 app-dev/ResourceGroup/app-rg",
-		"deploy/overlays/dev/kustomization.yaml:0#1 app-dev/StorageAccount/appstorage",
+		"deploy/base/resource-group.yaml:1#0 default/ResourceGroup/app-rg",
+		"deploy/base/storage.yaml:1#1 default/StorageAccount/appstorage",
+		"deploy/base/resource-group.yaml:1#0 app-dev/ResourceGroup/app-rg",
+		"deploy/base/storage.yaml:1#1 app-dev/StorageAccount/appstorage",
 		// prod without substitution: its inline patch value stays a literal
-		"deploy/overlays/prod/kustomization.yaml:0#0 app-prod/ConfigMap/app-vars",
-		"deploy/overlays/prod/kustomization.yaml:0#1 app-prod/ResourceGroup/app-rg",
-		"deploy/overlays/prod/kustomization.yaml:0#2 app-prod/StorageAccount/appstorage",
+		"deploy/overlays/prod/vars.yaml:1#0 app-prod/ConfigMap/app-vars",
+		"deploy/base/resource-group.yaml:1#1 app-prod/ResourceGroup/app-rg",
+		"deploy/base/storage.yaml:1#2 app-prod/StorageAccount/appstorage",
 		"plain/rg.yaml:1#0 plain/ResourceGroup/plain-rg",
 	}
 	if diff := cmp.Diff(want, where(snap.Objects)); diff != "" {
