@@ -19,9 +19,13 @@
 //     repository root), e.g. "deploy/overlays/prod" when the source path is
 //     "deploy" and holds base/ and overlays/.
 //
-// Objects of a build are named after the kustomization file (File) with
-// their position in the build output (Index, in "kustomize build" order) and
-// Line 0 (see source.File.Generated). A kustomization using deprecated
+// Objects of a build carry the file and line of the document they came from
+// (a patched object: its original resource's), so that errors point where a
+// user can edit; generated ConfigMaps and Secrets name the kustomization and
+// the generator's entry, anything else the kustomization at line 0. Index is
+// the position in the build output ("kustomize build" order). The origin
+// travels as a source.OriginComment before each document of the build output
+// (see source.File.Generated). A kustomization using deprecated
 // fields (commonLabels, bases, patchesStrategicMerge, ...) is fixed in
 // memory as "kustomize edit fix" would, and the deprecation is logged as a
 // warning (kustomize itself would print it to the process's stderr).
