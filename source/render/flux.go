@@ -29,6 +29,10 @@ const FluxGroup = "kustomize.toolkit.fluxcd.io"
 // and errors can say where a resource came from.
 const AnnotationFluxKustomization = "gitaso.io/flux-kustomization"
 
+// fluxPruneAnnotation set to "disabled" on an object keeps Flux from
+// deleting it when it leaves the repository.
+const fluxPruneAnnotation = "kustomize.toolkit.fluxcd.io/prune"
+
 // annotationPolicy is ASO's reconcile policy annotation.
 const annotationPolicy = "serviceoperator.azure.com/reconcile-policy"
 
@@ -242,8 +246,12 @@ type fluxWalk struct {
 //     policy. prune: false: Flux leaves removed objects in the cluster, so
 //     ASO objects get detach-on-delete unless they set a policy (removing
 //     them from Git later forgets them instead of deleting them in Azure).
-//     suspend wins over prune. Neither is inherited by child Kustomizations
-//     (Flux reconciles each on its own).
+//     suspend wins over prune. An object annotated
+//     kustomize.toolkit.fluxcd.io/prune: disabled is detach-on-delete too.
+//     Neither is inherited by child Kustomizations (Flux reconciles each
+//     on its own). kustomize.toolkit.fluxcd.io/reconcile: disabled (Flux
+//     creates the object but never updates it) has no ASO policy to map to
+//     and is not read.
 //   - dependsOn: information only (ordering follows ASO owners and
 //     references); every rendered object is annotated
 //     gitaso.io/flux-kustomization: namespace/name, and a dependsOn naming
@@ -782,7 +790,7 @@ func (w *fluxWalk) annotate(k *fluxKustomization, text string) (string, error) {
 		switch {
 		case k.spec.Suspend:
 			setKey(ann, annotationPolicy, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "skip"})
-		case k.spec.Prune != nil && !*k.spec.Prune:
+		case k.spec.Prune != nil && !*k.spec.Prune, scalar(mapValue(ann, fluxPruneAnnotation)) == "disabled":
 			setKey(ann, annotationPolicy, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "detach-on-delete"})
 		}
 	}

@@ -73,6 +73,7 @@ func TestFluxSeeds(t *testing.T) {
 		"config-cluster-flux/ConfigMap/platform-vars",
 		"platform/ConfigMap/literal",
 		"platform/ResourceGroup/infra",
+		"platform/ResourceGroup/kept-on-removal",
 		"team-a/ResourceGroup/team-a-rg",
 		"team-a/UserAssignedIdentity/kept-identity",
 		"team-a/UserAssignedIdentity/team-identity",
@@ -104,6 +105,8 @@ func TestFluxSeeds(t *testing.T) {
 		{"platform/ResourceGroup/infra", []string{"spec", "tags"}, map[string]any{"environment": "snd", "cluster": "cluster-01"}},
 		{"platform/ResourceGroup/infra", ann(AnnotationFluxKustomization), "config-cluster-flux/platform"},
 		{"platform/ResourceGroup/infra", ann(annotationPolicy), nil},
+		// kustomize.toolkit.fluxcd.io/prune: disabled → detach-on-delete
+		{"platform/ResourceGroup/kept-on-removal", ann(annotationPolicy), "detach-on-delete"},
 		// kustomize.toolkit.fluxcd.io/substitute: disabled
 		{"platform/ConfigMap/literal", []string{"data", "template"}, "${NOT_SUBSTITUTED}"},
 		// targetNamespace, JSON 6902 patch with a target, prune: false.
