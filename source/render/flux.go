@@ -169,11 +169,17 @@ func isFluxKustomization(o source.Object) bool {
 }
 
 // fluxHint logs, when Flux is off, that the files hold Flux Kustomization
-// objects that gitaso does not follow.
+// objects that gitaso does not follow (once per Renderer: a daemon renders
+// every poll).
 func (r *Renderer) fluxHint(files []source.File) {
+	if r.hinted.Load() {
+		return
+	}
 	for _, f := range files {
 		if bytes.Contains(f.Data, []byte(FluxGroup)) && bytes.Contains(f.Data, []byte("Kustomization")) {
-			r.logger.Info("the files hold Flux Kustomization objects: they are ignored; --flux follows them as Flux's kustomize-controller does", "file", f.Path)
+			if !r.hinted.Swap(true) {
+				r.logger.Info("the files hold Flux Kustomization objects: they are ignored; --flux follows them as Flux's kustomize-controller does", "file", f.Path)
+			}
 			return
 		}
 	}

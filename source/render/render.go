@@ -100,6 +100,7 @@ type Renderer struct {
 	opts   Options
 	vars   Vars
 	logger *slog.Logger
+	hinted atomic.Bool // fluxHint logged
 }
 
 var _ source.Renderer = (*Renderer)(nil)
