@@ -258,8 +258,10 @@ type fluxWalk struct {
 //     on its own). kustomize.toolkit.fluxcd.io/reconcile: disabled (Flux
 //     creates the object but never updates it) has no ASO policy to map to
 //     and is not read.
-//   - dependsOn: information only (ordering follows ASO owners and
-//     references); every rendered object is annotated
+//   - dependsOn: Kustomizations found together render after those they
+//     depend on (so a substituteFrom finds a ConfigMap a dependency
+//     generates); otherwise information only (apply order follows ASO
+//     owners and references); every rendered object is annotated
 //     gitaso.io/flux-kustomization: namespace/name, and a dependsOn naming
 //     a Kustomization that was not rendered is logged as a warning.
 //   - Objects keep the file and line kustomize's origin gives (the
@@ -332,7 +334,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 			}
 		}
 	}
-	for _, k := range roots {
+	for _, k := range byDependsOn(roots) {
 		w.visit(k)
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -442,6 +444,44 @@ func findKustomizations(file string, generated bool, data []byte) ([]*fluxKustom
 	return out, errs
 }
 
+// byDependsOn orders Kustomizations found together so that one comes after
+// those of them its spec.dependsOn names (otherwise in the order found), as
+// Flux applies them: a ConfigMap one of them renders is then known to the
+// substituteFrom of those that depend on it. A dependsOn cycle keeps the
+// order found.
+func byDependsOn(ks []*fluxKustomization) []*fluxKustomization {
+	byID := make(map[string]*fluxKustomization, len(ks))
+	for _, k := range ks {
+		if _, dup := byID[k.id]; !dup {
+			byID[k.id] = k
+		}
+	}
+	out := make([]*fluxKustomization, 0, len(ks))
+	state := map[*fluxKustomization]int{} // 1 visiting, 2 placed
+	var place func(k *fluxKustomization)
+	place = func(k *fluxKustomization) {
+		if state[k] != 0 {
+			return
+		}
+		state[k] = 1
+		for _, d := range k.spec.DependsOn {
+			ns := d.Namespace
+			if ns == "" {
+				ns = k.obj.Namespace()
+			}
+			if dep, ok := byID[ns+"/"+d.Name]; ok && dep != k {
+				place(dep)
+			}
+		}
+		state[k] = 2
+		out = append(out, k)
+	}
+	for _, k := range ks {
+		place(k)
+	}
+	return out
+}
+
 // visit renders one Kustomization and, recursively, the Kustomizations its
 // output holds.
 func (w *fluxWalk) visit(k *fluxKustomization) {
@@ -482,7 +522,7 @@ func (w *fluxWalk) visit(k *fluxKustomization) {
 		}
 		children = append(children, ks...)
 	}
-	for _, c := range children {
+	for _, c := range byDependsOn(children) {
 		w.visit(c)
 	}
 }

@@ -282,6 +282,25 @@ func TestFluxEntryKustomization(t *testing.T) {
 	}
 }
 
+// A Kustomization renders after those its dependsOn names, so its
+// substituteFrom finds a ConfigMap they generate (configMapGenerator).
+func TestFluxDependsOnOrder(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		// "a" comes first in the files but depends on "z".
+		"clusters/c/a.yaml":       fluxKustomizationDoc("a", "./app", "  dependsOn:\n    - name: z\n  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: generated-vars\n"),
+		"clusters/c/z.yaml":       fluxKustomizationDoc("z", "./vars", ""),
+		"vars/kustomization.yaml": "configMapGenerator:\n  - name: generated-vars\n    namespace: flux-system\n    options: {disableNameSuffixHash: true}\n    literals: [LOCATION=ukwest]\n",
+		"app/rg.yaml":             strings.Replace(rg("x"), "uksouth", "${LOCATION}", 1),
+	})
+	snap, err := fluxFetch(t, root, "clusters/c", Options{Strict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := field(find(t, snap, "default/ResourceGroup/x"), "spec", "location"); got != "ukwest" {
+		t.Errorf("location %v, want ukwest from the generated ConfigMap", got)
+	}
+}
+
 // Errors name the Flux object's file and line, the object and the field.
 func TestFluxErrors(t *testing.T) {
 	for _, tc := range []struct {
