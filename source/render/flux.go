@@ -59,6 +59,7 @@ type fluxSpec struct {
 	NamePrefix      string         `json:"namePrefix"`
 	NameSuffix      string         `json:"nameSuffix"`
 	Components      []string       `json:"components"`
+	Images          []types.Image  `json:"images"`
 	Patches         []types.Patch  `json:"patches"`
 	PatchesSM       []any          `json:"patchesStrategicMerge"` // v1beta2
 	PatchesJSON     []fluxJSON6902 `json:"patchesJson6902"`       // v1beta2
@@ -232,7 +233,7 @@ type fluxWalk struct {
 //     relative to spec.path) are added to it in memory, and kustomize builds
 //     it with the same checks as the entry's builds (no remote bases, limits).
 //     spec.commonMetadata's labels and annotations are then set on every
-//     object, overriding. spec.images is not read yet.
+//     object, overriding. spec.images become the kustomization's images.
 //   - postBuild: only this Kustomization's output is substituted, only when
 //     spec.postBuild is set; variables from substituteFrom (ConfigMaps and
 //     Secrets of the Kustomization's namespace found anywhere in the
@@ -597,6 +598,7 @@ func (w *fluxWalk) build(k *fluxKustomization) ([]fluxDoc, diag.List) {
 		kus.NameSuffix = s.NameSuffix
 	}
 	kus.Patches = append(kus.Patches, s.Patches...)
+	kus.Images = append(kus.Images, s.Images...)
 	for i, p := range s.PatchesSM {
 		b, err := sigyaml.Marshal(p)
 		if err != nil {

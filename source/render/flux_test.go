@@ -187,8 +187,9 @@ func rg(name string) string { return strings.Replace(rgDoc, "%s", name, 1) }
 func TestFluxRecursion(t *testing.T) {
 	root := writeRepo(t, map[string]string{
 		"clusters/a/apps.yaml": fluxKustomizationDoc("apps", "./apps", "  postBuild:\n    substitute:\n      INNER: inner\n"),
-		"apps/infra.yaml":      fluxKustomizationDoc("infra", "./deep/${INNER}", "  targetNamespace: deep\n  commonMetadata:\n    labels: {owner: platform}\n    annotations: {note: from-flux}\n"),
+		"apps/infra.yaml":      fluxKustomizationDoc("infra", "./deep/${INNER}", "  targetNamespace: deep\n  images:\n    - name: example/app\n      newTag: \"2.0\"\n  commonMetadata:\n    labels: {owner: platform}\n    annotations: {note: from-flux}\n"),
 		"apps/rg.yaml":         rg("apps-rg"),
+		"deep/inner/app.yaml":  "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  template:\n    spec:\n      containers:\n        - name: app\n          image: example/app:1.0\n",
 		"deep/inner/rg.yaml":   rg("inner-rg"),
 		"deep/other/rg.yaml":   rg("not-reached"),
 	})
@@ -202,6 +203,16 @@ func TestFluxRecursion(t *testing.T) {
 	inner := find(t, snap, "deep/ResourceGroup/inner-rg")
 	if got := inner.Annotations()[AnnotationFluxKustomization]; got != "flux-system/infra" {
 		t.Errorf("inner-rg from %q, want flux-system/infra", got)
+	}
+	// spec.images (a Deployment: an ignored kind)
+	image := "no Deployment"
+	for _, o := range snap.Ignored {
+		if o.Kind() == "Deployment" {
+			image = fmt.Sprint(field(o, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)["image"])
+		}
+	}
+	if image != "example/app:2.0" {
+		t.Errorf("image: %s, want example/app:2.0", image)
 	}
 	// spec.commonMetadata
 	if inner.Labels()["owner"] != "platform" || inner.Annotations()["note"] != "from-flux" {
