@@ -189,10 +189,8 @@ func (r *Renderer) fluxHint(files []source.File) {
 // fluxWalk holds the state of one Flux render.
 type fluxWalk struct {
 	r       *Renderer
-	ctx     context.Context
 	lim     source.Limits
-	files   []source.File // decrypted
-	byPath  map[string][]byte
+	byPath  map[string][]byte // decrypted files
 	t       *tree
 	entry   string
 	raw     []candidate // documents of every file, for substituteFrom
@@ -290,7 +288,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := &fluxWalk{r: r, ctx: ctx, lim: lim, files: dec, byPath: map[string][]byte{}, t: t, entry: entry,
+	w := &fluxWalk{r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
 		done: map[string]bool{}, out: map[string][]string{}}
 	bad := map[string]*diag.Error{}
 	for _, e := range decErrs {
@@ -336,7 +334,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 		}
 	}
 	for _, k := range byDependsOn(roots) {
-		w.visit(k)
+		w.visit(ctx, k)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -485,7 +483,7 @@ func byDependsOn(ks []*fluxKustomization) []*fluxKustomization {
 
 // visit renders one Kustomization and, recursively, the Kustomizations its
 // output holds.
-func (w *fluxWalk) visit(k *fluxKustomization) {
+func (w *fluxWalk) visit(ctx context.Context, k *fluxKustomization) {
 	if i := slices.IndexFunc(w.stack, func(s *fluxKustomization) bool { return s.id == k.id }); i >= 0 {
 		var chain []string
 		for _, s := range w.stack[i:] {
@@ -495,7 +493,7 @@ func (w *fluxWalk) visit(k *fluxKustomization) {
 		w.errs = append(w.errs, k.err("spec.path", fmt.Errorf("%w: %s", ErrFluxCycle, strings.Join(chain, " → ")), ""))
 		return
 	}
-	if w.done[k.id] || w.ctx.Err() != nil {
+	if w.done[k.id] || ctx.Err() != nil {
 		return
 	}
 	w.done[k.id] = true
@@ -524,7 +522,7 @@ func (w *fluxWalk) visit(k *fluxKustomization) {
 		children = append(children, ks...)
 	}
 	for _, c := range byDependsOn(children) {
-		w.visit(c)
+		w.visit(ctx, c)
 	}
 }
 
