@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"regexp"
@@ -132,6 +133,11 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 		var err error
 		files, err = r.Render(ctx, files)
 		if err != nil {
+			var missing *PathNotFoundError
+			if errors.As(err, &missing) && missing.Revision == "" {
+				// A renderer (Flux's entry path) does not know the revision.
+				missing.Revision = revision
+			}
 			return nil, fmt.Errorf("render revision %s: %w", revision, err)
 		}
 		slices.SortStableFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
