@@ -199,11 +199,9 @@ func TestApprovesExactlyTheHeldDeletions(t *testing.T) {
 	}
 }
 
-// An owner or reference given by armId that lies under a resource the
-// repository declares waits for that resource (a Table owned by the
-// tableServices/default singleton of a declared StorageAccount).
-func TestARMIDUnderDeclaredResourceIsADependency(t *testing.T) {
-	g := build(t, map[string]string{"a.yaml": `
+// storageAccount is a resource group data-rg holding a storage account
+// datastore, in namespace ns.
+const storageAccount = `
 apiVersion: resources.azure.com/v1api20200601
 kind: ResourceGroup
 metadata:
@@ -224,7 +222,13 @@ spec:
     name: Standard_LRS
   owner:
     name: data-rg
----
+`
+
+// An owner or reference given by armId that lies under a resource the
+// repository declares waits for that resource (a Table owned by the
+// tableServices/default singleton of a declared StorageAccount).
+func TestARMIDUnderDeclaredResourceIsADependency(t *testing.T) {
+	g := build(t, map[string]string{"a.yaml": storageAccount + `---
 apiVersion: storage.azure.com/v1api20230101
 kind: StorageAccountsTableServicesTable
 metadata:
@@ -253,28 +257,7 @@ func slicesContains(s []string, v string) bool {
 // A removed blob service (ARM has no DELETE for it) is forgotten, not
 // deleted; removed with its storage account, it goes with the account.
 func TestPlanForgetsKindsWithoutDelete(t *testing.T) {
-	const account = `
-apiVersion: resources.azure.com/v1api20200601
-kind: ResourceGroup
-metadata:
-  name: data-rg
-  namespace: ns
-spec:
-  location: westeurope
----
-apiVersion: storage.azure.com/v1api20230101
-kind: StorageAccount
-metadata:
-  name: datastore
-  namespace: ns
-spec:
-  location: westeurope
-  kind: StorageV2
-  sku:
-    name: Standard_LRS
-  owner:
-    name: data-rg
-`
+	const account = storageAccount
 	const blob = `
 apiVersion: storage.azure.com/v1api20230101
 kind: StorageAccountsBlobService
