@@ -8,8 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,51 +17,14 @@ import (
 
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/internal/gittest"
+	"github.com/gitaso/gitaso/internal/hostile"
 )
 
-// Bomb609 is the "billion laughs" of the issue: 609 bytes whose aliases
-// expand to 9^9 (387 million) strings.
-var Bomb609 = func() string {
-	var b strings.Builder
-	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\n  namespace: default\n  annotations:\n    note: billion laughs\ndata:\n")
-	b.WriteString(`  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]` + "\n")
-	prev := "a"
-	for _, c := range "bcdefghi" {
-		fmt.Fprintf(&b, "  %c: &%c [%s]\n", c, c, strings.TrimSuffix(strings.Repeat("*"+prev+",", 9), ","))
-		prev = string(c)
-	}
-	b.WriteString("  z: " + strings.Repeat("x", 609-b.Len()-6) + "\n")
-	return b.String()
-}()
-
-// guardMemory fails the test binary at once (a panic in a goroutine) when
-// the Go heap passes limit, and makes the garbage collector work hard near
-// it: a regression of the limits must not take the machine down.
-func guardMemory(t testing.TB, limit uint64) {
-	t.Helper()
-	old := debug.SetMemoryLimit(int64(limit / 2))
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		close(done)
-		debug.SetMemoryLimit(old)
-	})
-	go func() {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			metrics.Read(s)
-			if s[0].Value.Uint64() > limit {
-				panic(fmt.Sprintf("memory guard: %s uses more than %d MiB of heap", t.Name(), limit>>20))
-			}
-		}
-	}()
-}
+// The issue's alias bomb and the heap guard live in internal/hostile.
+var (
+	Bomb609     = hostile.Bomb609
+	guardMemory = hostile.GuardMemory
+)
 
 // isLimit reports whether err holds a *LimitError of the named limit.
 func isLimit(err error, name string) bool {

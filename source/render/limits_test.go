@@ -5,57 +5,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
-	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/internal/hostile"
 	"github.com/gitaso/gitaso/source"
 )
 
-// bomb609 is the 609-byte "billion laughs" of the issue (9^9 strings).
-var bomb609 = func() string {
-	var b strings.Builder
-	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lol\n  namespace: default\n  annotations:\n    note: billion laughs\ndata:\n")
-	b.WriteString(`  a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]` + "\n")
-	prev := "a"
-	for _, c := range "bcdefghi" {
-		fmt.Fprintf(&b, "  %c: &%c [%s]\n", c, c, strings.TrimSuffix(strings.Repeat("*"+prev+",", 9), ","))
-		prev = string(c)
-	}
-	b.WriteString("  z: " + strings.Repeat("x", 609-b.Len()-6) + "\n")
-	return b.String()
-}()
-
-// guardMemory panics (failing the test binary at once) when the Go heap
-// passes limit: a regression must not take the machine down with it.
-func guardMemory(t testing.TB, limit uint64) {
-	t.Helper()
-	old := debug.SetMemoryLimit(int64(limit / 2))
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		close(done)
-		debug.SetMemoryLimit(old)
-	})
-	go func() {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-			metrics.Read(s)
-			if s[0].Value.Uint64() > limit {
-				panic(fmt.Sprintf("memory guard: %s uses more than %d MiB of heap", t.Name(), limit>>20))
-			}
-		}
-	}()
-}
+// The issue's alias bomb and the heap guard live in internal/hostile.
+var (
+	bomb609     = hostile.Bomb609
+	guardMemory = hostile.GuardMemory
+)
 
 func writeTree(t *testing.T, files map[string]string) string {
 	t.Helper()
