@@ -88,20 +88,14 @@ func TestMoveKeepsAzureResources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			e.commit("create", map[string]string{"app.yaml": movableIn("team-a", "data-rg")})
-			rep := e.run(true)
-			if rep.Run.Outcome != state.OutcomeSucceeded {
-				t.Fatalf("create: %s %s", rep.Run.Outcome, rep.Run.Error)
-			}
+			rep := e.runSucceeds(t, "create")
 			rgID := e.rgID("data-rg")
 			uaiID := rgID + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/app-identity"
 			before := string(mustGet(t, e, uaiID, uaiAPIVersion))
 
 			e.emu.ResetStats()
 			e.commit("move", map[string]string{"app.yaml": movableIn(tc.ns, tc.rg)})
-			rep = e.run(true)
-			if rep.Run.Outcome != state.OutcomeSucceeded {
-				t.Fatalf("move: %s %s", rep.Run.Outcome, rep.Run.Error)
-			}
+			rep = e.runSucceeds(t, "move")
 			for _, w := range e.writes() {
 				if strings.HasPrefix(w, "DELETE") {
 					t.Errorf("the move sent %s", w)
@@ -180,9 +174,7 @@ func TestDeletionGuard(t *testing.T) {
 	}
 	e := newEnv(t)
 	e.commit("create", map[string]string{"keep.yaml": groups("keep", 2), "old.yaml": groups("old", 6)})
-	if rep := e.run(true); rep.Run.Outcome != state.OutcomeSucceeded {
-		t.Fatalf("create: %s %s", rep.Run.Outcome, rep.Run.Error)
-	}
+	e.runSucceeds(t, "create")
 
 	// 6 of 8 (75 %) go, and one group is added in the same commit: held
 	// whole, nothing written.
@@ -227,10 +219,7 @@ func TestDeletionGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.emu.ResetStats()
-	rep = e.run(true)
-	if rep.Run.Outcome != state.OutcomeSucceeded {
-		t.Fatalf("approved run: %s %s", rep.Run.Outcome, rep.Run.Error)
-	}
+	rep = e.runSucceeds(t, "approved run")
 	var dels []string
 	for _, w := range e.writes() {
 		if strings.HasPrefix(w, "DELETE") {
@@ -299,9 +288,7 @@ spec:
   location: westeurope
 `
 	e.commit("create", map[string]string{"rgs.yaml": rgs})
-	if rep := e.run(true); rep.Run.Outcome != state.OutcomeSucceeded {
-		t.Fatalf("create: %s %s", rep.Run.Outcome, rep.Run.Error)
-	}
+	e.runSucceeds(t, "create")
 	// Someone creates identities in two groups outside Git.
 	ctx := context.Background()
 	body := []byte(`{"location":"westeurope"}`)
@@ -340,10 +327,7 @@ spec:
 	if err := e.rec.ApproveDeletions(ctx, rev); err != nil {
 		t.Fatal(err)
 	}
-	rep = e.run(true)
-	if rep.Run.Outcome != state.OutcomeSucceeded {
-		t.Fatalf("approved: %s %s", rep.Run.Outcome, rep.Run.Error)
-	}
+	rep = e.runSucceeds(t, "approved")
 	if e.exists(e.rgID("shared-rg"), rgAPIVersion) || e.exists(e.rgID("scratch-rg"), rgAPIVersion) {
 		t.Error("approved deletions did not happen")
 	}
@@ -390,9 +374,7 @@ spec:
     name: bus-ns
 `
 	e.commit("create", map[string]string{"sb.yaml": sb})
-	if rep := e.run(true); rep.Run.Outcome != state.OutcomeSucceeded {
-		t.Fatalf("create: %s %s", rep.Run.Outcome, rep.Run.Error)
-	}
+	e.runSucceeds(t, "create")
 	nsID := e.rgID("bus-rg") + "/providers/Microsoft.ServiceBus/namespaces/bus-ns"
 	foreign := nsID + "/queues/someone-elses"
 	if _, err := e.cli.Put(context.Background(), foreign, "2024-01-01", []byte(`{"properties":{}}`)); err != nil {
@@ -415,10 +397,7 @@ spec:
 	if err := e.cli.Delete(context.Background(), foreign, "2024-01-01"); err != nil {
 		t.Fatal(err)
 	}
-	rep = e.run(true)
-	if rep.Run.Outcome != state.OutcomeSucceeded {
-		t.Fatalf("after removing the foreign queue: %s %s", rep.Run.Outcome, rep.Run.Error)
-	}
+	rep = e.runSucceeds(t, "after removing the foreign queue")
 	if e.exists(nsID, "2024-01-01") {
 		t.Error("namespace not deleted")
 	}
@@ -470,4 +449,15 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// runSucceeds runs once with a refresh and fails the test unless every
+// action succeeded.
+func (e *env) runSucceeds(t *testing.T, what string) *reconcile.Report {
+	t.Helper()
+	rep := e.run(true)
+	if rep.Run.Outcome != state.OutcomeSucceeded {
+		t.Fatalf("%s: %s %s", what, rep.Run.Outcome, rep.Run.Error)
+	}
+	return rep
 }
