@@ -35,7 +35,7 @@ FUZZTIME    ?= 20s
 # Go minimises every new interesting input for up to 60 s by default, which stalls short runs on big seeds.
 FUZZFLAGS   ?= -fuzzminimizetime 2s
 FUZZTARGETS ?= ./source:FuzzParseFile ./source/render:FuzzRender ./source/render:FuzzSubstitute \
-               ./source/render:FuzzDecryptSOPS ./planner:FuzzPlan ./planner/aso:FuzzConvert
+               ./source/render:FuzzDecryptSOPS ./planner:FuzzPlan ./aso:FuzzConvert
 fuzz:
 	@start=$$(date +%s); failed=; \
 	for t in $(FUZZTARGETS); do \
@@ -48,7 +48,7 @@ fuzz:
 
 ## catalog: regenerate the embedded ASO catalog from ../shared/aso-schema
 catalog:
-	$(GO) run ./planner/aso/gen -schema $(SHARED)/aso-schema -out planner/aso/catalog/catalog.json.gz
+	$(GO) run ./aso/gen -schema $(SHARED)/aso-schema -out aso/catalog/catalog.json.gz
 
 ## demo: local Azure emulator + gitaso daemon on a Git repo made from examples/ (Ctrl-C to stop)
 demo: build

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/source/render"
@@ -38,7 +39,7 @@ func renderer(t *testing.T) *render.Renderer {
 }
 
 // fetch reads the examples as gitaso does (source.Dir), with the variables left as written when r is nil.
-func fetch(t *testing.T, r source.Renderer) *source.Snapshot {
+func fetch(t *testing.T, r source.Renderer) *manifest.Snapshot {
 	t.Helper()
 	var opts []source.DirOption
 	if r != nil {
@@ -56,11 +57,11 @@ func fetch(t *testing.T, r source.Renderer) *source.Snapshot {
 }
 
 // platformVars returns the data of the ConfigMap platform/platform-vars as written in the repository.
-func platformVars(t *testing.T) (map[string]string, source.Object) {
+func platformVars(t *testing.T) (map[string]string, manifest.Object) {
 	t.Helper()
 	for _, o := range fetch(t, nil).Objects {
 		if o.IsConfigMap() && o.Namespace() == "platform" && o.Name() == "platform-vars" {
-			data, err := source.ConfigMapData(o)
+			data, err := manifest.ConfigMapData(o)
 			if err != nil {
 				t.Fatalf("%s: %v", o, err)
 			}
@@ -68,7 +69,7 @@ func platformVars(t *testing.T) (map[string]string, source.Object) {
 		}
 	}
 	t.Fatal("ConfigMap platform/platform-vars not found below examples/")
-	return nil, source.Object{}
+	return nil, manifest.Object{}
 }
 
 // subscription is the subscription of the global credential and of team-a's credential: variable
@@ -90,7 +91,7 @@ var guidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 // exact casing, type, enum values and required fields, and resolves owners, references, Secrets, exported
 // ConfigMaps, credentials, duplicates and cycles; it returns every problem, so any error it reports fails
 // the test here.
-func build(t *testing.T) (*planner.Graph, *source.Snapshot) {
+func build(t *testing.T) (*planner.Graph, *manifest.Snapshot) {
 	t.Helper()
 	snap := fetch(t, renderer(t))
 	for _, o := range snap.Objects {
@@ -107,7 +108,7 @@ func build(t *testing.T) (*planner.Graph, *source.Snapshot) {
 
 // checkNoEmptyDocuments fails when a file has a "---" that does not separate two documents (a comment-only
 // or empty document, which some YAML readers reject): n documents, n-1 separators.
-func checkNoEmptyDocuments(t *testing.T, snap *source.Snapshot) {
+func checkNoEmptyDocuments(t *testing.T, snap *manifest.Snapshot) {
 	t.Helper()
 	perFile := map[string]int{}
 	for _, o := range slices.Concat(snap.Objects, snap.Ignored) {
@@ -231,7 +232,7 @@ func TestCrossNamespaceARMIDsResolve(t *testing.T) {
 // the team namespace a workload-identity credential for the identity the platform creates, and the three
 // role assignments read that identity's principalId from its exported ConfigMap.
 func TestOnboardingScenario(t *testing.T) {
-	byID := map[string]source.Object{}
+	byID := map[string]manifest.Object{}
 	kinds := map[string][]string{} // namespace → sorted kinds
 	for _, o := range fetch(t, nil).Objects {
 		if !strings.HasPrefix(o.File, "onboarding/") {
@@ -251,12 +252,12 @@ func TestOnboardingScenario(t *testing.T) {
 	// exactly those values.
 	vars, _ := platformVars(t)
 	g, rendered := build(t)
-	renderedByID := map[string]source.Object{}
+	renderedByID := map[string]manifest.Object{}
 	for _, o := range rendered.Objects {
 		renderedByID[o.ID()] = o
 	}
 	for _, c := range []struct {
-		obj  source.Object
+		obj  manifest.Object
 		want map[string]any
 	}{
 		{cred, map[string]any{

@@ -16,6 +16,7 @@ import (
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/executor"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
 )
@@ -96,7 +97,7 @@ func (m *emu) plan(t testing.TB, docs ...string) *planner.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := planner.Build(&source.Snapshot{Revision: "test", Objects: objs}, planner.Options{SubscriptionID: m.sub})
+	g, err := planner.Build(&manifest.Snapshot{Revision: "test", Objects: objs}, planner.Options{SubscriptionID: m.sub})
 	if err != nil {
 		t.Fatal(err)
 	}

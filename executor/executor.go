@@ -13,7 +13,7 @@ import (
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/planner"
-	"github.com/gitaso/gitaso/planner/aso"
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/state"
 )
 

@@ -1,7 +1,7 @@
 // Package planner turns a parsed snapshot of ASO manifests into a Plan.
 //
 // Build resolves every ASO object against the facts catalog (package
-// planner/aso): its kind, azureName, ARM ID, owner and every reference,
+// aso): its kind, azureName, ARM ID, owner and every reference,
 // secret and config map it uses, and builds the dependency graph. A commit
 // with any input error (unknown kind, missing owner or reference, cycle) is
 // refused whole: Build returns a diag.List naming every problem.

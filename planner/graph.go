@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/gitaso/gitaso/internal/diag"
-	"github.com/gitaso/gitaso/planner/aso"
-	"github.com/gitaso/gitaso/source"
+	"github.com/gitaso/gitaso/manifest"
+	"github.com/gitaso/gitaso/aso"
 )
 
 // Options are the settings that shape a graph.
@@ -41,12 +41,12 @@ type Graph struct {
 	byKey   map[string]*Node
 	byARMID map[string]*Node // lower-cased ARM ID → node
 	inputs  *inputs
-	ignored []source.Object
+	ignored []manifest.Object
 }
 
 // Node is one ASO resource with everything needed to convert it.
 type Node struct {
-	Object       source.Object
+	Object       manifest.Object
 	Kind         *aso.Kind
 	Spec         map[string]any
 	Namespace    string
@@ -88,16 +88,16 @@ func (n *Node) ID() string { return n.Namespace + "/" + n.Kind.Kind + "/" + n.Na
 func (g *Graph) Node(key string) *Node { return g.byKey[key] }
 
 // Ignored returns objects of kinds gitaso does not manage.
-func (g *Graph) Ignored() []source.Object { return g.ignored }
+func (g *Graph) Ignored() []manifest.Object { return g.ignored }
 
-func objErr(o source.Object, field, format string, args ...any) *diag.Error {
+func objErr(o manifest.Object, field, format string, args ...any) *diag.Error {
 	return &diag.Error{File: o.File, Line: o.Line, Object: o.ID(), Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // misspeltGroup reports an object whose group is probably meant to be an
 // ASO one (a typo of *.azure.com, or ASO v1's azure.microsoft.com) instead of
 // letting it be ignored as a foreign kind.
-func misspeltGroup(o source.Object) *diag.Error {
+func misspeltGroup(o manifest.Object) *diag.Error {
 	if !aso.LooksLikeASO(o.Group()) {
 		return nil
 	}
@@ -110,7 +110,7 @@ func misspeltGroup(o source.Object) *diag.Error {
 
 // lookupKind finds an ASO object's kind in the catalog, or says which kinds
 // were probably meant.
-func lookupKind(o source.Object) (*aso.Kind, *diag.Error) {
+func lookupKind(o manifest.Object) (*aso.Kind, *diag.Error) {
 	k, ok := aso.Lookup(o.Group(), o.Version(), o.Kind())
 	if ok {
 		return k, nil
@@ -132,7 +132,7 @@ func lookupKind(o source.Object) (*aso.Kind, *diag.Error) {
 }
 
 // objectErrors validates one object's fields, naming its file and line.
-func objectErrors(k *aso.Kind, o source.Object) diag.List {
+func objectErrors(k *aso.Kind, o manifest.Object) diag.List {
 	l := validateObject(k, o.Content)
 	for _, e := range l {
 		e.File, e.Line, e.Object = o.File, o.Line, o.ID()
@@ -144,7 +144,7 @@ func objectErrors(k *aso.Kind, o source.Object) diag.List {
 // required fields), without resolving owners or references: what can be
 // reported for the files of a commit that did parse when another file did
 // not.
-func ValidateObjects(objs []source.Object) diag.List {
+func ValidateObjects(objs []manifest.Object) diag.List {
 	var errs diag.List
 	for _, o := range objs {
 		if !IsASO(o.Group()) {
@@ -169,7 +169,7 @@ func IsASO(group string) bool { return strings.HasSuffix(group, ".azure.com") }
 // Build resolves a snapshot into a graph. Every input error of the snapshot is
 // returned together as a diag.List; a graph is returned only when there are
 // none.
-func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
+func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 	g := &Graph{Revision: snap.Revision, byKey: map[string]*Node{}, ignored: snap.Ignored}
 	g.inputs = newInputs(opts.Secrets)
 	var errs diag.List
@@ -191,14 +191,14 @@ func Build(snap *source.Snapshot, opts Options) (*Graph, error) {
 		}
 		switch o.Kind() {
 		case "ConfigMap":
-			data, err := source.ConfigMapData(o)
+			data, err := manifest.ConfigMapData(o)
 			if err != nil {
 				errs = append(errs, objErr(o, "data", "%v", err))
 				continue
 			}
 			g.inputs.addConfigMap(o.Namespace(), o.Name(), data)
 		case "Secret":
-			data, err := source.SecretData(o)
+			data, err := manifest.SecretData(o)
 			if err != nil {
 				errs = append(errs, objErr(o, "data", "%v", err))
 				continue
@@ -376,7 +376,7 @@ func dedupe(l diag.List) diag.List {
 	return out
 }
 
-func policyOf(o source.Object, opts Options) string {
+func policyOf(o manifest.Object, opts Options) string {
 	if p := o.Annotations()[AnnotationReconcilePolicy]; p != "" {
 		return p
 	}

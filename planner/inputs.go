@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gitaso/gitaso/planner/aso"
+	"github.com/gitaso/gitaso/aso"
 )
 
 // inputs holds the config maps and secrets of a snapshot plus those that

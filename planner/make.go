@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/gitaso/gitaso/internal/diag"
-	"github.com/gitaso/gitaso/planner/aso"
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/state"
 )
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/gitaso/gitaso/planner/aso"
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/state"
 )
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/internal/fixtures"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
@@ -28,9 +29,9 @@ const sub = "11111111-2222-3333-4444-555555555555"
 // reading it, and a storage account with a blob container.
 const onboarding = fixtures.Onboarding
 
-func snapshot(t testing.TB, files map[string]string) *source.Snapshot {
+func snapshot(t testing.TB, files map[string]string) *manifest.Snapshot {
 	t.Helper()
-	snap := &source.Snapshot{Revision: "0123456789abcdef0123456789abcdef01234567"}
+	snap := &manifest.Snapshot{Revision: "0123456789abcdef0123456789abcdef01234567"}
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)

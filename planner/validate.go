@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gitaso/gitaso/internal/diag"
-	"github.com/gitaso/gitaso/planner/aso"
+	"github.com/gitaso/gitaso/aso"
 )
 
 // topLevelFields are the keys a Kubernetes object may have.

@@ -15,6 +15,7 @@ import (
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/executor"
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
@@ -123,7 +124,7 @@ type Report struct {
 	Result *executor.Result
 	Graph  *planner.Graph
 	// Ignored are objects of kinds gitaso does not manage.
-	Ignored []source.Object
+	Ignored []manifest.Object
 }
 
 // ErrRefused is returned (wrapped, with the input errors) when a revision is
@@ -141,7 +142,7 @@ func (r *Reconciler) subscription() string {
 }
 
 // Build fetches the source and builds the graph.
-func (r *Reconciler) Build(ctx context.Context) (*source.Snapshot, *planner.Graph, error) {
+func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Graph, error) {
 	snap, err := r.src.Fetch(ctx)
 	var revErr *source.RevisionError
 	if errors.As(err, &revErr) && len(revErr.Parsed) > 0 {
@@ -208,7 +209,7 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 		// that declares nothing, which the deletion guard always holds
 		// (unless approved), instead of failing on every poll.
 		r.pathMissing = missing.Path
-		snap = &source.Snapshot{Revision: missing.Revision}
+		snap = &manifest.Snapshot{Revision: missing.Revision}
 		g, err = planner.Build(snap, planner.Options{SubscriptionID: r.subscription(), SubscriptionUnknown: r.cfg.SubscriptionUnknown})
 	}
 	if snap != nil {
@@ -220,7 +221,7 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 		// The commit was fetched but cannot be parsed: refused like any
 		// other input error, with its revision.
 		rep.Run.Revision = revErr.Revision
-		snap = &source.Snapshot{Revision: revErr.Revision}
+		snap = &manifest.Snapshot{Revision: revErr.Revision}
 	}
 	if err != nil {
 		var l diag.List

@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gitaso/gitaso/internal/gittest"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 const benchFiles = 5000
@@ -105,7 +106,7 @@ data:
 
 // reportLive reports the live heap (after a GC) while snap is reachable: what
 // holding one snapshot (and the Git parse cache) costs.
-func reportLive(b *testing.B, snap *Snapshot) {
+func reportLive(b *testing.B, snap *manifest.Snapshot) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -137,7 +138,7 @@ func BenchmarkDir5000(b *testing.B) {
 	d := NewDir(root, "clusters")
 	ctx := context.Background()
 	b.ReportAllocs()
-	var snap *Snapshot
+	var snap *manifest.Snapshot
 	for b.Loop() {
 		var err error
 		snap, err = d.Fetch(ctx)
@@ -168,7 +169,7 @@ func BenchmarkGitRead5000(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	var snap *Snapshot
+	var snap *manifest.Snapshot
 	for b.Loop() {
 		g.parsed = nil // cold: read and parse every file
 		snap, err = g.snapshotAt(ctx, plumbing.NewHash(sha))

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 // Dir reads manifests from a local directory (development mode).
@@ -61,7 +62,7 @@ func NewDir(root, path string, opts ...DirOption) *Dir {
 // so it changes exactly when a manifest changes. A file that cannot be read
 // safely (see NewDir) yields a *RevisionError; a path that does not exist
 // below the root a *PathNotFoundError.
-func (d *Dir) Fetch(ctx context.Context) (*Snapshot, error) {
+func (d *Dir) Fetch(ctx context.Context) (*manifest.Snapshot, error) {
 	files, errs, err := d.read(ctx)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 // Errors of the Git source; check with errors.Is.
@@ -102,7 +103,7 @@ type Git struct {
 	repo    *git.Repository
 	storage *filesystem.Storage // nil in memory
 	lastRev string
-	last    *Snapshot
+	last    *manifest.Snapshot
 	lastErr error
 	parsed  map[treeFile]parseResult // per blob, for the last snapshot
 	reads   int                      // blobs read and parsed (tests)
@@ -182,7 +183,7 @@ func (g *Git) Head(ctx context.Context) (string, error) {
 // A commit that cannot be used as a whole yields a *RevisionError (see
 // diag.AsList); network and authentication problems are wrapped errors
 // naming the URL (see ErrAuth, ErrBranchNotFound, ErrRepoNotFound).
-func (g *Git) Fetch(ctx context.Context) (*Snapshot, error) {
+func (g *Git) Fetch(ctx context.Context) (*manifest.Snapshot, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	start := time.Now()
@@ -372,7 +373,7 @@ func cacheKey(u, branch string) string {
 // read or parsed again (their objects are deep-copied), so a commit touching
 // one file of thousands costs a tree walk and one parse. Blob sizes are
 // checked against the limits before a blob is read.
-func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*Snapshot, error) {
+func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*manifest.Snapshot, error) {
 	lim := g.opts.Limits.WithDefaults()
 	rev := hash.String()
 	list, err := g.listAt(ctx, hash)
@@ -428,7 +429,7 @@ func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*Snapshot, er
 			}
 			next[tf] = r
 			base += r.nodes
-			results[i] = parseResult{objs: copyObjects(r.objs), err: r.err, nodes: r.nodes, size: r.size}
+			results[i] = parseResult{objs: manifest.CopyObjects(r.objs), err: r.err, nodes: r.nodes, size: r.size}
 			continue
 		}
 		data, derr, stop, err := read(tf)
@@ -458,7 +459,7 @@ func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*Snapshot, er
 		if parsed[j].parsed {
 			next[list[i]] = parsed[j]
 		}
-		results[i] = parseResult{objs: copyObjects(parsed[j].objs), err: parsed[j].err, nodes: parsed[j].nodes}
+		results[i] = parseResult{objs: manifest.CopyObjects(parsed[j].objs), err: parsed[j].err, nodes: parsed[j].nodes}
 	}
 	g.parsed = next
 	if e := totalNodesError(results, func(i int) string { return list[i].path }, lim); e != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 // A label, annotation or data value written as "key:" (or rendered empty,
@@ -16,13 +17,13 @@ func TestNullStringMapValuesAreEmpty(t *testing.T) {
 	tests := []struct {
 		name  string
 		in    string
-		check func(t *testing.T, o Object)
+		check func(t *testing.T, o manifest.Object)
 	}{
 		{
 			name: "labels and annotations of an ASO resource",
 			in: "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n" +
 				"  labels:\n    team:\n    env: prod\n  annotations:\n    owner: ~\n    note: null\nspec: {location: x}\n",
-			check: func(t *testing.T, o Object) {
+			check: func(t *testing.T, o manifest.Object) {
 				if diff := cmp.Diff(map[string]string{"team": "", "env": "prod"}, o.Labels()); diff != "" {
 					t.Errorf("labels (-want +got):\n%s", diff)
 				}
@@ -34,8 +35,8 @@ func TestNullStringMapValuesAreEmpty(t *testing.T) {
 		{
 			name: "ConfigMap data and binaryData",
 			in:   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata:\n  a:\n  b: x\nbinaryData:\n  c:\n",
-			check: func(t *testing.T, o Object) {
-				got, err := ConfigMapData(o)
+			check: func(t *testing.T, o manifest.Object) {
+				got, err := manifest.ConfigMapData(o)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -47,8 +48,8 @@ func TestNullStringMapValuesAreEmpty(t *testing.T) {
 		{
 			name: "Secret data and stringData",
 			in:   "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata:\n  a:\n  b: eA==\nstringData:\n  c:\n",
-			check: func(t *testing.T, o Object) {
-				got, err := SecretData(o)
+			check: func(t *testing.T, o manifest.Object) {
+				got, err := manifest.SecretData(o)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -60,7 +61,7 @@ func TestNullStringMapValuesAreEmpty(t *testing.T) {
 		{
 			name: "a List's items",
 			in:   "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: cm, labels: {a: }}\n  data: {k: }\n",
-			check: func(t *testing.T, o Object) {
+			check: func(t *testing.T, o manifest.Object) {
 				if diff := cmp.Diff(map[string]string{"a": ""}, o.Labels()); diff != "" {
 					t.Errorf("labels (-want +got):\n%s", diff)
 				}
@@ -72,7 +73,7 @@ func TestNullStringMapValuesAreEmpty(t *testing.T) {
 		{
 			name: "a null elsewhere stays null",
 			in:   "apiVersion: storage.azure.com/v1api20230101\nkind: StorageAccount\nmetadata: {name: sa}\nspec:\n  tags:\n    a:\n  data:\n    b:\n",
-			check: func(t *testing.T, o Object) {
+			check: func(t *testing.T, o manifest.Object) {
 				want := map[string]any{"tags": map[string]any{"a": nil}, "data": map[string]any{"b": nil}}
 				if diff := cmp.Diff(want, o.Spec()); diff != "" {
 					t.Errorf("spec (-want +got):\n%s", diff)

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -14,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 // ParseFile parses a multi-document YAML file ("---" separated) into objects.
@@ -38,7 +41,7 @@ import (
 // with aliases expanded, nesting depth) is refused with one error naming
 // the limit (ErrLimit) before anything of it is expanded. ParseFile never
 // returns objects together with an error.
-func ParseFile(name string, data []byte) (objs []Object, err error) {
+func ParseFile(name string, data []byte) (objs []manifest.Object, err error) {
 	objs, _, err = parseFile(name, data, DefaultLimits())
 	return objs, err
 }
@@ -46,7 +49,7 @@ func ParseFile(name string, data []byte) (objs []Object, err error) {
 // parseFile is ParseFile with limits; it also returns the number of YAML
 // nodes the file holds with its aliases expanded (Limits.MaxTotalNodes
 // counts them).
-func parseFile(name string, data []byte, lim Limits) (objs []Object, nodes int64, err error) {
+func parseFile(name string, data []byte, lim Limits) (objs []manifest.Object, nodes int64, err error) {
 	return parseText(name, data, lim, false)
 }
 
@@ -56,7 +59,7 @@ func parseFile(name string, data []byte, lim Limits) (objs []Object, nodes int64
 // and line its origin comment (OriginComment) names, or else Line 0; so do
 // its errors. Errors outside any object (YAML syntax, limits) name the file
 // at Line 0.
-func parseGenerated(name string, data []byte, lim Limits) (objs []Object, nodes int64, err error) {
+func parseGenerated(name string, data []byte, lim Limits) (objs []manifest.Object, nodes int64, err error) {
 	objs, nodes, err = parseText(name, data, lim, true)
 	for _, e := range diag.AsList(err) {
 		if le := (*LimitError)(nil); errors.As(e, &le) {
@@ -67,7 +70,7 @@ func parseGenerated(name string, data []byte, lim Limits) (objs []Object, nodes 
 }
 
 // parseText parses a file's text; generated: see parseGenerated.
-func parseText(name string, data []byte, lim Limits, generated bool) (objs []Object, nodes int64, err error) {
+func parseText(name string, data []byte, lim Limits, generated bool) (objs []manifest.Object, nodes int64, err error) {
 	lim = lim.WithDefaults()
 	var errs diag.List
 	m := newMeter(name, lim, nil)
@@ -146,7 +149,7 @@ func parseText(name string, data []byte, lim Limits, generated bool) (objs []Obj
 // to objs, and its problems, appended to errs. file and line are where its
 // objects are (for a List, items of generated text keep line; items of a
 // file their own lines).
-func appendDocument(objs []Object, errs diag.List, p *parser, index int, root *yaml.Node, file string, line int, generated bool) ([]Object, diag.List) {
+func appendDocument(objs []manifest.Object, errs diag.List, p *parser, index int, root *yaml.Node, file string, line int, generated bool) ([]manifest.Object, diag.List) {
 	p.errs = nil
 	v := p.value(root)
 	if len(p.errs) > 0 {
@@ -173,7 +176,7 @@ func appendDocument(objs []Object, errs diag.List, p *parser, index int, root *y
 				errs = append(errs, &diag.Error{File: file, Line: itemLine, Field: fmt.Sprintf("items[%d]", i), Msg: "must be a mapping"})
 				continue
 			}
-			o := Object{File: file, Line: itemLine, Index: index, Content: im}
+			o := manifest.Object{File: file, Line: itemLine, Index: index, Content: im}
 			emptyNulls(o)
 			if es := validate(o); len(es) > 0 {
 				errs = append(errs, es...)
@@ -183,7 +186,7 @@ func appendDocument(objs []Object, errs diag.List, p *parser, index int, root *y
 		}
 		return objs, errs
 	}
-	o := Object{File: file, Line: line, Index: index, Content: m}
+	o := manifest.Object{File: file, Line: line, Index: index, Content: m}
 	emptyNulls(o)
 	if es := validate(o); len(es) > 0 {
 		return objs, append(errs, es...)
@@ -251,7 +254,7 @@ func docOrigin(doc *yaml.Node) (origin, bool) {
 // object, data and binaryData of a v1 ConfigMap, data and stringData of a v1
 // Secret. Values of other types are left for validate and SecretData /
 // ConfigMapData to refuse.
-func emptyNulls(o Object) {
+func emptyNulls(o manifest.Object) {
 	fields := func(m map[string]any, keys ...string) {
 		for _, key := range keys {
 			vals, _ := m[key].(map[string]any)
@@ -274,7 +277,7 @@ func emptyNulls(o Object) {
 }
 
 // validate checks the fields every object needs.
-func validate(o Object) diag.List {
+func validate(o manifest.Object) diag.List {
 	var errs diag.List
 	fail := func(field, msg string) {
 		errs = append(errs, &diag.Error{File: o.File, Line: o.Line, Field: field, Msg: msg})
@@ -330,7 +333,7 @@ func validate(o Object) diag.List {
 }
 
 // partialID names the object in an error when kind and name are known.
-func partialID(o Object) string {
+func partialID(o manifest.Object) string {
 	if o.Kind() == "" || o.Name() == "" {
 		return ""
 	}
@@ -603,4 +606,8 @@ func typeName(v any) string {
 		return "null"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

@@ -9,13 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 func TestParseFile(t *testing.T) {
 	tests := []struct {
 		name    string
 		in      string
-		want    []Object
+		want    []manifest.Object
 		wantErr string // diag.List.Error() exactly
 	}{
 		{
@@ -49,7 +50,7 @@ data:
   when: 2001-12-14
   list: [a, 1]
 `,
-			want: []Object{
+			want: []manifest.Object{
 				{File: "m.yaml", Line: 2, Index: 0, Content: map[string]any{
 					"apiVersion": "resources.azure.com/v1api20200601",
 					"kind":       "ResourceGroup",
@@ -79,7 +80,7 @@ items:
   kind: Secret
   metadata: {name: s2}
 `,
-			want: []Object{
+			want: []manifest.Object{
 				{File: "m.yaml", Line: 4, Index: 0, Content: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s1"}}},
 				{File: "m.yaml", Line: 7, Index: 0, Content: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s2"}}},
 			},
@@ -95,7 +96,7 @@ data:
   <<: *base
   b: "3"
 `,
-			want: []Object{{File: "m.yaml", Line: 1, Content: map[string]any{
+			want: []manifest.Object{{File: "m.yaml", Line: 1, Content: map[string]any{
 				"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cfg"},
 				"base": map[string]any{"a": "1", "b": "2"},
 				"data": map[string]any{"a": "1", "b": "3"},
@@ -104,7 +105,7 @@ data:
 		{
 			name: "CRLF line endings and a byte order mark",
 			in:   "\ufeffapiVersion: v1\r\nkind: Secret\r\nmetadata:\r\n  name: s\r\n---\r\napiVersion: v1\r\nkind: Secret\r\nmetadata: {name: t}\r\n",
-			want: []Object{
+			want: []manifest.Object{
 				{File: "m.yaml", Line: 1, Index: 0, Content: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}}},
 				{File: "m.yaml", Line: 6, Index: 1, Content: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "t"}}},
 			},
@@ -257,7 +258,7 @@ func TestObjectAccessors(t *testing.T) {
 		t.Errorf("String() = %q", got)
 	}
 
-	core := Object{Content: map[string]any{"apiVersion": "v1", "kind": "Secret",
+	core := manifest.Object{Content: map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": "s", "namespace": "team-a", "annotations": map[string]any{"k": "v"}}}}
 	if core.Group() != "" || core.Version() != "v1" || core.Namespace() != "team-a" || !core.IsSecret() {
 		t.Errorf("core object: group %q version %q namespace %q", core.Group(), core.Version(), core.Namespace())

@@ -13,18 +13,12 @@ import (
 	"sync/atomic"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 )
-
-// Snapshot is everything gitaso read at one revision.
-type Snapshot struct {
-	Revision string   // full commit SHA; directory mode: "dir-" + first 12 hex of sha256 over sorted (path, content)
-	Objects  []Object // ASO resources, ConfigMaps and Secrets, sorted by File, then Index
-	Ignored  []Object // kinds that are neither ASO kinds (*.azure.com) nor ConfigMap/Secret; reported once by caller
-}
 
 // Source produces snapshots: a Git branch (Git) or a local directory (Dir).
 type Source interface {
-	Fetch(ctx context.Context) (*Snapshot, error)
+	Fetch(ctx context.Context) (*manifest.Snapshot, error)
 }
 
 // File is one input file of a snapshot.
@@ -58,7 +52,7 @@ type RevisionError struct {
 	Errors   diag.List
 	// Parsed holds the objects of the files that did parse, so that a
 	// caller can report their problems together with these.
-	Parsed []Object
+	Parsed []manifest.Object
 }
 
 // Error lists every problem, one per line, after a heading naming the revision.
@@ -112,12 +106,12 @@ func hiddenDir(name string) bool { return strings.HasPrefix(name, ".") && name !
 // collects every problem of every file; when there is any, it returns a
 // *RevisionError and no snapshot. The files must be within DefaultLimits;
 // with a Renderer they are checked (CheckFiles) before it sees them.
-func Build(ctx context.Context, revision string, files []File, r Renderer) (*Snapshot, error) {
+func Build(ctx context.Context, revision string, files []File, r Renderer) (*manifest.Snapshot, error) {
 	return BuildWithLimits(ctx, revision, files, r, DefaultLimits())
 }
 
 // BuildWithLimits is Build with limits (zero fields take their defaults).
-func BuildWithLimits(ctx context.Context, revision string, files []File, r Renderer, lim Limits) (*Snapshot, error) {
+func BuildWithLimits(ctx context.Context, revision string, files []File, r Renderer, lim Limits) (*manifest.Snapshot, error) {
 	lim = lim.WithDefaults()
 	files = slices.Clone(files)
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
@@ -160,8 +154,8 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 }
 
 // assemble classifies and checks parsed files (in path order) into a snapshot.
-func assemble(revision string, parsed []parseResult) (*Snapshot, error) {
-	snap := &Snapshot{Revision: revision}
+func assemble(revision string, parsed []parseResult) (*manifest.Snapshot, error) {
+	snap := &manifest.Snapshot{Revision: revision}
 	var errs diag.List
 	type seenAt struct {
 		file string
@@ -200,12 +194,12 @@ func assemble(revision string, parsed []parseResult) (*Snapshot, error) {
 			seen[key] = seenAt{o.File, o.Line}
 			switch {
 			case o.IsSecret():
-				if _, err := SecretData(o); err != nil {
+				if _, err := manifest.SecretData(o); err != nil {
 					errs = append(errs, diag.AsList(err)...)
 					continue
 				}
 			case o.IsConfigMap():
-				if _, err := ConfigMapData(o); err != nil {
+				if _, err := manifest.ConfigMapData(o); err != nil {
 					errs = append(errs, diag.AsList(err)...)
 					continue
 				}
@@ -228,7 +222,7 @@ var (
 // validateNames checks names as the Kubernetes API server would for the
 // objects gitaso keeps: metadata.name is a DNS subdomain, metadata.namespace a
 // DNS label, kind an identifier. IDs ("namespace/Kind/name") rely on it.
-func validateNames(o Object) diag.List {
+func validateNames(o manifest.Object) diag.List {
 	var errs diag.List
 	fail := func(field, msg string) {
 		errs = append(errs, &diag.Error{File: o.File, Line: o.Line, Object: o.ID(), Field: field, Msg: msg})
@@ -236,7 +230,7 @@ func validateNames(o Object) diag.List {
 	if name := o.Name(); len(name) > 253 || !dnsSubdomainRE.MatchString(name) {
 		fail("metadata.name", fmt.Sprintf("%q is not a valid name: lower case letters, digits, '-' and '.', at most 253 characters, starting and ending with a letter or digit", name))
 	}
-	if ns := str(o.metadata()["namespace"]); ns != "" && (len(ns) > 63 || !dnsLabelRE.MatchString(ns)) {
+	if ns := stringOf(o.Metadata()["namespace"]); ns != "" && (len(ns) > 63 || !dnsLabelRE.MatchString(ns)) {
 		fail("metadata.namespace", fmt.Sprintf("%q is not a valid namespace: lower case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit", ns))
 	}
 	if !kindRE.MatchString(o.Kind()) {
@@ -248,7 +242,7 @@ func validateNames(o Object) diag.List {
 // parseResult is ParseFile's answer for one file (zero for files that are
 // not parsed, such as kustomization.yaml).
 type parseResult struct {
-	objs   []Object
+	objs   []manifest.Object
 	err    error
 	nodes  int64 // YAML nodes, aliases expanded
 	size   int64 // bytes (Git's cache: counted towards the total without reading)
@@ -330,4 +324,9 @@ func sortedFiles(files []File) []File {
 	files = slices.Clone(files)
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	return files
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
 }

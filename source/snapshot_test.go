@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 const (
@@ -58,7 +59,7 @@ resources: [rg.yaml]
 )
 
 // ids lists "file:line ID" of objects, to compare with go-cmp.
-func ids(objs []Object) []string {
+func ids(objs []manifest.Object) []string {
 	var out []string
 	for _, o := range objs {
 		out = append(out, o.File+":"+strconv.Itoa(o.Line)+" "+o.ID())
@@ -134,23 +135,23 @@ func TestSecretAndConfigMapData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sd, err := SecretData(objs[0])
+	sd, err := manifest.SecretData(objs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]string{"password": "hunter2", "user": "root"}, sd); diff != "" {
 		t.Errorf("secret data (-want +got):\n%s", diff)
 	}
-	cd, err := ConfigMapData(objs[1])
+	cd, err := manifest.ConfigMapData(objs[1])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]string{"region": "westeurope", "blob": "\x00\x01"}, cd); diff != "" {
 		t.Errorf("configmap data (-want +got):\n%s", diff)
 	}
-	bad := Object{File: "x.yaml", Line: 3, Content: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+	bad := manifest.Object{File: "x.yaml", Line: 3, Content: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "c"}, "data": map[string]any{"k": "v"}, "binaryData": map[string]any{"k": "AA=="}}}
-	_, err = ConfigMapData(bad)
+	_, err = manifest.ConfigMapData(bad)
 	if err == nil || err.Error() != "x.yaml:3: default/ConfigMap/c: binaryData.k: key is also in data" {
 		t.Errorf("duplicate key error: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gitaso/gitaso/api"
 	"github.com/gitaso/gitaso/internal/fixtures"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
@@ -87,7 +88,7 @@ func (f *fixture) seen() []string {
 
 func parse(t testing.TB, files map[string]string) *planner.Graph {
 	t.Helper()
-	snap := &source.Snapshot{Revision: "0123456789abcdef0123456789abcdef01234567"}
+	snap := &manifest.Snapshot{Revision: "0123456789abcdef0123456789abcdef01234567"}
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)

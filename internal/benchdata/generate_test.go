@@ -14,6 +14,7 @@ import (
 
 	"github.com/gitaso/gitaso/internal/benchdata"
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
 )
@@ -311,7 +312,7 @@ func BenchmarkGenerate10k(b *testing.B) {
 
 // checkNoEmptyDocuments fails when a file has a "---" that does not separate two documents (a comment-only
 // or empty document, which some YAML readers reject).
-func checkNoEmptyDocuments(t *testing.T, dir string, snap *source.Snapshot) {
+func checkNoEmptyDocuments(t *testing.T, dir string, snap *manifest.Snapshot) {
 	t.Helper()
 	perFile := map[string]int{}
 	for _, o := range slices.Concat(snap.Objects, snap.Ignored) {

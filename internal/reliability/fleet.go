@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gitaso/gitaso/planner/aso"
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/state"
 )
 

@@ -18,6 +18,7 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -90,7 +91,7 @@ type fluxJSON6902 struct {
 
 // fluxKustomization is one Kustomization object found in rendered output.
 type fluxKustomization struct {
-	obj  source.Object
+	obj  manifest.Object
 	id   string // namespace/name
 	spec fluxSpec
 }
@@ -165,7 +166,7 @@ func normRepoURL(u string) string {
 }
 
 // isFluxKustomization reports whether o is a Flux Kustomization object.
-func isFluxKustomization(o source.Object) bool {
+func isFluxKustomization(o manifest.Object) bool {
 	return o.Group() == FluxGroup && o.Kind() == "Kustomization"
 }
 
@@ -395,7 +396,7 @@ func findKustomizations(file string, generated bool, data []byte) ([]*fluxKustom
 	if !bytes.Contains(data, []byte(FluxGroup)) {
 		return nil, nil
 	}
-	var objs []source.Object
+	var objs []manifest.Object
 	for _, d := range splitDocuments(data) {
 		if !strings.Contains(d.text, FluxGroup) {
 			continue

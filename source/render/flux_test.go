@@ -12,12 +12,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
 // fluxFetch reads the whole repository at root, as gitaso --flux does,
 // and renders from the entry path.
-func fluxFetch(t *testing.T, root, entry string, opts Options) (*source.Snapshot, error) {
+func fluxFetch(t *testing.T, root, entry string, opts Options) (*manifest.Snapshot, error) {
 	t.Helper()
 	opts.Flux, opts.FluxPath, opts.Kustomize = true, entry, true
 	return fetch(t, root, "", opts)
@@ -39,7 +40,7 @@ func writeRepo(t *testing.T, files map[string]string) string {
 	return root
 }
 
-func ids(objs []source.Object) []string {
+func ids(objs []manifest.Object) []string {
 	var out []string
 	for _, o := range objs {
 		out = append(out, o.ID())
@@ -48,7 +49,7 @@ func ids(objs []source.Object) []string {
 	return out
 }
 
-func field(o source.Object, keys ...string) any {
+func field(o manifest.Object, keys ...string) any {
 	var v any = o.Content
 	for _, k := range keys {
 		m, _ := v.(map[string]any)

@@ -17,6 +17,7 @@ import (
 	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -269,7 +270,7 @@ func kustomizeBuild(fs filesys.FileSystem, dir, kfile string) ([]builtObject, *d
 		}
 		ns := r.GetNamespace()
 		if ns == "" {
-			ns = source.DefaultNamespace
+			ns = manifest.DefaultNamespace
 		}
 		text := string(y)
 		if file != kfile || line > 0 {

@@ -10,11 +10,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
 // where lists "file:line#index ID" of objects, to compare with go-cmp.
-func where(objs []source.Object) []string {
+func where(objs []manifest.Object) []string {
 	var out []string
 	for _, o := range objs {
 		out = append(out, fmt.Sprintf("%s:%d#%d %s", o.File, o.Line, o.Index, o.ID()))
@@ -22,7 +23,7 @@ func where(objs []source.Object) []string {
 	return out
 }
 
-func fetch(t *testing.T, root, path string, opts Options) (*source.Snapshot, error) {
+func fetch(t *testing.T, root, path string, opts Options) (*manifest.Snapshot, error) {
 	t.Helper()
 	r, err := New(opts)
 	if err != nil {
@@ -39,7 +40,7 @@ func errorLines(err error) []string {
 	return out
 }
 
-func find(t *testing.T, snap *source.Snapshot, id string) source.Object {
+func find(t *testing.T, snap *manifest.Snapshot, id string) manifest.Object {
 	t.Helper()
 	for _, o := range snap.Objects {
 		if o.ID() == id {
@@ -47,7 +48,7 @@ func find(t *testing.T, snap *source.Snapshot, id string) source.Object {
 		}
 	}
 	t.Fatalf("no object %s in %v", id, where(snap.Objects))
-	return source.Object{}
+	return manifest.Object{}
 }
 
 // The seeds' onboarding: variables from the platform-vars ConfigMap (and a
@@ -89,7 +90,7 @@ func TestOnboardingFromConfigMap(t *testing.T) {
 	if got := fic["issuer"]; got != "https://uksouth.oic.prod-aks.azure.com/6f504113-6b64-43f2-ade9-242e05780007/e1f44edd-ac8e-4e4d-928a-2d2a7a52d4b7/" {
 		t.Errorf("issuer = %v", got)
 	}
-	data, err := source.SecretData(find(t, snap, "team-a/Secret/aso-credential"))
+	data, err := manifest.SecretData(find(t, snap, "team-a/Secret/aso-credential"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestOnboardingFromConfigMap(t *testing.T) {
 	if diff := cmp.Diff(wantData, data); diff != "" {
 		t.Errorf("credential (-want +got):\n%s", diff)
 	}
-	raw, _ := source.ConfigMapData(find(t, snap, "team-a/ConfigMap/raw-template"))
+	raw, _ := manifest.ConfigMapData(find(t, snap, "team-a/ConfigMap/raw-template"))
 	if raw["issuer"] != "${CLUSTER_OIDC}" {
 		t.Errorf("substitution ran on an object that disables it: issuer = %q", raw["issuer"])
 	}
@@ -125,7 +126,7 @@ func TestOnboardingStrictAndLax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := source.SecretData(find(t, snap, "team-a/Secret/aso-credential"))
+	data, _ := manifest.SecretData(find(t, snap, "team-a/Secret/aso-credential"))
 	if v, ok := data["AZURE_CLIENT_ID"]; !ok || v != "" {
 		t.Errorf("AZURE_CLIENT_ID = %q, %v; want empty", v, ok)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -33,7 +34,7 @@ func (r Ref) String() string {
 
 func (r Ref) ns() string {
 	if r.Namespace == "" {
-		return source.DefaultNamespace
+		return manifest.DefaultNamespace
 	}
 	return r.Namespace
 }
@@ -54,7 +55,7 @@ func ParseRef(s string) (Ref, error) {
 	parts := strings.Split(spec, "/")
 	switch len(parts) {
 	case 1:
-		r.Namespace, r.Name = source.DefaultNamespace, parts[0]
+		r.Namespace, r.Name = manifest.DefaultNamespace, parts[0]
 	case 2:
 		r.Namespace, r.Name = parts[0], parts[1]
 	case 3:
@@ -77,7 +78,7 @@ func ParseRef(s string) (Ref, error) {
 }
 
 // match reports whether o is the object r names.
-func (r Ref) match(o source.Object) bool {
+func (r Ref) match(o manifest.Object) bool {
 	if o.Name() != r.Name || o.Namespace() != r.ns() {
 		return false
 	}
@@ -103,7 +104,7 @@ type candidate struct {
 func loadVars(refs []Ref, docs []candidate, inline Vars) (vars Vars, errs diag.List) {
 	vars = Vars{}
 	for _, r := range refs {
-		var found []source.Object
+		var found []manifest.Object
 		for _, d := range docs {
 			if !strings.Contains(d.text, r.Name) || !(strings.Contains(d.text, "ConfigMap") || strings.Contains(d.text, "Secret")) {
 				continue
@@ -144,9 +145,9 @@ func loadVars(refs []Ref, docs []candidate, inline Vars) (vars Vars, errs diag.L
 		var data map[string]string
 		var err error
 		if o.IsSecret() {
-			data, err = source.SecretData(o)
+			data, err = manifest.SecretData(o)
 		} else {
-			data, err = source.ConfigMapData(o)
+			data, err = manifest.ConfigMapData(o)
 		}
 		if err != nil {
 			errs = append(errs, diag.AsList(err)...)

@@ -21,7 +21,7 @@ func sharedDir(t testing.TB) string {
 		}
 		return d
 	}
-	d := filepath.Join("..", "..", "..", "shared") // repo root is ../.. from planner/aso
+	d := filepath.Join("..", "..", "shared") // repo root is .. from aso
 	if _, err := os.Stat(filepath.Join(d, "conformance", "aso")); err != nil {
 		t.Skipf("%s is absent: skipping the ASO conformance test (set GITASO_SHARED to the shared directory to run it)", d)
 	}

@@ -1,9 +1,9 @@
 // Command gen turns the ASO conversion facts in ../shared/aso-schema into the
-// catalog that package aso embeds (planner/aso/catalog/catalog.json.gz).
+// catalog that package aso embeds (aso/catalog/catalog.json.gz).
 //
 // Usage (from the repository root):
 //
-//	go run ./planner/aso/gen -schema ../shared/aso-schema -out planner/aso/catalog/catalog.json.gz
+//	go run ./aso/gen -schema ../shared/aso-schema -out aso/catalog/catalog.json.gz
 //
 // The generator reads kinds.json, schema/<group>/<version>.json, exceptions.json
 // and provenance.json, checks that every fact is consistent (every referenced
@@ -157,7 +157,7 @@ type armTypeIn struct {
 func run(args []string) error {
 	fset := flag.NewFlagSet("gen", flag.ContinueOnError)
 	schemaDir := fset.String("schema", "../shared/aso-schema", "directory holding kinds.json, schema/, exceptions.json, provenance.json")
-	out := fset.String("out", "planner/aso/catalog/catalog.json.gz", "catalog file to write; the API packages go to packages.bin beside it")
+	out := fset.String("out", "aso/catalog/catalog.json.gz", "catalog file to write; the API packages go to packages.bin beside it")
 	date := fset.String("date", time.Now().UTC().Format("2006-01-02"), "generation date recorded in the provenance")
 	if err := fset.Parse(args); err != nil {
 		return err
@@ -327,7 +327,7 @@ func run(args []string) error {
 	cat := catalogOut{
 		Provenance: provenanceOut{
 			Source: prov.Source, License: prov.License, Commit: prov.Commit, CommitDate: prov.CommitDate,
-			Generator:   "github.com/gitaso/gitaso/planner/aso/gen",
+			Generator:   "github.com/gitaso/gitaso/aso/gen",
 			GeneratedAt: *date, FactsSHA256: hex.EncodeToString(h.Sum(nil)),
 			Kinds: len(outKinds), ConvertKinds: convertible, Packages: len(pkgOut), SchemaVersion: 2,
 		},

@@ -20,7 +20,7 @@ func FuzzConvert(f *testing.F) {
 		mustKind(f, "containerservice.azure.com/v1api20240901", "ManagedCluster"),
 	}
 	{
-		files, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "conformance", "aso", "*", "*", "*.yaml"))
+		files, _ := filepath.Glob(filepath.Join("..", "..", "shared", "conformance", "aso", "*", "*", "*.yaml"))
 		for _, file := range files {
 			data, err := os.ReadFile(file)
 			if err != nil {

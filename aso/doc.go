@@ -12,7 +12,7 @@
 // used (about 2 ms). TestCatalogUpToDate fails when ../shared/aso-schema has
 // changed since. Regenerate with
 //
-//	go run ./planner/aso/gen -schema ../shared/aso-schema -out planner/aso/catalog/catalog.json.gz
+//	go run ./aso/gen -schema ../shared/aso-schema -out aso/catalog/catalog.json.gz
 //
 // A typical use, for one object of a Git snapshot:
 //

@@ -1,4 +1,4 @@
-package source
+package manifest
 
 import (
 	"encoding/base64"
@@ -15,15 +15,15 @@ import (
 func SecretData(o Object) (map[string]string, error) {
 	out := map[string]string{}
 	var errs diag.List
-	errs = append(errs, o.eachString("data", func(k, v string) {
+	errs = append(errs, eachString(o, "data", func(k, v string) {
 		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil {
-			errs = append(errs, o.fieldError("data."+k, "invalid base64 (use stringData for plain text)"))
+			errs = append(errs, fieldError(o, "data."+k, "invalid base64 (use stringData for plain text)"))
 			return
 		}
 		out[k] = string(b)
 	})...)
-	errs = append(errs, o.eachString("stringData", func(k, v string) { out[k] = v })...)
+	errs = append(errs, eachString(o, "stringData", func(k, v string) { out[k] = v })...)
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -35,15 +35,15 @@ func SecretData(o Object) (map[string]string, error) {
 func ConfigMapData(o Object) (map[string]string, error) {
 	out := map[string]string{}
 	var errs diag.List
-	errs = append(errs, o.eachString("data", func(k, v string) { out[k] = v })...)
-	errs = append(errs, o.eachString("binaryData", func(k, v string) {
+	errs = append(errs, eachString(o, "data", func(k, v string) { out[k] = v })...)
+	errs = append(errs, eachString(o, "binaryData", func(k, v string) {
 		if _, dup := out[k]; dup {
-			errs = append(errs, o.fieldError("binaryData."+k, "key is also in data"))
+			errs = append(errs, fieldError(o, "binaryData."+k, "key is also in data"))
 			return
 		}
 		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil {
-			errs = append(errs, o.fieldError("binaryData."+k, "invalid base64"))
+			errs = append(errs, fieldError(o, "binaryData."+k, "invalid base64"))
 			return
 		}
 		out[k] = string(b)
@@ -57,20 +57,20 @@ func ConfigMapData(o Object) (map[string]string, error) {
 // eachString calls fn for every key of the mapping at field, in key order,
 // and fails when the field is not a mapping of strings. Values must be strings
 // (the API server refuses numbers there: quote them).
-func (o Object) eachString(field string, fn func(k, v string)) diag.List {
+func eachString(o Object, field string, fn func(k, v string)) diag.List {
 	raw, ok := o.Content[field]
 	if !ok || raw == nil {
 		return nil
 	}
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return diag.List{o.fieldError(field, fmt.Sprintf("must be a mapping, got %s", typeName(raw)))}
+		return diag.List{fieldError(o, field, fmt.Sprintf("must be a mapping, got %s", typeName(raw)))}
 	}
 	var errs diag.List
 	for _, k := range sortedKeys(m) {
 		s, ok := m[k].(string)
 		if !ok {
-			errs = append(errs, o.fieldError(field+"."+k, fmt.Sprintf("must be a string, got %s (quote it)", typeName(m[k]))))
+			errs = append(errs, fieldError(o, field+"."+k, fmt.Sprintf("must be a string, got %s (quote it)", typeName(m[k]))))
 			continue
 		}
 		fn(k, s)
@@ -78,10 +78,28 @@ func (o Object) eachString(field string, fn func(k, v string)) diag.List {
 	return errs
 }
 
-func (o Object) fieldError(field, msg string) *diag.Error {
+func fieldError(o Object, field, msg string) *diag.Error {
 	return &diag.Error{File: o.File, Line: o.Line, Object: o.ID(), Field: field, Msg: msg}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64, float64:
+		return "a number"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
 }
