@@ -11,21 +11,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/planner"
-	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/state"
 )
 
-// ARM is the part of an ARM client the executor uses; *azure.Client
+// ARM is the ARM client the executor uses (aso.ARM); *azure.Client
 // implements it.
-type ARM interface {
-	Get(ctx context.Context, id, apiVersion string) ([]byte, error)
-	Put(ctx context.Context, id, apiVersion string, body []byte) ([]byte, error)
-	Delete(ctx context.Context, id, apiVersion string) error
-	Post(ctx context.Context, path, apiVersion string, body []byte) ([]byte, error)
-	List(ctx context.Context, collectionPath, apiVersion string) ([]json.RawMessage, error)
-}
+type ARM = aso.ARM
 
 // Clients returns the ARM client for a plan's credential name ("global" or
 // "namespace/secret").
