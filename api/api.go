@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -66,20 +67,20 @@ const MaxRunsLimit = 10000
 // Resource is a resource as the API shows it: secret exports by name only,
 // never the applied-body hash.
 type Resource struct {
-	Namespace  string          `json:"namespace"`
-	Group      string          `json:"group"`
-	Version    string          `json:"version,omitempty"`
-	Kind       string          `json:"kind"`
-	Name       string          `json:"name"`
-	ARMID      string          `json:"armId,omitempty"`
-	APIVersion string          `json:"apiVersion,omitempty"`
-	File       string          `json:"file,omitempty"`
-	Credential string          `json:"credential,omitempty"`
-	Policy     string          `json:"policy,omitempty"`
-	Generation int64           `json:"generation"`
-	Revision   string          `json:"revision,omitempty"`
-	UpdatedAt  time.Time       `json:"updatedAt"`
-	Ready      state.Condition `json:"ready"`
+	Namespace  string           `json:"namespace"`
+	Group      string           `json:"group"`
+	Version    string           `json:"version,omitempty"`
+	Kind       string           `json:"kind"`
+	Name       string           `json:"name"`
+	ARMID      string           `json:"armId,omitempty"`
+	APIVersion string           `json:"apiVersion,omitempty"`
+	File       string           `json:"file,omitempty"`
+	Credential string           `json:"credential,omitempty"`
+	Policy     string           `json:"policy,omitempty"`
+	Generation int64            `json:"generation"`
+	Revision   string           `json:"revision,omitempty"`
+	UpdatedAt  time.Time        `json:"updatedAt"`
+	Ready      record.Condition `json:"ready"`
 	// Outputs are the non-secret exported values, "configmap/key" → value.
 	Outputs map[string]string `json:"outputs"`
 	// SecretOutputs names the exported secret values, "secret/key"; values
@@ -182,12 +183,12 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	ready, err := state.ParseReady(q.Get("ready"))
+	ready, err := record.ParseReady(q.Get("ready"))
 	if err != nil {
 		s.writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("invalid ready=%q: want true, false or unknown", q.Get("ready")))
 		return
 	}
-	rs, err := s.db.Resources(state.Filter{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Ready: ready})
+	rs, err := s.db.Resources(record.Filter{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Ready: ready})
 	if err != nil {
 		s.internal(w, r, err)
 		return
@@ -208,12 +209,12 @@ func (s *server) getResource(w http.ResponseWriter, r *http.Request) {
 	if group != "" {
 		kindFilter = group + "/" + kind
 	}
-	rs, err := s.db.Resources(state.Filter{Namespace: ns, Kind: kindFilter})
+	rs, err := s.db.Resources(record.Filter{Namespace: ns, Kind: kindFilter})
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	var found []state.Resource
+	var found []record.Resource
 	for _, res := range rs {
 		if res.Name == name {
 			found = append(found, res)
@@ -234,7 +235,7 @@ func (s *server) getResource(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func view(r state.Resource, withBody bool) Resource {
+func view(r record.Resource, withBody bool) Resource {
 	out := Resource{
 		Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
 		ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: r.Policy,
@@ -242,7 +243,7 @@ func view(r state.Resource, withBody bool) Resource {
 		Outputs: r.Outputs, SecretOutputs: slices.Clone(r.SecretOutputs),
 	}
 	if out.Ready.Type == "" {
-		out.Ready = state.Condition{Type: state.ConditionReady, Status: state.StatusUnknown}
+		out.Ready = record.Condition{Type: record.ConditionReady, Status: record.StatusUnknown}
 	}
 	if out.Outputs == nil {
 		out.Outputs = map[string]string{}
@@ -272,10 +273,10 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if runs == nil {
-		runs = []state.Run{}
+		runs = []record.Run{}
 	}
 	s.writeJSON(w, http.StatusOK, struct {
-		Items []state.Run `json:"items"`
+		Items []record.Run `json:"items"`
 	}{runs})
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gitaso/gitaso/api"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -52,8 +53,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func resource(ns, group, kind, name, status, severity, reason string) state.Resource {
-	return state.Resource{
+func resource(ns, group, kind, name, status, severity, reason string) record.Resource {
+	return record.Resource{
 		Namespace: ns, Group: group, Version: "v1", Kind: kind, Name: name,
 		ARMID:       "/subscriptions/s/resourceGroups/rg/providers/X/" + name,
 		APIVersion:  "2023-01-01",
@@ -61,7 +62,7 @@ func resource(ns, group, kind, name, status, severity, reason string) state.Reso
 		AppliedHash: "sha256:" + secretValue, // must never be served
 		AppliedBody: json.RawMessage(`{"location":"westeurope"}`),
 		Generation:  2,
-		Ready:       state.Condition{Type: "Ready", Status: status, Severity: severity, Reason: reason, ObservedGeneration: 2, LastTransitionTime: t0},
+		Ready:       record.Condition{Type: "Ready", Status: status, Severity: severity, Reason: reason, ObservedGeneration: 2, LastTransitionTime: t0},
 		Revision:    "rev1",
 		UpdatedAt:   t0,
 		Policy:      "manage",
@@ -99,7 +100,7 @@ func seedState(t *testing.T, db *state.DB) {
 	my := resource("team-a", "dbformysql.azure.com", "FlexibleServer", "db", "True", "", "Succeeded")
 	rg := resource("platform", "resources.azure.com", "ResourceGroup", "rg-team-a", "True", "", "Succeeded")
 	err := db.Update(func(w *state.Writer) error {
-		for _, r := range []state.Resource{id, sa, pg, my, rg} {
+		for _, r := range []record.Resource{id, sa, pg, my, rg} {
 			if err := w.PutResource(r); err != nil {
 				return err
 			}
@@ -110,14 +111,14 @@ func seedState(t *testing.T, db *state.DB) {
 		if err := w.PutExports("team-a", "app-id-settings", map[string]string{"principalId": "0000-1111"}); err != nil {
 			return err
 		}
-		for i, o := range []state.Outcome{state.OutcomeSucceeded, state.OutcomeFailed, state.OutcomeSucceeded} {
-			run := &state.Run{Revision: "rev" + string(rune('1'+i)), Trigger: "interval", StartedAt: t0.Add(time.Duration(i) * time.Minute),
+		for i, o := range []record.Outcome{record.OutcomeSucceeded, record.OutcomeFailed, record.OutcomeSucceeded} {
+			run := &record.Run{Revision: "rev" + string(rune('1'+i)), Trigger: "interval", StartedAt: t0.Add(time.Duration(i) * time.Minute),
 				FinishedAt: t0.Add(time.Duration(i)*time.Minute + 1500*time.Millisecond), Outcome: o, Counts: map[string]int{"create": i}}
 			if err := w.PutRun(run); err != nil {
 				return err
 			}
 		}
-		if err := w.PutOperation(state.Operation{Key: sa.Key(), ARMID: sa.ARMID, Method: "PUT", StartedAt: t0}); err != nil {
+		if err := w.PutOperation(record.Operation{Key: sa.Key(), ARMID: sa.ARMID, Method: "PUT", StartedAt: t0}); err != nil {
 			return err
 		}
 		return w.SetPlan([]byte(`{"revision":"rev3","resources":[{"namespace":"team-a","kind":"StorageAccount","name":"appstore","action":"update"}]}`))
@@ -227,7 +228,7 @@ func TestResourceViewHidesSecrets(t *testing.T) {
 	if d := cmp.Diff([]string{"appstore-keys/key1"}, r.SecretOutputs); d != "" {
 		t.Errorf("secretOutputs (-want +got):\n%s", d)
 	}
-	want := state.Condition{Type: "Ready", Status: "False", Severity: "Warning", Reason: "AuthorizationFailed",
+	want := record.Condition{Type: "Ready", Status: "False", Severity: "Warning", Reason: "AuthorizationFailed",
 		Message: "client does not have authorization", ObservedGeneration: 2, LastTransitionTime: t0}
 	if d := cmp.Diff(want, r.Ready); d != "" {
 		t.Errorf("ready (-want +got):\n%s", d)
@@ -246,7 +247,7 @@ func TestResourceViewHidesSecrets(t *testing.T) {
 	}
 	// A resource without a condition shows Ready Unknown.
 	if err := f.db.Update(func(w *state.Writer) error {
-		return w.PutResource(state.Resource{Namespace: "team-c", Group: "g.azure.com", Kind: "K", Name: "fresh"})
+		return w.PutResource(record.Resource{Namespace: "team-c", Group: "g.azure.com", Kind: "K", Name: "fresh"})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -303,12 +304,12 @@ func TestGetResourceErrors(t *testing.T) {
 func TestRunsAndPlan(t *testing.T) {
 	f := newFixture(t, api.Options{}, true)
 	code, _, body := f.do(t, "GET", "/api/v1/runs", "")
-	runs := decode[struct{ Items []state.Run }](t, body).Items
-	if code != 200 || len(runs) != 3 || runs[0].Revision != "rev3" || runs[2].Revision != "rev1" || runs[1].Outcome != state.OutcomeFailed {
+	runs := decode[struct{ Items []record.Run }](t, body).Items
+	if code != 200 || len(runs) != 3 || runs[0].Revision != "rev3" || runs[2].Revision != "rev1" || runs[1].Outcome != record.OutcomeFailed {
 		t.Fatalf("runs: %d %s", code, body)
 	}
 	_, _, body = f.do(t, "GET", "/api/v1/runs?limit=1", "")
-	if runs := decode[struct{ Items []state.Run }](t, body).Items; len(runs) != 1 || runs[0].ID != 3 {
+	if runs := decode[struct{ Items []record.Run }](t, body).Items; len(runs) != 1 || runs[0].ID != 3 {
 		t.Errorf("limit=1: %s", body)
 	}
 	for _, bad := range []string{"0", "-1", "x", "10001"} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gitaso/gitaso/api"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -349,24 +350,24 @@ func TestMetricsHeld(t *testing.T) {
 		t.Fatalf("no %s in\n%s", name, body)
 		return ""
 	}
-	put := func(r *state.Run) {
+	put := func(r *record.Run) {
 		t.Helper()
 		if err := f.db.Update(func(w *state.Writer) error { return w.PutRun(r) }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	hold := &state.Hold{Reason: state.HoldMassDeletion, Message: "too many", Deletions: 30, Managed: 40}
-	put(&state.Run{Revision: "rev4", StartedAt: t0.Add(time.Hour), FinishedAt: t0.Add(time.Hour + time.Second), Outcome: state.OutcomeHeld, Held: hold})
+	hold := &record.Hold{Reason: record.HoldMassDeletion, Message: "too many", Deletions: 30, Managed: 40}
+	put(&record.Run{Revision: "rev4", StartedAt: t0.Add(time.Hour), FinishedAt: t0.Add(time.Hour + time.Second), Outcome: record.OutcomeHeld, Held: hold})
 	if a, b, c := metric("gitaso_revision_held"), metric("gitaso_deletions_held"), metric(`gitaso_runs_total{outcome="held"}`); a != "1" || b != "30" || c != "1" {
 		t.Errorf("after a held run: revision_held %s, deletions_held %s, runs_total{held} %s", a, b, c)
 	}
 	// A run in progress does not hide the finished one.
-	running := &state.Run{Revision: "rev4", StartedAt: t0.Add(2 * time.Hour)}
+	running := &record.Run{Revision: "rev4", StartedAt: t0.Add(2 * time.Hour)}
 	put(running)
 	if a, b := metric("gitaso_revision_held"), metric("gitaso_deletions_held"); a != "1" || b != "30" {
 		t.Errorf("while a run is in progress: revision_held %s, deletions_held %s", a, b)
 	}
-	running.FinishedAt, running.Outcome = t0.Add(2*time.Hour+time.Second), state.OutcomeSucceeded
+	running.FinishedAt, running.Outcome = t0.Add(2*time.Hour+time.Second), record.OutcomeSucceeded
 	put(running)
 	if a, b := metric("gitaso_revision_held"), metric("gitaso_deletions_held"); a != "0" || b != "0" {
 		t.Errorf("after the approved run: revision_held %s, deletions_held %s", a, b)

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // metrics writes the Prometheus text exposition format (version 0.0.4) by
@@ -41,11 +41,11 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 	}
 	header("gitaso_resources", "gauge", "Resources in state by the status of their Ready condition.")
-	for _, st := range []string{state.StatusTrue, state.StatusFalse, state.StatusUnknown} {
+	for _, st := range []string{record.StatusTrue, record.StatusFalse, record.StatusUnknown} {
 		fmt.Fprintf(&b, "gitaso_resources{ready=%q} %d\n", st, ready[st])
 	}
 	header("gitaso_runs_total", "counter", "Reconcile runs finished, by outcome.")
-	for _, o := range state.Outcomes {
+	for _, o := range record.Outcomes {
 		fmt.Fprintf(&b, "gitaso_runs_total{outcome=%q} %d\n", string(o), totals[o])
 	}
 	var last, dur float64
@@ -70,7 +70,7 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 		if run.Outcome == "" {
 			continue
 		}
-		if run.Outcome == state.OutcomeHeld {
+		if run.Outcome == record.OutcomeHeld {
 			held = 1
 			if run.Held != nil {
 				deletions = run.Held.Deletions

@@ -13,6 +13,7 @@ import (
 	"github.com/gitaso/gitaso/internal/gittest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -71,9 +72,9 @@ func (e *env) runApproved(refresh bool) *reconcile.Report {
 	return rep
 }
 
-func (e *env) resource(ns, group, kind, name string) state.Resource {
+func (e *env) resource(ns, group, kind, name string) record.Resource {
 	e.t.Helper()
-	r, ok, err := e.db.Resource(state.ResourceKey(ns, group, kind, name))
+	r, ok, err := e.db.Resource(record.ResourceKey(ns, group, kind, name))
 	if err != nil || !ok {
 		e.t.Fatalf("state has no %s/%s/%s (err %v)", ns, kind, name, err)
 	}
@@ -200,7 +201,7 @@ func TestEndToEnd(t *testing.T) {
 	// the role assignment's principalId is known only after the identity.
 	rev1 := e.commit("platform", map[string]string{"rgs.yaml": platformRG, "identity.yaml": identity, "storage.yaml": storage})
 	rep := e.run(false)
-	if rep.Run.Revision != rev1 || rep.Run.Outcome != state.OutcomeSucceeded {
+	if rep.Run.Revision != rev1 || rep.Run.Outcome != record.OutcomeSucceeded {
 		t.Fatalf("run 1: revision %s outcome %s error %s", rep.Run.Revision, rep.Run.Outcome, rep.Run.Error)
 	}
 	if got := rep.Plan.Summary()[planner.Create]; got != 8 {
@@ -248,7 +249,7 @@ func TestEndToEnd(t *testing.T) {
 	if _, err := e.cli.Get(context.Background(), containerID, "2023-01-01"); !errors.Is(err, azure.ErrNotFound) {
 		t.Errorf("container still in ARM: %v", err)
 	}
-	if _, ok, _ := e.db.Resource(state.ResourceKey("platform", "storage.azure.com", "StorageAccountsBlobServicesContainer", "audit")); ok {
+	if _, ok, _ := e.db.Resource(record.ResourceKey("platform", "storage.azure.com", "StorageAccountsBlobServicesContainer", "audit")); ok {
 		t.Error("container still in state")
 	}
 
@@ -290,11 +291,11 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("last good revision %s, want %s", now, good)
 	}
 	runs, _ := e.db.Runs(1)
-	if len(runs) != 1 || runs[0].Revision != bad || runs[0].Outcome != state.OutcomeRefused {
+	if len(runs) != 1 || runs[0].Revision != bad || runs[0].Outcome != record.OutcomeRefused {
 		t.Errorf("latest run %+v", runs)
 	}
 	e.commit("fix", map[string]string{"rgs.yaml": platformRG, "broken.yaml": ""})
-	if rep := e.run(false); rep.Run.Outcome != state.OutcomeSucceeded || rep.Plan.HasChanges() {
+	if rep := e.run(false); rep.Run.Outcome != record.OutcomeSucceeded || rep.Plan.HasChanges() {
 		t.Errorf("after the fix: %s, changes %v", rep.Run.Outcome, rep.Plan.Summary())
 	}
 }
@@ -348,7 +349,7 @@ spec:
 `
 	e.commit("teams", map[string]string{"rgs.yaml": platformRG, "team-a/cred.yaml": cred, "team-a/storage.yaml": accounts})
 	rep := e.run(false)
-	if rep.Run.Outcome != state.OutcomePartial {
+	if rep.Run.Outcome != record.OutcomePartial {
 		t.Errorf("outcome %s, want partial", rep.Run.Outcome)
 	}
 	ok := e.resource("team-a", "storage.azure.com", "StorageAccount", "teamadata")

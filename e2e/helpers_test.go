@@ -13,6 +13,7 @@ import (
 	"github.com/gitaso/gitaso/internal/gittest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
@@ -53,9 +54,9 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 }
 
 // lookup returns a resource from state and whether it is there.
-func (e *env) lookup(ns, group, kind, name string) (state.Resource, bool) {
+func (e *env) lookup(ns, group, kind, name string) (record.Resource, bool) {
 	e.t.Helper()
-	r, ok, err := e.db.Resource(state.ResourceKey(ns, group, kind, name))
+	r, ok, err := e.db.Resource(record.ResourceKey(ns, group, kind, name))
 	if err != nil {
 		e.t.Fatalf("state: %v", err)
 	}
@@ -107,7 +108,7 @@ func (e *env) exists(id, apiVersion string) bool {
 // planned returns the plan entry of a resource, failing when it is absent.
 func planned(t *testing.T, p *planner.Plan, ns, group, kind, name string) *planner.Resource {
 	t.Helper()
-	r := p.Get(state.ResourceKey(ns, group, kind, name))
+	r := p.Get(record.ResourceKey(ns, group, kind, name))
 	if r == nil {
 		t.Fatalf("plan has no %s/%s/%s", ns, kind, name)
 	}

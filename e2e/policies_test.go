@@ -8,7 +8,7 @@ import (
 
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 const (
@@ -96,7 +96,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Run.Outcome != state.OutcomeSucceeded {
+	if rep.Run.Outcome != record.OutcomeSucceeded {
 		t.Fatalf("outcome %s: %s", rep.Run.Outcome, rep.Run.Error)
 	}
 	if got := rep.Plan.Summary()[planner.Adopt]; got != 2 {
@@ -117,7 +117,7 @@ spec:
 	for _, kind := range [][2]string{{rgGroup, "ResourceGroup"}, {uaiGroup, "UserAssignedIdentity"}} {
 		name := map[string]string{"ResourceGroup": "legacy-rg", "UserAssignedIdentity": "legacy-identity"}[kind[1]]
 		r := e.resource("platform", kind[0], kind[1], name)
-		if r.Ready.Status != state.StatusTrue || r.AppliedHash == "" || r.Policy != planner.PolicyManage {
+		if r.Ready.Status != record.StatusTrue || r.AppliedHash == "" || r.Policy != planner.PolicyManage {
 			t.Errorf("%s after adoption: ready %+v, hash %q, policy %q", name, r.Ready, r.AppliedHash, r.Policy)
 		}
 	}
@@ -245,24 +245,24 @@ spec:
 		}
 	}
 	shared := e.resource("platform", rgGroup, "ResourceGroup", "shared-rg")
-	if shared.Ready.Status != state.StatusTrue || shared.Policy != planner.PolicySkip || shared.AppliedHash != "" {
+	if shared.Ready.Status != record.StatusTrue || shared.Policy != planner.PolicySkip || shared.AppliedHash != "" {
 		t.Errorf("shared-rg: %+v policy %q hash %q", shared.Ready, shared.Policy, shared.AppliedHash)
 	}
 	missing := e.resource("platform", rgGroup, "ResourceGroup", "missing-rg")
-	if c := missing.Ready; c.Status != state.StatusFalse || c.Severity != state.SeverityWarning || c.Reason != "AzureResourceNotFound" ||
+	if c := missing.Ready; c.Status != record.StatusFalse || c.Severity != record.SeverityWarning || c.Reason != "AzureResourceNotFound" ||
 		!strings.Contains(c.Message, "missing-rg") {
 		t.Errorf("missing-rg: %+v, want Warning AzureResourceNotFound", c)
 	}
-	if rep.Run.Outcome != state.OutcomePartial {
+	if rep.Run.Outcome != record.OutcomePartial {
 		t.Errorf("outcome %s, want partial (missing-rg not found)", rep.Run.Outcome)
 	}
 	// The skipped identity's export feeds the managed role assignment.
 	uai := e.resource("platform", uaiGroup, "UserAssignedIdentity", "shared-identity")
-	if uai.Ready.Status != state.StatusTrue || uai.Outputs["shared-identity-settings/principalId"] != principal {
+	if uai.Ready.Status != record.StatusTrue || uai.Outputs["shared-identity-settings/principalId"] != principal {
 		t.Errorf("skipped identity: %+v outputs %v, want principalId %s", uai.Ready, uai.Outputs, principal)
 	}
 	raState := e.resource("platform", raGroup, "RoleAssignment", "shared-reader")
-	if raState.Ready.Status != state.StatusTrue {
+	if raState.Ready.Status != record.StatusTrue {
 		t.Fatalf("role assignment: %+v", raState.Ready)
 	}
 	if body := mustGet(t, e, raState.ARMID, "2022-04-01"); !strings.Contains(string(body), principal) {
@@ -274,7 +274,7 @@ spec:
 	e.mustPut(e.rgID("missing-rg"), rgAPI, `{"location":"westeurope"}`)
 	e.emu.ResetStats()
 	e.run(false)
-	if c := e.resource("platform", rgGroup, "ResourceGroup", "missing-rg").Ready; c.Status != state.StatusTrue {
+	if c := e.resource("platform", rgGroup, "ResourceGroup", "missing-rg").Ready; c.Status != record.StatusTrue {
 		t.Errorf("missing-rg once created: %+v", c)
 	}
 	if w := e.writes(); len(w) != 0 {
@@ -286,7 +286,7 @@ spec:
 	e.emu.ResetStats()
 	e.commit("drop", map[string]string{"skipped.yaml": "", "reader.yaml": ""})
 	rep = e.runApproved(false) // the repository is empty: held unless approved
-	if rep.Run.Outcome != state.OutcomeSucceeded {
+	if rep.Run.Outcome != record.OutcomeSucceeded {
 		t.Errorf("outcome %s: %s", rep.Run.Outcome, rep.Run.Error)
 	}
 	if w := e.writes(); len(w) != 1 || w[0] != "DELETE "+strings.ToLower(raState.ARMID) {
@@ -348,13 +348,13 @@ spec:
 `
 	e.commit("detach", map[string]string{"detach.yaml": manifests, "keep.yaml": placeholder})
 	rep := e.run(false)
-	if rep.Run.Outcome != state.OutcomeSucceeded || rep.Plan.Summary()[planner.Create] != 3 {
+	if rep.Run.Outcome != record.OutcomeSucceeded || rep.Plan.Summary()[planner.Create] != 3 {
 		t.Fatalf("outcome %s (%s), plan %v", rep.Run.Outcome, rep.Run.Error, rep.Plan.Summary())
 	}
 	rgID := e.rgID("keep-rg")
 	keepID := rgID + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/keep-identity"
 	managedID := rgID + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/managed-identity"
-	if r := e.resource("platform", rgGroup, "ResourceGroup", "keep-rg"); r.Policy != planner.PolicyDetachOnDelete || r.Ready.Status != state.StatusTrue {
+	if r := e.resource("platform", rgGroup, "ResourceGroup", "keep-rg"); r.Policy != planner.PolicyDetachOnDelete || r.Ready.Status != record.StatusTrue {
 		t.Errorf("keep-rg: policy %q ready %+v", r.Policy, r.Ready)
 	}
 
@@ -390,7 +390,7 @@ spec:
 	if e.exists(managedID, uaiAPI) {
 		t.Error("the managed identity was not deleted")
 	}
-	if rep.Run.Outcome != state.OutcomeSucceeded {
+	if rep.Run.Outcome != record.OutcomeSucceeded {
 		t.Errorf("outcome %s: %s", rep.Run.Outcome, rep.Run.Error)
 	}
 }
@@ -442,7 +442,7 @@ func TestDefaultReconcilePolicy(t *testing.T) {
 			t.Errorf("%s: policy %q action %s, want %q %s", name, r.Policy, r.Action, w.policy, w.action)
 		}
 		s := e.resource(w.ns, rgGroup, "ResourceGroup", name)
-		if s.Policy != w.policy || s.Ready.Status != state.StatusTrue {
+		if s.Policy != w.policy || s.Ready.Status != record.StatusTrue {
 			t.Errorf("%s in state: policy %q ready %+v", name, s.Policy, s.Ready)
 		}
 		if w.action == planner.Create {
@@ -476,7 +476,7 @@ func TestDefaultReconcilePolicy(t *testing.T) {
 			t.Errorf("%s deleted", name)
 		}
 	}
-	if rs, _ := e.db.Resources(state.Filter{}); len(rs) != 0 {
+	if rs, _ := e.db.Resources(record.Filter{}); len(rs) != 0 {
 		t.Errorf("state still holds %d resources", len(rs))
 	}
 }

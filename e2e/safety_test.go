@@ -11,7 +11,7 @@ import (
 
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // Nothing lost, whatever the commit: moves, the deletion guard and the
@@ -102,7 +102,7 @@ func TestMoveKeepsAzureResources(t *testing.T) {
 				}
 			}
 			moved := planned(t, rep.Plan, tc.ns, "resources.azure.com", "ResourceGroup", tc.rg)
-			if moved.Action != planner.Move || moved.MovedFrom != state.ResourceKey("team-a", "resources.azure.com", "ResourceGroup", "data-rg") {
+			if moved.Action != planner.Move || moved.MovedFrom != record.ResourceKey("team-a", "resources.azure.com", "ResourceGroup", "data-rg") {
 				t.Errorf("resource group planned %s from %q, want move from team-a's", moved.Action, moved.MovedFrom)
 			}
 			for _, r := range rep.Plan.Resources {
@@ -119,7 +119,7 @@ func TestMoveKeepsAzureResources(t *testing.T) {
 				t.Fatal("resource group gone")
 			}
 			// State follows the manifests: new keys Ready, old keys gone.
-			rs, err := e.db.Resources(state.Filter{})
+			rs, err := e.db.Resources(record.Filter{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestMoveKeepsAzureResources(t *testing.T) {
 				t.Errorf("state holds %d resources, want 3", len(rs))
 			}
 			for _, r := range rs {
-				if r.Namespace != tc.ns || r.Ready.Status != state.StatusTrue {
+				if r.Namespace != tc.ns || r.Ready.Status != record.StatusTrue {
 					t.Errorf("state %s: namespace %s ready %s %s", r.Key(), r.Namespace, r.Ready.Status, r.Ready.Message)
 				}
 			}
@@ -181,7 +181,7 @@ func TestDeletionGuard(t *testing.T) {
 	e.emu.ResetStats()
 	rev := e.commit("drop most", map[string]string{"old.yaml": "", "new.yaml": groups("new", 1)})
 	rep := e.run(true)
-	if rep.Run.Outcome != state.OutcomeHeld || rep.Run.Held == nil || rep.Run.Held.Reason != state.HoldMassDeletion {
+	if rep.Run.Outcome != record.OutcomeHeld || rep.Run.Held == nil || rep.Run.Held.Reason != record.HoldMassDeletion {
 		t.Fatalf("outcome %s (%+v), want held for a mass deletion", rep.Run.Outcome, rep.Run.Held)
 	}
 	if h := rep.Run.Held; h.Deletions != 6 || h.Managed != 8 || len(h.Keys) != 6 {
@@ -193,11 +193,11 @@ func TestDeletionGuard(t *testing.T) {
 	if w := e.writes(); len(w) != 0 {
 		t.Errorf("a held revision wrote %v", w)
 	}
-	if rs, _ := e.db.Resources(state.Filter{}); len(rs) != 8 {
+	if rs, _ := e.db.Resources(record.Filter{}); len(rs) != 8 {
 		t.Errorf("state holds %d resources, want 8", len(rs))
 	}
 	runs, _ := e.db.Runs(1)
-	if len(runs) != 1 || runs[0].Outcome != state.OutcomeHeld || runs[0].Revision != rev || runs[0].Held == nil {
+	if len(runs) != 1 || runs[0].Outcome != record.OutcomeHeld || runs[0].Revision != rev || runs[0].Held == nil {
 		t.Errorf("recorded run %+v, want the held one", runs)
 	}
 	var text strings.Builder
@@ -206,7 +206,7 @@ func TestDeletionGuard(t *testing.T) {
 		t.Errorf("text plan does not show the hold:\n%s", text.String())
 	}
 	// Held again on the next poll: holding is not a one-off.
-	if rep := e.run(false); rep.Run.Outcome != state.OutcomeHeld {
+	if rep := e.run(false); rep.Run.Outcome != record.OutcomeHeld {
 		t.Errorf("second run %s, want held", rep.Run.Outcome)
 	}
 
@@ -238,19 +238,19 @@ func TestDeletionGuard(t *testing.T) {
 	e.emu.ResetStats()
 	e.commit("drop all", map[string]string{"keep.yaml": "", "new.yaml": "", "README.md": "moved elsewhere\n"})
 	rep = e.run(true)
-	if rep.Run.Outcome != state.OutcomeHeld || rep.Run.Held.Reason != state.HoldEmpty {
+	if rep.Run.Outcome != record.OutcomeHeld || rep.Run.Held.Reason != record.HoldEmpty {
 		t.Fatalf("emptied repository: %s %+v, want held (empty revision)", rep.Run.Outcome, rep.Run.Held)
 	}
 	// The path itself gone: held, saying so.
 	e.commit("drop path", map[string]string{"README.md": ""})
 	rep = e.run(true)
-	if rep.Run.Outcome != state.OutcomeHeld || rep.Run.Held.Reason != state.HoldPathMissing || !strings.Contains(rep.Run.Held.Message, "clusters/snd") {
+	if rep.Run.Outcome != record.OutcomeHeld || rep.Run.Held.Reason != record.HoldPathMissing || !strings.Contains(rep.Run.Held.Message, "clusters/snd") {
 		t.Fatalf("path removed: %s %+v, want held (path missing)", rep.Run.Outcome, rep.Run.Held)
 	}
 	if w := e.writes(); len(w) != 0 {
 		t.Errorf("the emptied repository wrote %v", w)
 	}
-	if rs, _ := e.db.Resources(state.Filter{}); len(rs) != 3 {
+	if rs, _ := e.db.Resources(record.Filter{}); len(rs) != 3 {
 		t.Errorf("state holds %d resources, want 3", len(rs))
 	}
 }
@@ -305,7 +305,7 @@ spec:
 	e.emu.ResetStats()
 	rev := e.commit("drop", map[string]string{"rgs.yaml": strings.Split(rgs, "---")[2]})
 	rep := e.run(true)
-	if rep.Run.Outcome != state.OutcomeHeld || rep.Run.Held.Reason != state.HoldUnmanagedChildren {
+	if rep.Run.Outcome != record.OutcomeHeld || rep.Run.Held.Reason != record.HoldUnmanagedChildren {
 		t.Fatalf("outcome %s %+v, want held for unmanaged children", rep.Run.Outcome, rep.Run.Held)
 	}
 	if !slices.ContainsFunc(rep.Run.Held.Unmanaged, func(s string) bool { return strings.EqualFold(s, foreign) }) {
@@ -384,7 +384,7 @@ spec:
 	e.emu.ResetStats()
 	e.commit("drop namespace", map[string]string{"sb.yaml": strings.Split(sb, "---")[0]})
 	rep := e.run(true)
-	if rep.Run.Outcome != state.OutcomeHeld {
+	if rep.Run.Outcome != record.OutcomeHeld {
 		t.Fatalf("outcome %s %s, want held", rep.Run.Outcome, rep.Run.Error)
 	}
 	if got := rep.Run.Held.Unmanaged; len(got) != 1 || !strings.EqualFold(got[0], foreign) {
@@ -417,18 +417,18 @@ func TestDaemonHoldsRemovedPath(t *testing.T) {
 	defer func() { cancel(); <-done }()
 	waitFor(t, func() bool {
 		r, ok := e.lookup("platform", "resources.azure.com", "ResourceGroup", "only-00")
-		return ok && r.Ready.Status == state.StatusTrue
+		return ok && r.Ready.Status == record.StatusTrue
 	})
 	rev := e.commit("remove path", map[string]string{"rg.yaml": ""})
 	waitFor(t, func() bool {
 		runs, _ := e.db.Runs(1)
-		return len(runs) == 1 && runs[0].Revision == rev && runs[0].Outcome == state.OutcomeHeld
+		return len(runs) == 1 && runs[0].Revision == rev && runs[0].Outcome == record.OutcomeHeld
 	})
 	time.Sleep(300 * time.Millisecond) // several polls
 	runs, _ := e.db.Runs(0)
 	held := 0
 	for _, r := range runs {
-		if r.Outcome == state.OutcomeHeld {
+		if r.Outcome == record.OutcomeHeld {
 			held++
 		}
 	}
@@ -456,7 +456,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func (e *env) runSucceeds(t *testing.T, what string) *reconcile.Report {
 	t.Helper()
 	rep := e.run(true)
-	if rep.Run.Outcome != state.OutcomeSucceeded {
+	if rep.Run.Outcome != record.OutcomeSucceeded {
 		t.Fatalf("%s: %s %s", what, rep.Run.Outcome, rep.Run.Error)
 	}
 	return rep

@@ -14,6 +14,7 @@ import (
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
@@ -181,11 +182,11 @@ func applySampleSet(t *testing.T, dir string) {
 		t.Fatalf("apply: %v", err)
 	}
 	for _, rr := range rep.Result.Resources {
-		if rr.Ready.Status != state.StatusTrue {
+		if rr.Ready.Status != record.StatusTrue {
 			t.Errorf("%s: %s %s %s", rr.Resource.ID(), rr.Ready.Status, rr.Ready.Reason, rr.Ready.Message)
 		}
 	}
-	if rep.Run.Outcome != state.OutcomeSucceeded {
+	if rep.Run.Outcome != record.OutcomeSucceeded {
 		t.Errorf("outcome %s: %s", rep.Run.Outcome, rep.Run.Error)
 	}
 	// A second run finds nothing to do, also after reading Azure back.

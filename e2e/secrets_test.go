@@ -13,6 +13,7 @@ import (
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
@@ -84,7 +85,7 @@ spec:
 	if _, err := rec.Once(context.Background(), reconcile.Options{Trigger: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	r, _, _ := db.Resource(state.ResourceKey("db", "dbforpostgresql.azure.com", "FlexibleServer", "pg"))
+	r, _, _ := db.Resource(record.ResourceKey("db", "dbforpostgresql.azure.com", "FlexibleServer", "pg"))
 	if r.Ready.Reason != "PasswordNotComplex" || !strings.Contains(r.Ready.Message, "(sensitive value)") {
 		t.Errorf("Ready %+v: want ARM's code with the value redacted", r.Ready)
 	}

@@ -11,14 +11,14 @@ import (
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/reconcile"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // wantCond checks a stored Ready condition's status, severity and reason,
 // and that its message contains every fragment.
-func wantCond(t *testing.T, what string, c state.Condition, status, severity, reason string, fragments ...string) {
+func wantCond(t *testing.T, what string, c record.Condition, status, severity, reason string, fragments ...string) {
 	t.Helper()
-	if c.Type != state.ConditionReady || c.Status != status || c.Severity != severity || c.Reason != reason {
+	if c.Type != record.ConditionReady || c.Status != status || c.Severity != severity || c.Reason != reason {
 		t.Errorf("%s: %s/%s/%s %q, want %s/%s/%s", what, c.Status, c.Severity, c.Reason, c.Message, status, severity, reason)
 		return
 	}
@@ -85,14 +85,14 @@ spec:
 	uaiID := rgID + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/team-c-identity"
 	e.emu.ResetStats()
 	rep := e.run(false)
-	if rep.Run.Outcome != state.OutcomeFailed {
+	if rep.Run.Outcome != record.OutcomeFailed {
 		t.Errorf("outcome %s, want failed", rep.Run.Outcome)
 	}
 	rg := e.resource("team-c", rgGroup, "ResourceGroup", "team-c-rg")
 	uai := e.resource("team-c", uaiGroup, "UserAssignedIdentity", "team-c-identity")
-	wantCond(t, "denied group", rg.Ready, state.StatusFalse, state.SeverityWarning, "AuthorizationFailed",
+	wantCond(t, "denied group", rg.Ready, record.StatusFalse, record.SeverityWarning, "AuthorizationFailed",
 		team.ObjectID, "Microsoft.Resources/subscriptions/resourceGroups/write")
-	wantCond(t, "identity", uai.Ready, state.StatusFalse, state.SeverityWarning, "WaitingForOwner",
+	wantCond(t, "identity", uai.Ready, record.StatusFalse, record.SeverityWarning, "WaitingForOwner",
 		"team-c/ResourceGroup/team-c-rg", firstLineOf(rg.Ready.Message))
 	if w := e.writes(); len(w) != 1 || w[0] != "PUT "+strings.ToLower(rgID) {
 		t.Errorf("writes %v, want only the denied PUT of the group", w)
@@ -113,13 +113,13 @@ spec:
 	}
 	e.emu.ResetStats()
 	rep = e.run(false)
-	if rep.Run.Outcome != state.OutcomeSucceeded {
+	if rep.Run.Outcome != record.OutcomeSucceeded {
 		t.Fatalf("after the grant: %s %s", rep.Run.Outcome, rep.Run.Error)
 	}
 	rg = e.resource("team-c", rgGroup, "ResourceGroup", "team-c-rg")
 	uai = e.resource("team-c", uaiGroup, "UserAssignedIdentity", "team-c-identity")
-	wantCond(t, "group after the grant", rg.Ready, state.StatusTrue, "", "Succeeded")
-	wantCond(t, "identity after the grant", uai.Ready, state.StatusTrue, "", "Succeeded")
+	wantCond(t, "group after the grant", rg.Ready, record.StatusTrue, "", "Succeeded")
+	wantCond(t, "identity after the grant", uai.Ready, record.StatusTrue, "", "Succeeded")
 	if !rg.Ready.LastTransitionTime.After(since) {
 		t.Errorf("lastTransitionTime %v did not move on False → True (was %v)", rg.Ready.LastTransitionTime, since)
 	}
@@ -134,7 +134,7 @@ spec:
 	e.commit("tag", map[string]string{"team-c.yaml": strings.Replace(manifests, "  location: westeurope\n---", "  location: westeurope\n  tags: {team: c}\n---", 1)})
 	e.run(false)
 	rg = e.resource("team-c", rgGroup, "ResourceGroup", "team-c-rg")
-	if rg.Ready.Status != state.StatusTrue || !rg.Ready.LastTransitionTime.Equal(readySince) {
+	if rg.Ready.Status != record.StatusTrue || !rg.Ready.LastTransitionTime.Equal(readySince) {
 		t.Errorf("changed group: %+v, want True since %v", rg.Ready, readySince)
 	}
 }
@@ -194,7 +194,7 @@ spec:
 		return out
 	}
 	e.run(false)
-	wantCond(t, "failing group", e.resource("platform", rgGroup, "ResourceGroup", "failing-rg").Ready, state.StatusFalse, state.SeverityWarning, "Conflict", msg)
+	wantCond(t, "failing group", e.resource("platform", rgGroup, "ResourceGroup", "failing-rg").Ready, record.StatusFalse, record.SeverityWarning, "Conflict", msg)
 	first := gens()
 	for n, g := range first {
 		if g != 1 {
@@ -212,7 +212,7 @@ spec:
 	if now := gens(); now["failing-rg"] != 2 || now["observed-rg"] != 1 || now["steady-rg"] != 1 {
 		t.Errorf("generations after changing failing-rg: %v, want 2, 1, 1", now)
 	}
-	if c := e.resource("platform", rgGroup, "ResourceGroup", "failing-rg").Ready; c.Status != state.StatusTrue {
+	if c := e.resource("platform", rgGroup, "ResourceGroup", "failing-rg").Ready; c.Status != record.StatusTrue {
 		t.Errorf("failing-rg after the fix: %+v", c)
 	}
 }
@@ -335,7 +335,7 @@ spec:
 	e.commit("app", map[string]string{"rgs.yaml": platformRG, "app.yaml": manifests})
 	e.emu.ResetStats()
 	rep := e.run(false)
-	if rep.Run.Outcome != state.OutcomePartial {
+	if rep.Run.Outcome != record.OutcomePartial {
 		t.Errorf("outcome %s, want partial", rep.Run.Outcome)
 	}
 	// The producers: ARM's code (retryable: Warning) and ARM's message, from
@@ -347,15 +347,15 @@ spec:
 	} {
 		r := e.resource("platform", p[0], p[1], p[2])
 		code := map[string]string{"app-identity": "ResourceOperationFailure", "appdata": "StorageAccountOperationFailed", "app-nsg": "NetworkSecurityGroupOperationFailed"}[p[2]]
-		wantCond(t, p[2], r.Ready, state.StatusFalse, state.SeverityWarning, code, msg)
+		wantCond(t, p[2], r.Ready, record.StatusFalse, record.SeverityWarning, code, msg)
 	}
 	ra := e.resource("platform", raGroup, "RoleAssignment", "app-reader")
-	wantCond(t, "role assignment", ra.Ready, state.StatusFalse, state.SeverityWarning, "ConfigMapNotFound", "platform/UserAssignedIdentity/app-identity", msg)
+	wantCond(t, "role assignment", ra.Ready, record.StatusFalse, record.SeverityWarning, "ConfigMapNotFound", "platform/UserAssignedIdentity/app-identity", msg)
 	sql := e.resource("platform", "sql.azure.com", "Server", "appsql")
-	wantCond(t, "sql server", sql.Ready, state.StatusFalse, state.SeverityWarning, "SecretNotFound", "platform/StorageAccount/appdata", msg)
+	wantCond(t, "sql server", sql.Ready, record.StatusFalse, record.SeverityWarning, "SecretNotFound", "platform/StorageAccount/appdata", msg)
 	subnet := e.resource("platform", "network.azure.com", "VirtualNetworksSubnet", "app-subnet")
-	wantCond(t, "subnet", subnet.Ready, state.StatusFalse, state.SeverityWarning, "ReferenceNotFound", "platform/NetworkSecurityGroup/app-nsg", msg)
-	if vnet := e.resource("platform", "network.azure.com", "VirtualNetwork", "app-vnet"); vnet.Ready.Status != state.StatusTrue {
+	wantCond(t, "subnet", subnet.Ready, record.StatusFalse, record.SeverityWarning, "ReferenceNotFound", "platform/NetworkSecurityGroup/app-nsg", msg)
+	if vnet := e.resource("platform", "network.azure.com", "VirtualNetwork", "app-vnet"); vnet.Ready.Status != record.StatusTrue {
 		t.Errorf("vnet: %+v", vnet.Ready)
 	}
 	for _, w := range e.writes() {
@@ -369,12 +369,12 @@ spec:
 	// Fault removed: the next run (same commit) applies everything.
 	e.emu.SetFaults(emulator.Faults{})
 	rep = e.run(false)
-	if rep.Run.Outcome != state.OutcomeSucceeded {
+	if rep.Run.Outcome != record.OutcomeSucceeded {
 		t.Fatalf("after the fix: %s %s", rep.Run.Outcome, rep.Run.Error)
 	}
-	rs, _ := e.db.Resources(state.Filter{})
+	rs, _ := e.db.Resources(record.Filter{})
 	for _, r := range rs {
-		if r.Ready.Status != state.StatusTrue || r.Ready.Severity != "" || r.Ready.Reason != "Succeeded" {
+		if r.Ready.Status != record.StatusTrue || r.Ready.Severity != "" || r.Ready.Reason != "Succeeded" {
 			t.Errorf("%s after the fix: %+v", r.Key(), r.Ready)
 		}
 	}
@@ -403,7 +403,7 @@ spec:
 `})
 	e.emu.ResetStats()
 	rep, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "test"})
-	if !errors.Is(err, reconcile.ErrRefused) || rep.Run.Outcome != state.OutcomeRefused {
+	if !errors.Is(err, reconcile.ErrRefused) || rep.Run.Outcome != record.OutcomeRefused {
 		t.Fatalf("outcome %s, err %v, want refused", rep.Run.Outcome, err)
 	}
 	for _, want := range []string{"other.yaml:", "spec.owner.armId", "SubscriptionMismatch", other, e.sub} {
@@ -456,12 +456,12 @@ spec:
 		t.Error("a fatal error (and its waiting child) reported as worth retrying")
 	}
 	fatal := e.resource("platform", rgGroup, "ResourceGroup", "fatal-rg")
-	wantCond(t, "fatal group", fatal.Ready, state.StatusFalse, state.SeverityError, "LocationRequired", locMsg)
+	wantCond(t, "fatal group", fatal.Ready, record.StatusFalse, record.SeverityError, "LocationRequired", locMsg)
 	if strings.Contains(fatal.Ready.Message, "retry") {
 		t.Errorf("a fatal error promises a retry: %q", fatal.Ready.Message)
 	}
 	wantCond(t, "child of the fatal group", e.resource("platform", uaiGroup, "UserAssignedIdentity", "fatal-child").Ready,
-		state.StatusFalse, state.SeverityWarning, "WaitingForOwner", "platform/ResourceGroup/fatal-rg", locMsg)
+		record.StatusFalse, record.SeverityWarning, "WaitingForOwner", "platform/ResourceGroup/fatal-rg", locMsg)
 
 	// Throttled beyond the client's patience: Warning, ARM's code and
 	// message, and the retry time ARM asked for.
@@ -472,7 +472,7 @@ spec:
 		t.Errorf("throttled run: retry %v after %s, want a retry after 30s", retry, after)
 	}
 	wantCond(t, "throttled group", e.resource("platform", rgGroup, "ResourceGroup", "throttled-rg").Ready,
-		state.StatusFalse, state.SeverityWarning, "SubscriptionRequestsThrottled", "Number of requests exceeded the limit", "retry after 30s")
+		record.StatusFalse, record.SeverityWarning, "SubscriptionRequestsThrottled", "Number of requests exceeded the limit", "retry after 30s")
 
 	// A server error: Warning, ARM's code and message.
 	e.emu.SetFaults(emulator.Faults{Rate500: 1, Methods: []string{http.MethodPut}})
@@ -482,20 +482,20 @@ spec:
 		t.Error("a run with 500s reported as not worth retrying")
 	}
 	wantCond(t, "group hit by 500s", e.resource("platform", rgGroup, "ResourceGroup", "broken-rg").Ready,
-		state.StatusFalse, state.SeverityWarning, "InternalServerError", "Encountered internal server error.")
+		record.StatusFalse, record.SeverityWarning, "InternalServerError", "Encountered internal server error.")
 
 	// All causes gone: the next run retries every failed resource.
 	e.emu.SetFaults(emulator.Faults{})
 	rep = e.run(false)
-	if rep.Run.Outcome != state.OutcomeSucceeded {
+	if rep.Run.Outcome != record.OutcomeSucceeded {
 		t.Fatalf("after the faults: %s %s", rep.Run.Outcome, rep.Run.Error)
 	}
-	rs, _ := e.db.Resources(state.Filter{})
+	rs, _ := e.db.Resources(record.Filter{})
 	if len(rs) != 4 {
 		t.Errorf("%d resources in state, want 4", len(rs))
 	}
 	for _, r := range rs {
-		if r.Ready.Status != state.StatusTrue {
+		if r.Ready.Status != record.StatusTrue {
 			t.Errorf("%s after the faults: %+v", r.Key(), r.Ready)
 		}
 	}
@@ -537,19 +537,19 @@ spec:
 `
 	}
 	e.commit("ra", map[string]string{"rgs.yaml": platformRG, "ra.yaml": ra(a.ObjectID)})
-	if rep := e.run(false); rep.Run.Outcome != state.OutcomeSucceeded {
+	if rep := e.run(false); rep.Run.Outcome != record.OutcomeSucceeded {
 		t.Fatalf("%s %s", rep.Run.Outcome, rep.Run.Error)
 	}
 	e.commit("change principal", map[string]string{"ra.yaml": ra(b.ObjectID)})
 	e.run(false)
 	r := e.resource("platform", raGroup, "RoleAssignment", "reader")
-	wantCond(t, "changed principal", r.Ready, state.StatusFalse, state.SeverityError, "RoleAssignmentUpdateNotPermitted",
+	wantCond(t, "changed principal", r.Ready, record.StatusFalse, record.SeverityError, "RoleAssignmentUpdateNotPermitted",
 		"principal ID, and scope are not allowed to be updated")
 
 	e.commit("unknown principal", map[string]string{"ra.yaml": strings.Replace(ra("99999999-0000-4000-8000-000000000000"), "name: reader", "name: ghost-reader", 1)})
 	e.run(false)
 	r = e.resource("platform", raGroup, "RoleAssignment", "ghost-reader")
-	wantCond(t, "unknown principal", r.Ready, state.StatusFalse, state.SeverityWarning, "PrincipalNotFound", "99999999000040008000000000000000 does not exist in the directory")
+	wantCond(t, "unknown principal", r.Ready, record.StatusFalse, record.SeverityWarning, "PrincipalNotFound", "99999999000040008000000000000000 does not exist in the directory")
 }
 
 // A failure that is not ARM's (here Entra ID refusing a wrong client secret)
@@ -588,7 +588,7 @@ spec:
 	e.emu.ResetStats()
 	e.run(false)
 	r := e.resource("team-d", rgGroup, "ResourceGroup", "team-d-rg")
-	wantCond(t, "group", r.Ready, state.StatusFalse, state.SeverityWarning, "Failed",
+	wantCond(t, "group", r.Ready, record.StatusFalse, record.SeverityWarning, "Failed",
 		"authentication failed", "AADSTS7000215: Invalid client secret provided", sp.ClientID)
 	if strings.Contains(r.Ready.Message, "\n") {
 		t.Errorf("multi-line message: %q", r.Ready.Message)

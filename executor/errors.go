@@ -12,7 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"github.com/gitaso/gitaso/azure"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // statusError is a failure with an ASO condition reason of its own
@@ -39,8 +39,8 @@ func retryAfter(err error) time.Duration {
 // failedCondition maps an error to ASO's Ready condition: ARM's own error code
 // as the reason, Error severity for codes no retry can fix and Warning for
 // the rest; the message is ARM's message, never "UnknownError".
-func failedCondition(err error) state.Condition {
-	c := state.Condition{Type: state.ConditionReady, Status: state.StatusFalse}
+func failedCondition(err error) record.Condition {
+	c := record.Condition{Type: record.ConditionReady, Status: record.StatusFalse}
 	var se *statusError
 	var ae *azure.ARMError
 	var afe *azidentity.AuthenticationFailedError
@@ -52,9 +52,9 @@ func failedCondition(err error) state.Condition {
 		for _, d := range ae.Details {
 			c.Message += fmt.Sprintf("; %s: %s", d.Code, d.Message)
 		}
-		c.Severity = state.SeverityWarning
+		c.Severity = record.SeverityWarning
 		if !ae.Retryable {
-			c.Severity = state.SeverityError
+			c.Severity = record.SeverityError
 		}
 		if ae.RetryAfter > 0 && ae.Retryable {
 			c.Message += fmt.Sprintf(" (retry after %s)", ae.RetryAfter)
@@ -63,11 +63,11 @@ func failedCondition(err error) state.Condition {
 		// Entra ID refused the credential: azidentity's message is a
 		// multi-line dump of the token response; keep its first line and
 		// Entra's own description (AADSTS code, trace and correlation IDs).
-		c.Reason, c.Severity, c.Message = "Failed", state.SeverityWarning, authMessage(err, afe)
+		c.Reason, c.Severity, c.Message = "Failed", record.SeverityWarning, authMessage(err, afe)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		c.Reason, c.Severity, c.Message = "Failed", state.SeverityWarning, "interrupted: "+err.Error()
+		c.Reason, c.Severity, c.Message = "Failed", record.SeverityWarning, "interrupted: "+err.Error()
 	default:
-		c.Reason, c.Severity, c.Message = "Failed", state.SeverityWarning, err.Error()
+		c.Reason, c.Severity, c.Message = "Failed", record.SeverityWarning, err.Error()
 	}
 	if c.Reason == "" {
 		c.Reason = "Failed"

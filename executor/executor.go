@@ -14,7 +14,7 @@ import (
 	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/planner"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // ARM is the ARM client the executor uses (aso.ARM); *azure.Client
@@ -46,7 +46,7 @@ type Options struct {
 	// It is not called with done true when the wait ended because ctx was
 	// cancelled: the operation still runs in Azure, and whoever recorded it
 	// can resume it (azure.Client.Resume).
-	OnOperation func(op state.Operation, done bool)
+	OnOperation func(op record.Operation, done bool)
 }
 
 // DefaultOptions returns the defaults.
@@ -91,7 +91,7 @@ type ResourceResult struct {
 	Key      string
 	Resource *planner.Resource
 	Outcome  Outcome
-	Ready    state.Condition
+	Ready    record.Condition
 	Hash     string          // hash of the body sent (applied)
 	Body     json.RawMessage // the body sent, secrets redacted (applied)
 	Response json.RawMessage // ARM's final resource (applied/observed)
@@ -130,7 +130,7 @@ func (r *Result) Counts() map[string]int {
 // for among them (zero when none did).
 func (r *Result) Retry() (retryable bool, after time.Duration) {
 	for _, rr := range r.Resources {
-		if rr == nil || rr.Outcome != Failed || rr.Ready.Severity == state.SeverityError {
+		if rr == nil || rr.Outcome != Failed || rr.Ready.Severity == record.SeverityError {
 			continue
 		}
 		retryable = true
@@ -269,8 +269,8 @@ func (w *walk) blocker(r *planner.Resource) *ResourceResult {
 		} else if n != nil && producesFor(w.plan, d, n) != "" {
 			reason, what = producesFor(w.plan, d, n), "resource exporting a value it reads"
 		}
-		cond := state.Condition{
-			Type: state.ConditionReady, Status: state.StatusFalse, Severity: state.SeverityWarning, Reason: reason,
+		cond := record.Condition{
+			Type: record.ConditionReady, Status: record.StatusFalse, Severity: record.SeverityWarning, Reason: reason,
 			Message: fmt.Sprintf("%s %s is not ready: %s", what, dr.Resource.ID(), firstLine(dr.Ready.Message)),
 		}
 		return &ResourceResult{Key: r.Key(), Resource: r, Outcome: Skipped, Ready: cond, Err: errors.New(cond.Message)}
@@ -451,7 +451,7 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 		return rr
 	}
 	if sub := subscriptionOf(r.ARMID); sub != "" && r.Subscription != "" && !strings.EqualFold(sub, r.Subscription) {
-		return fail(&statusError{reason: "SubscriptionMismatch", severity: state.SeverityError,
+		return fail(&statusError{reason: "SubscriptionMismatch", severity: record.SeverityError,
 			msg: fmt.Sprintf("the resource's ARM ID is in subscription %s but its credential %s is for subscription %s", sub, r.Credential, r.Subscription)})
 	}
 	cli, err := w.e.clients.For(ctx, r.Credential)
@@ -463,7 +463,7 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 		body, err := cli.Get(ctx, r.ARMID, r.APIVersion)
 		if err != nil {
 			if isNotFound(err) {
-				return fail(&statusError{reason: "AzureResourceNotFound", severity: state.SeverityWarning,
+				return fail(&statusError{reason: "AzureResourceNotFound", severity: record.SeverityWarning,
 					msg: fmt.Sprintf("%s does not exist in Azure (reconcile-policy skip: gitaso only reads it)", r.ARMID), err: err})
 			}
 			return fail(err)
@@ -489,7 +489,7 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 		if len(missing) > 0 {
 			msg += ": " + strings.Join(missing, "; ")
 		}
-		return fail(&statusError{reason: reason, severity: state.SeverityWarning, msg: msg})
+		return fail(&statusError{reason: reason, severity: record.SeverityWarning, msg: msg})
 	}
 	secretValues = planner.ValuesAt(body.JSON, body.Secrets)
 	sent := body.JSON
@@ -524,9 +524,9 @@ func (w *walk) track(ctx context.Context, r *planner.Resource, method string) (c
 	if hook == nil {
 		return ctx, func() {}
 	}
-	var op *state.Operation
+	var op *record.Operation
 	octx := azure.WithOperationStarted(ctx, func(pollURL string) {
-		op = &state.Operation{Key: r.Key(), ARMID: r.ARMID, Method: method, StartedAt: w.e.opts.Now().UTC(), PollURL: pollURL}
+		op = &record.Operation{Key: r.Key(), ARMID: r.ARMID, Method: method, StartedAt: w.e.opts.Now().UTC(), PollURL: pollURL}
 		hook(*op, false)
 	})
 	return octx, func() {
@@ -538,10 +538,10 @@ func (w *walk) track(ctx context.Context, r *planner.Resource, method string) (c
 
 // FailedCondition is the Ready condition recorded for a resource whose apply
 // failed with err (ASO's reason and severity for it).
-func FailedCondition(err error) state.Condition { return failedCondition(err) }
+func FailedCondition(err error) record.Condition { return failedCondition(err) }
 
-func readyCondition() state.Condition {
-	return state.Condition{Type: state.ConditionReady, Status: state.StatusTrue, Reason: "Succeeded"}
+func readyCondition() record.Condition {
+	return record.Condition{Type: record.ConditionReady, Status: record.StatusTrue, Reason: "Succeeded"}
 }
 
 func subscriptionOf(id string) string {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/planner"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // kindExports describes the values a kind can export through
@@ -279,7 +279,7 @@ func (w *walk) export(ctx context.Context, cli ARM, r *planner.Resource, rr *Res
 	}
 	doc, err := decodeJSON(rr.Response)
 	if err != nil {
-		w.exportFailed(ctx, rr, state.SeverityWarning, fmt.Errorf("read ARM response for exports: %w", err))
+		w.exportFailed(ctx, rr, record.SeverityWarning, fmt.Errorf("read ARM response for exports: %w", err))
 		return
 	}
 	x := &exporter{ctx: ctx, cli: cli, r: r, arm: doc, kind: exportsByKind[r.Group+"/"+r.Kind]}
@@ -290,14 +290,14 @@ func (w *walk) export(ctx context.Context, cli ARM, r *planner.Resource, rr *Res
 	}
 	var vals []value
 	var problems []string
-	severity := state.SeverityError
+	severity := record.SeverityError
 	for _, ex := range n.Exports {
 		if ex.Expr {
 			res, err := x.expression(ex)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("%s %s: %v", kindWord(ex.Secret), exportDest(ex.Name, ex.Key), err))
 				if isRetryable(err) {
-					severity = state.SeverityWarning
+					severity = record.SeverityWarning
 				}
 				continue
 			}
@@ -319,7 +319,7 @@ func (w *walk) export(ctx context.Context, cli ARM, r *planner.Resource, rr *Res
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s %s (%s): %v", kindWord(ex.Secret), exportDest(ex.Name, ex.Key), ex.Source, err))
 			if isRetryable(err) {
-				severity = state.SeverityWarning
+				severity = record.SeverityWarning
 			}
 			continue
 		}

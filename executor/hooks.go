@@ -10,7 +10,7 @@ import (
 	"weak"
 
 	"github.com/gitaso/gitaso/planner"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // roleDefinitionsAPIVersion is the api-version ASO lists role definitions with.
@@ -104,7 +104,7 @@ func (w *walk) builtInRole(ctx context.Context, cli ARM, credential, name string
 	if ok {
 		return guid, nil
 	}
-	return "", &statusError{reason: "ReferenceNotFound", severity: state.SeverityError,
+	return "", &statusError{reason: "ReferenceNotFound", severity: record.SeverityError,
 		msg: fmt.Sprintf("no built-in role named %q (roleDefinitionReference.wellKnownName)", name)}
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/gitaso/gitaso/planner"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // keyVaultAPIVersion is the api-version of the Key Vault SDK client ASO uses
@@ -42,7 +42,7 @@ func (w *walk) vaultCreateMode(ctx context.Context, cli ARM, r *planner.Resource
 	}
 	_ = json.Unmarshal(body, &top)
 	if top.Location == "" {
-		return nil, &statusError{reason: "Failed", severity: state.SeverityError,
+		return nil, &statusError{reason: "Failed", severity: record.SeverityError,
 			msg: fmt.Sprintf("createMode %s needs the vault's location to look for a soft-deleted vault", mode)}
 	}
 	deletedPath := deletedVaultPath(r.ARMID, top.Location, r.AzureName)
@@ -93,7 +93,7 @@ func sameResourceGroup(vaultID string, deleted []byte) error {
 	}
 	want, had := resourceGroupOf(vaultID), resourceGroupOf(dv.Properties.VaultID)
 	if want != "" && had != "" && !strings.EqualFold(want, had) {
-		return &statusError{reason: "Failed", severity: state.SeverityError,
+		return &statusError{reason: "Failed", severity: record.SeverityError,
 			msg: fmt.Sprintf("cannot recover KeyVault: new resourceGroup %s does not match old resource group %s", want, had)}
 	}
 	return nil

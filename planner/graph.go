@@ -5,9 +5,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
-	"github.com/gitaso/gitaso/aso"
 )
 
 // Options are the settings that shape a graph.

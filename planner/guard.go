@@ -5,11 +5,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // Guard is the mass-deletion guard: a plan that would delete more than it
-// allows is held until its deletions are approved (state.Hold).
+// allows is held until its deletions are approved (record.Hold).
 type Guard struct {
 	// MaxDeletions holds a plan that deletes more resources than this;
 	// 0 sets no count limit.
@@ -46,7 +46,7 @@ func (p *Plan) Deletions() []string {
 // resources in state. A plan that declares nothing while gitaso manages
 // resources (an emptied repository, a removed path) is always held when it
 // deletes anything.
-func (gd Guard) Check(p *Plan, managed int) *state.Hold {
+func (gd Guard) Check(p *Plan, managed int) *record.Hold {
 	keys := p.Deletions()
 	n := len(keys)
 	if n == 0 {
@@ -58,16 +58,16 @@ func (gd Guard) Check(p *Plan, managed int) *state.Hold {
 			declared++
 		}
 	}
-	h := &state.Hold{Deletions: n, Managed: managed, Keys: keys}
+	h := &record.Hold{Deletions: n, Managed: managed, Keys: keys}
 	switch {
 	case declared == 0 && managed > 0:
-		h.Reason = state.HoldEmpty
+		h.Reason = record.HoldEmpty
 		h.Message = fmt.Sprintf("revision %s declares no resource at all while gitaso manages %d: it would delete %d of them", short(p.Revision), managed, n)
 	case gd.MaxDeletions > 0 && n > gd.MaxDeletions:
-		h.Reason = state.HoldMassDeletion
+		h.Reason = record.HoldMassDeletion
 		h.Message = fmt.Sprintf("revision %s would delete %d of %d managed resources, more than the deletion guard allows (--max-deletions %d)", short(p.Revision), n, managed, gd.MaxDeletions)
 	case gd.MaxFraction > 0 && n >= MinFractionCount && managed > 0 && float64(n) > gd.MaxFraction*float64(managed):
-		h.Reason = state.HoldMassDeletion
+		h.Reason = record.HoldMassDeletion
 		h.Message = fmt.Sprintf("revision %s would delete %d of %d managed resources (%.0f %%), more than the deletion guard allows (--max-deletion-fraction %g)",
 			short(p.Revision), n, managed, 100*float64(n)/float64(managed), gd.MaxFraction)
 	default:
@@ -77,7 +77,7 @@ func (gd Guard) Check(p *Plan, managed int) *state.Hold {
 }
 
 // Approves reports whether an approval covers every deletion of the plan.
-func Approves(a state.Approval, p *Plan) bool {
+func Approves(a record.Approval, p *Plan) bool {
 	if a.Revision != p.Revision {
 		return false
 	}

@@ -10,9 +10,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/aso"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/record"
 )
 
 // Observed is what ARM holds now, keyed by lower-cased ARM ID. A resource
@@ -24,7 +24,7 @@ type Observed map[string]json.RawMessage
 // Input is everything Plan compares the graph with.
 type Input struct {
 	// Prior is what gitaso last applied, by state key.
-	Prior map[string]state.Resource
+	Prior map[string]record.Resource
 	// Observed is the ARM state read for this plan, or nil.
 	Observed Observed
 	// Outputs are exported values known from earlier applies.
@@ -148,7 +148,7 @@ func deletable(r *Resource) bool {
 // new key has no state of its own for that ARM ID; forget maps the other old
 // keys to the node that declares their ARM ID (or one of its descendants:
 // deleting them would take a declared resource with them).
-func (g *Graph) moves(prior map[string]state.Resource) (moves map[string]string, forget map[string]*Node) {
+func (g *Graph) moves(prior map[string]record.Resource) (moves map[string]string, forget map[string]*Node) {
 	var gone []string
 	for key, pr := range prior {
 		if g.byKey[key] == nil && pr.ARMID != "" {
@@ -355,7 +355,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	return r, nil
 }
 
-func isReady(r state.Resource) bool { return r.Ready.Status == "True" }
+func isReady(r record.Resource) bool { return r.Ready.Status == "True" }
 
 func hasChangeAt(cs []Change, p string) bool {
 	for _, c := range cs {
@@ -376,7 +376,7 @@ func hashRequest(path string, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// HashRequest is the hash stored as state.Resource.AppliedHash.
+// HashRequest is the hash stored as record.Resource.AppliedHash.
 func HashRequest(path string, body []byte) string { return hashRequest(path, body) }
 
 // Redact returns body with the given JSON pointers replaced by Redacted.

@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/gitaso/gitaso/aso"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // Action is what the executor does with one resource.
@@ -100,7 +100,7 @@ type Plan struct {
 	Resources []*Resource `json:"resources"`
 	// Held, when set, says why the plan's deletions wait for an explicit
 	// approval (the deletion guard); nothing of a held plan is applied.
-	Held *state.Hold `json:"held,omitempty"`
+	Held *record.Hold `json:"held,omitempty"`
 
 	graph *Graph
 }

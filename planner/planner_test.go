@@ -16,8 +16,8 @@ import (
 	"github.com/gitaso/gitaso/internal/fixtures"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
-	"github.com/gitaso/gitaso/state"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -138,9 +138,9 @@ func TestPlanCreateWithKnownAfterApply(t *testing.T) {
 }
 
 // applied returns state as if p had been applied successfully.
-func applied(t *testing.T, p *planner.Plan) map[string]state.Resource {
+func applied(t *testing.T, p *planner.Plan) map[string]record.Resource {
 	t.Helper()
-	prior := map[string]state.Resource{}
+	prior := map[string]record.Resource{}
 	outs := planner.Outputs{planner.OutputKey("platform", false, "team-a-identity-settings", "principalId"): "aaaaaaaa-0000-0000-0000-000000000001"}
 	for _, r := range p.Resources {
 		body, err := p.Body(r, outs)
@@ -148,11 +148,11 @@ func applied(t *testing.T, p *planner.Plan) map[string]state.Resource {
 			t.Fatal(err)
 		}
 		red, _ := planner.Redact(body.JSON, body.Secrets)
-		prior[r.Key()] = state.Resource{
+		prior[r.Key()] = record.Resource{
 			Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
 			ARMID: r.ARMID, APIVersion: r.APIVersion, Policy: r.Policy,
 			AppliedHash: planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON),
-			AppliedBody: red, Ready: state.Condition{Type: "Ready", Status: "True"},
+			AppliedBody: red, Ready: record.Condition{Type: "Ready", Status: "True"},
 		}
 	}
 	return prior

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gitaso/gitaso/planner"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 const twoGroups = `
@@ -38,17 +38,17 @@ func movedGraph(t *testing.T, ns, name string) *planner.Graph {
 
 // priorOf applies a graph's plan on paper: every resource Ready with the
 // hash the planner computed.
-func priorOf(t *testing.T, g *planner.Graph) map[string]state.Resource {
+func priorOf(t *testing.T, g *planner.Graph) map[string]record.Resource {
 	t.Helper()
 	p, err := g.Plan(planner.Input{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prior := map[string]state.Resource{}
+	prior := map[string]record.Resource{}
 	for _, r := range p.Resources {
-		prior[r.Key()] = state.Resource{Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
+		prior[r.Key()] = record.Resource{Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
 			ARMID: r.ARMID, APIVersion: r.APIVersion, AppliedHash: r.Hash, AppliedBody: r.Request.Body, Policy: r.Policy,
-			Ready: state.Condition{Type: state.ConditionReady, Status: state.StatusTrue}}
+			Ready: record.Condition{Type: record.ConditionReady, Status: record.StatusTrue}}
 	}
 	return prior
 }
@@ -156,17 +156,17 @@ func TestGuardCheck(t *testing.T) {
 		want                    string
 	}{
 		{0, 0, 0, g, ""},
-		{1, 0, 1, g, state.HoldEmpty},                       // the only resource goes: empty revision
-		{1, 0, 1, planner.Guard{}, state.HoldEmpty},         // always, whatever the limits
+		{1, 0, 1, g, record.HoldEmpty},                      // the only resource goes: empty revision
+		{1, 0, 1, planner.Guard{}, record.HoldEmpty},        // always, whatever the limits
 		{2, 1, 3, g, ""},                                    // 2 of 3: an ordinary change
 		{4, 1, 5, g, ""},                                    // below MinFractionCount
-		{5, 4, 9, g, state.HoldMassDeletion},                // 5 of 9 > 50 %
+		{5, 4, 9, g, record.HoldMassDeletion},               // 5 of 9 > 50 %
 		{5, 5, 10, g, ""},                                   // exactly 50 %
-		{26, 100, 126, g, state.HoldMassDeletion},           // > 25
+		{26, 100, 126, g, record.HoldMassDeletion},          // > 25
 		{25, 100, 125, g, ""},                               // = 25
 		{26, 100, 126, planner.Guard{MaxFraction: 0.5}, ""}, // count limit off
 		{60, 40, 100, planner.Guard{MaxDeletions: 100}, ""}, // fraction limit off
-		{60, 40, 100, planner.Guard{MaxFraction: 0.5}, state.HoldMassDeletion},
+		{60, 40, 100, planner.Guard{MaxFraction: 0.5}, record.HoldMassDeletion},
 	} {
 		h := tc.guard.Check(mk(tc.deletes, tc.keeps), tc.managed)
 		got := ""
@@ -188,13 +188,13 @@ func TestApprovesExactlyTheHeldDeletions(t *testing.T) {
 		{Namespace: "ns", Group: "g", Kind: "K", Name: "b", Action: planner.Delete},
 	}}
 	keys := p.Deletions()
-	if !planner.Approves(state.Approval{Revision: "abc", Keys: keys}, p) {
+	if !planner.Approves(record.Approval{Revision: "abc", Keys: keys}, p) {
 		t.Error("the held keys are not approved")
 	}
-	if planner.Approves(state.Approval{Revision: "abd", Keys: keys}, p) {
+	if planner.Approves(record.Approval{Revision: "abd", Keys: keys}, p) {
 		t.Error("another revision's approval counts")
 	}
-	if planner.Approves(state.Approval{Revision: "abc", Keys: keys[:1]}, p) {
+	if planner.Approves(record.Approval{Revision: "abc", Keys: keys[:1]}, p) {
 		t.Error("an approval of fewer deletions counts")
 	}
 }

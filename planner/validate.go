@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/aso"
+	"github.com/gitaso/gitaso/internal/diag"
 )
 
 // topLevelFields are the keys a Kubernetes object may have.

@@ -13,6 +13,7 @@ import (
 	"github.com/gitaso/gitaso/internal/benchdata"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
@@ -59,7 +60,7 @@ func BenchmarkApply1k(b *testing.B) {
 				throttledStatus++
 			}
 		}
-		if rep.Run.Outcome != state.OutcomeSucceeded {
+		if rep.Run.Outcome != record.OutcomeSucceeded {
 			b.Errorf("outcome %s: %s", rep.Run.Outcome, rep.Run.Error)
 		}
 		// Floor: ARM's write bucket lets 200 PUTs through at once and then

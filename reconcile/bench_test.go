@@ -13,6 +13,7 @@ import (
 	"github.com/gitaso/gitaso/internal/benchdata"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
@@ -78,11 +79,11 @@ func seedState(tb testing.TB, db *state.DB, p *planner.Plan) {
 				return err
 			}
 			red, _ := planner.Redact(body.JSON, body.Secrets)
-			res := state.Resource{
+			res := record.Resource{
 				Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
 				ARMID: r.ARMID, APIVersion: r.APIVersion, Policy: r.Policy, Credential: r.Credential,
 				AppliedHash: planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON),
-				AppliedBody: red, Ready: state.Condition{Type: "Ready", Status: "True", Reason: "Succeeded"}, Generation: 1,
+				AppliedBody: red, Ready: record.Condition{Type: "Ready", Status: "True", Reason: "Succeeded"}, Generation: 1,
 				Outputs: map[string]string{},
 			}
 			for _, ex := range r.Exports {

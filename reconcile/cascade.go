@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/planner"
-	"github.com/gitaso/gitaso/aso"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // Deleting a parent deletes its contents: ARM removes every resource in a
@@ -102,7 +102,7 @@ type listing struct {
 
 // unmanagedChildren returns, per deleted resource (its ID), the ARM IDs of
 // resources gitaso does not manage that its deletion would take with it.
-func (r *Reconciler) unmanagedChildren(ctx context.Context, g *planner.Graph, p *planner.Plan, prior map[string]state.Resource) (map[string][]string, error) {
+func (r *Reconciler) unmanagedChildren(ctx context.Context, g *planner.Graph, p *planner.Plan, prior map[string]record.Resource) (map[string][]string, error) {
 	known := map[string]bool{}
 	for _, pr := range prior {
 		known[strings.ToLower(pr.ARMID)] = true
@@ -134,7 +134,7 @@ func (r *Reconciler) unmanagedChildren(ctx context.Context, g *planner.Graph, p 
 	}
 	type priorID struct {
 		lower string
-		res   state.Resource
+		res   record.Resource
 	}
 	byID := make([]priorID, 0, len(prior))
 	for _, pr := range prior {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -32,7 +33,7 @@ func (r *Reconciler) ApproveDeletions(ctx context.Context, revision string) erro
 	if err != nil {
 		return fmt.Errorf("approve deletions: %w", err)
 	}
-	var held *state.Run
+	var held *record.Run
 	for i := range runs {
 		run := &runs[i]
 		if run.Held == nil || !strings.HasPrefix(run.Revision, revision) {
@@ -48,7 +49,7 @@ func (r *Reconciler) ApproveDeletions(ctx context.Context, revision string) erro
 	if held == nil {
 		return fmt.Errorf("%w: %s", ErrNotHeld, revision)
 	}
-	a := state.Approval{Revision: held.Revision, Keys: held.Held.Keys, ApprovedAt: time.Now().UTC(), By: "api"}
+	a := record.Approval{Revision: held.Revision, Keys: held.Held.Keys, ApprovedAt: time.Now().UTC(), By: "api"}
 	if err := r.db.Update(func(w *state.Writer) error { return w.PutApproval(a) }); err != nil {
 		return fmt.Errorf("approve deletions: %w", err)
 	}
@@ -62,7 +63,7 @@ func (r *Reconciler) ApproveDeletions(ctx context.Context, revision string) erro
 // Azure can be read, parents whose deletion would take resources gitaso does
 // not manage with it. An approval recorded for the revision that covers
 // every deletion, or Options.ApproveDeletions, releases them.
-func (r *Reconciler) hold(ctx context.Context, g *planner.Graph, p *planner.Plan, prior map[string]state.Resource, opts Options) *state.Hold {
+func (r *Reconciler) hold(ctx context.Context, g *planner.Graph, p *planner.Plan, prior map[string]record.Resource, opts Options) *record.Hold {
 	if len(p.Deletions()) == 0 || opts.ApproveDeletions {
 		return nil
 	}
@@ -77,7 +78,7 @@ func (r *Reconciler) hold(ctx context.Context, g *planner.Graph, p *planner.Plan
 	}
 	h := r.cfg.Guard.Check(p, len(prior))
 	if h != nil && r.pathMissing != "" {
-		h.Reason = state.HoldPathMissing
+		h.Reason = record.HoldPathMissing
 		h.Message = fmt.Sprintf("the source path %q does not exist at revision %s: every managed resource (%d) would be deleted", r.pathMissing, p.Revision, h.Deletions)
 	}
 	if r.clients == nil {
@@ -90,7 +91,7 @@ func (r *Reconciler) hold(ctx context.Context, g *planner.Graph, p *planner.Plan
 		return h
 	}
 	if h == nil {
-		h = &state.Hold{Reason: state.HoldUnmanagedChildren, Deletions: len(p.Deletions()), Managed: len(prior), Keys: p.Deletions()}
+		h = &record.Hold{Reason: record.HoldUnmanagedChildren, Deletions: len(p.Deletions()), Managed: len(prior), Keys: p.Deletions()}
 	} else {
 		h.Message += "; also, "
 	}
@@ -116,7 +117,7 @@ func (r *Reconciler) hold(ctx context.Context, g *planner.Graph, p *planner.Plan
 // stays the held one until an approval or a new revision).
 func (r *Reconciler) recordHeld(ctx context.Context, g *planner.Graph, p *planner.Plan, planJSON []byte, rep *Report) error {
 	h := p.Held
-	rep.Run.Outcome, rep.Run.Held, rep.Run.Error = state.OutcomeHeld, h, h.Message
+	rep.Run.Outcome, rep.Run.Held, rep.Run.Error = record.OutcomeHeld, h, h.Message
 	rep.Run.Counts = map[string]int{}
 	for a, n := range p.Summary() {
 		rep.Run.Counts[a.String()] = n

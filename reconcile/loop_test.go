@@ -10,6 +10,7 @@ import (
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
@@ -44,7 +45,7 @@ func TestLoopRetriesFailedResources(t *testing.T) {
 	go func() { done <- rec.Loop(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	key := state.ResourceKey("ops", "resources.azure.com", "ResourceGroup", "flaky-rg")
+	key := record.ResourceKey("ops", "resources.azure.com", "ResourceGroup", "flaky-rg")
 	deadline := time.Now().Add(20 * time.Second)
 	sawFailure := false
 	for time.Now().Before(deadline) {
@@ -52,10 +53,10 @@ func TestLoopRetriesFailedResources(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok && r.Ready.Status == state.StatusFalse {
+		if ok && r.Ready.Status == record.StatusFalse {
 			sawFailure = true
 		}
-		if ok && r.Ready.Status == state.StatusTrue {
+		if ok && r.Ready.Status == record.StatusTrue {
 			runs, _ := db.Runs(10)
 			if !sawFailure && len(runs) < 2 {
 				t.Errorf("ready without a failed run first: %+v", runs)

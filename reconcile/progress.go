@@ -6,6 +6,7 @@ import (
 
 	"github.com/gitaso/gitaso/executor"
 	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -18,7 +19,7 @@ const flushInterval = 250 * time.Millisecond
 
 // markInProgress writes Ready Unknown/Info Reconciling (or Deleting) for
 // every resource the plan writes or deletes, under ASO's overwrite rules.
-func (r *Reconciler) markInProgress(p *planner.Plan, prior map[string]state.Resource) error {
+func (r *Reconciler) markInProgress(p *planner.Plan, prior map[string]record.Resource) error {
 	if r.db == nil {
 		return nil
 	}
@@ -42,16 +43,16 @@ func (r *Reconciler) markInProgress(p *planner.Plan, prior map[string]state.Reso
 			}
 			s, ok := prior[key]
 			if !ok {
-				s = state.Resource{Namespace: pr.Namespace, Group: pr.Group, Version: pr.Version, Kind: pr.Kind, Name: pr.Name,
+				s = record.Resource{Namespace: pr.Namespace, Group: pr.Group, Version: pr.Version, Kind: pr.Kind, Name: pr.Name,
 					ARMID: pr.ARMID, APIVersion: pr.APIVersion, File: pr.File, Credential: pr.Credential, Policy: pr.Policy}
 			}
 			gen := s.Generation
 			if pr.Hash != "" && pr.Hash != s.DesiredHash {
 				gen++
 			}
-			cond := state.Condition{Type: state.ConditionReady, Status: state.StatusUnknown, Severity: state.SeverityInfo,
+			cond := record.Condition{Type: record.ConditionReady, Status: record.StatusUnknown, Severity: record.SeverityInfo,
 				Reason: reason, Message: msg, ObservedGeneration: gen}
-			s.Ready, _ = state.MergeCondition(s.Ready, cond, now)
+			s.Ready, _ = record.MergeCondition(s.Ready, cond, now)
 			if err := w.PutResource(s); err != nil {
 				return err
 			}
@@ -64,7 +65,7 @@ func (r *Reconciler) markInProgress(p *planner.Plan, prior map[string]state.Reso
 // transactions.
 type recorder struct {
 	r     *Reconciler
-	prior map[string]state.Resource
+	prior map[string]record.Resource
 	rev   string
 
 	mu      sync.Mutex
@@ -76,7 +77,7 @@ type recorder struct {
 	wg    sync.WaitGroup
 }
 
-func newRecorder(r *Reconciler, prior map[string]state.Resource, rev string) *recorder {
+func newRecorder(r *Reconciler, prior map[string]record.Resource, rev string) *recorder {
 	rec := &recorder{r: r, prior: prior, rev: rev, done: make(chan struct{})}
 	if r.db == nil {
 		return rec
@@ -112,7 +113,7 @@ func (rec *recorder) add(rr *executor.ResourceResult) {
 // executor reports right after). A crash in between leaves the operation
 // recorded: the next run resumes it, which costs one poll of an operation
 // that is over.
-func (rec *recorder) operation(op state.Operation, done bool) {
+func (rec *recorder) operation(op record.Operation, done bool) {
 	if rec.r.db == nil {
 		return
 	}
@@ -164,7 +165,7 @@ func (rec *recorder) write(w *state.Writer) error {
 		if p, ok := rec.prior[key]; ok {
 			prior.Ready = p.Ready
 		} else {
-			prior.Ready = state.Condition{}
+			prior.Ready = record.Condition{}
 		}
 		if err := recordOne(w, rr, prior, rec.rev, now); err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
@@ -119,7 +120,7 @@ type Options struct {
 
 // Report is what one run did.
 type Report struct {
-	Run    state.Run
+	Run    record.Run
 	Plan   *planner.Plan
 	Result *executor.Result
 	Graph  *planner.Graph
@@ -200,7 +201,7 @@ func (r *Reconciler) PlanOnly(ctx context.Context, refresh bool) (*Report, error
 func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rep := &Report{Run: state.Run{Trigger: opts.Trigger, StartedAt: time.Now().UTC()}}
+	rep := &Report{Run: record.Run{Trigger: opts.Trigger, StartedAt: time.Now().UTC()}}
 	snap, g, err := r.Build(ctx)
 	r.pathMissing = ""
 	var missing *source.PathNotFoundError
@@ -227,9 +228,9 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 		var l diag.List
 		if errors.As(err, &l) || snap != nil {
 			err = fmt.Errorf("%w: %s", ErrRefused, err)
-			rep.Run.Outcome = state.OutcomeRefused
+			rep.Run.Outcome = record.OutcomeRefused
 		} else {
-			rep.Run.Outcome = state.OutcomeFailed
+			rep.Run.Outcome = record.OutcomeFailed
 		}
 		rep.Run.Error = err.Error()
 		rep.Run.FinishedAt = time.Now().UTC()
@@ -246,10 +247,10 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 				r.log.ErrorContext(ctx, "record refused run", "error", werr)
 			}
 		}
-		if rep.Run.Outcome == state.OutcomeRefused && r.lastGood != nil && opts.Refresh && !opts.DryRun {
+		if rep.Run.Outcome == record.OutcomeRefused && r.lastGood != nil && opts.Refresh && !opts.DryRun {
 			// Keep the last good revision in force: resync it.
 			r.log.WarnContext(ctx, "revision refused; resyncing the last good revision", "revision", rep.Run.Revision, "lastGood", r.lastGood.Revision)
-			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, &Report{Run: state.Run{Trigger: "resync", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}}, opts))
+			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, &Report{Run: record.Run{Trigger: "resync", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}}, opts))
 		}
 		return rep, err
 	}
@@ -285,7 +286,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		p, err = g.Plan(in)
 	}
 	if err != nil {
-		rep.Run.Outcome, rep.Run.Error = state.OutcomeRefused, err.Error()
+		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 		return fmt.Errorf("%w: %s", ErrRefused, err)
 	}
 	rep.Plan = p
@@ -335,11 +336,11 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		}
 		switch {
 		case failed == 0:
-			rep.Run.Outcome = state.OutcomeSucceeded
+			rep.Run.Outcome = record.OutcomeSucceeded
 		case failed == len(res.Resources):
-			rep.Run.Outcome = state.OutcomeFailed
+			rep.Run.Outcome = record.OutcomeFailed
 		default:
-			rep.Run.Outcome = state.OutcomePartial
+			rep.Run.Outcome = record.OutcomePartial
 		}
 		if failed > 0 {
 			rep.Run.Error = fmt.Sprintf("%d of %d resources failed or were skipped", failed, len(res.Resources))
@@ -347,7 +348,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		rep.Run.Summary = summary(p)
 	}
 	if applyErr != nil && rep.Run.Outcome == "" {
-		rep.Run.Outcome, rep.Run.Error = state.OutcomeFailed, applyErr.Error()
+		rep.Run.Outcome, rep.Run.Error = record.OutcomeFailed, applyErr.Error()
 	}
 	rep.Run.FinishedAt = time.Now().UTC()
 	if err := r.record(p, rec, &rep.Run); err != nil {
@@ -358,7 +359,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		r.lastRefresh = time.Now()
 	}
 	r.nextDue = r.nextResync(g)
-	if rep.Run.Outcome == state.OutcomeSucceeded {
+	if rep.Run.Outcome == record.OutcomeSucceeded {
 		r.lastErr.Store("")
 	} else {
 		r.lastErr.Store(rep.Run.Error)
@@ -379,13 +380,13 @@ func summary(p *planner.Plan) string {
 }
 
 // priorState loads what was applied before and the exported values.
-func (r *Reconciler) priorState() (map[string]state.Resource, planner.Outputs, error) {
-	prior := map[string]state.Resource{}
+func (r *Reconciler) priorState() (map[string]record.Resource, planner.Outputs, error) {
+	prior := map[string]record.Resource{}
 	outputs := planner.Outputs{}
 	if r.db == nil {
 		return prior, outputs, nil
 	}
-	rs, err := r.db.Resources(state.Filter{})
+	rs, err := r.db.Resources(record.Filter{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("read state: %w", err)
 	}
@@ -418,7 +419,7 @@ func (r *Reconciler) priorState() (map[string]state.Resource, planner.Outputs, e
 
 // record writes the results not yet recorded and the run, in one
 // transaction.
-func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *state.Run) error {
+func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *record.Run) error {
 	if r.db == nil {
 		return nil
 	}
@@ -426,7 +427,7 @@ func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *state.Run) erro
 		if err := rec.write(w); err != nil {
 			return err
 		}
-		if run.Outcome == state.OutcomeSucceeded || run.Outcome == state.OutcomePartial {
+		if run.Outcome == record.OutcomeSucceeded || run.Outcome == record.OutcomePartial {
 			if err := w.SetLastGoodRevision(p.Revision); err != nil {
 				return err
 			}
@@ -435,7 +436,7 @@ func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *state.Run) erro
 	})
 }
 
-func recordOne(w *state.Writer, rr *executor.ResourceResult, prior state.Resource, rev string, now time.Time) error {
+func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resource, rev string, now time.Time) error {
 	pr := rr.Resource
 	switch rr.Outcome {
 	case executor.Deleted, executor.Detached:
@@ -452,7 +453,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior state.Resourc
 		return w.DeleteResource(rr.Key)
 	}
 	if rr.Outcome == executor.Failed && (pr.Action == planner.Delete) {
-		prior.Ready, _ = state.MergeCondition(prior.Ready, rr.Ready, now)
+		prior.Ready, _ = record.MergeCondition(prior.Ready, rr.Ready, now)
 		return w.PutResource(prior)
 	}
 	if pr.MovedFrom != "" && prior.Key() == pr.MovedFrom {
@@ -508,7 +509,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior state.Resourc
 	}
 	cond := rr.Ready
 	cond.ObservedGeneration = gen
-	s.Ready, _ = state.MergeCondition(prior.Ready, cond, now)
+	s.Ready, _ = record.MergeCondition(prior.Ready, cond, now)
 	if rr.Outcome == executor.Applied || rr.Outcome == executor.Observed || rr.Hash != "" {
 		s.Outputs = map[string]string{}
 		s.SecretOutputs = nil

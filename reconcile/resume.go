@@ -9,11 +9,12 @@ import (
 
 	"github.com/gitaso/gitaso/executor"
 	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
 
 // Resuming operations: a run records each long-running PUT or DELETE as it
-// starts (state.Operation with ARM's poll URL) and forgets it with its
+// starts (record.Operation with ARM's poll URL) and forgets it with its
 // result. Operations still recorded when a run starts were left in flight by
 // a process that stopped; they are polled to their end (azure.Client.Resume,
 // what ASO does with its poller-resume-token annotation) before anything is
@@ -32,7 +33,7 @@ import (
 
 // resumed is one operation polled to its end.
 type resumed struct {
-	op         state.Operation
+	op         record.Operation
 	apiVersion string
 	final      json.RawMessage
 	err        error
@@ -41,7 +42,7 @@ type resumed struct {
 // resumeOperations resumes the recorded operations and records their
 // outcome. It returns the prior state to plan with (read again when an
 // operation was resumed). When ctx ends first, the operations stay recorded.
-func (r *Reconciler) resumeOperations(ctx context.Context, g *planner.Graph, prior map[string]state.Resource, outputs planner.Outputs) (map[string]state.Resource, planner.Outputs, error) {
+func (r *Reconciler) resumeOperations(ctx context.Context, g *planner.Graph, prior map[string]record.Resource, outputs planner.Outputs) (map[string]record.Resource, planner.Outputs, error) {
 	ops, err := r.db.Operations()
 	if err != nil || len(ops) == 0 {
 		return prior, outputs, err
@@ -94,7 +95,7 @@ func (r *Reconciler) resumeOperations(ctx context.Context, g *planner.Graph, pri
 }
 
 // recordResumed records the outcome of one resumed operation.
-func (r *Reconciler) recordResumed(w *state.Writer, g *planner.Graph, prior map[string]state.Resource, outputs planner.Outputs, o resumed, now time.Time) error {
+func (r *Reconciler) recordResumed(w *state.Writer, g *planner.Graph, prior map[string]record.Resource, outputs planner.Outputs, o resumed, now time.Time) error {
 	key, del := o.op.Key, strings.EqualFold(o.op.Method, "DELETE")
 	s, ok, err := w.Resource(key)
 	if err != nil {
@@ -109,7 +110,7 @@ func (r *Reconciler) recordResumed(w *state.Writer, g *planner.Graph, prior map[
 		r.log.Warn("resumed operation failed", "resource", key, "method", o.op.Method, "error", o.err)
 		cond := executor.FailedCondition(o.err)
 		cond.ObservedGeneration = gen
-		s.Ready, _ = state.MergeCondition(s.Ready, cond, now)
+		s.Ready, _ = record.MergeCondition(s.Ready, cond, now)
 		s.UpdatedAt = now
 		return w.PutResource(s)
 	}
@@ -127,7 +128,7 @@ func (r *Reconciler) recordResumed(w *state.Writer, g *planner.Graph, prior map[
 		}
 		return w.DeleteResource(key)
 	}
-	cond := state.Condition{Type: state.ConditionReady, Status: state.StatusTrue, Reason: "Succeeded"}
+	cond := record.Condition{Type: record.ConditionReady, Status: record.StatusTrue, Reason: "Succeeded"}
 	confirmed := false
 	if h, body, ok := r.sameRequest(g, prior, outputs, o, cond); ok {
 		confirmed = true
@@ -140,7 +141,7 @@ func (r *Reconciler) recordResumed(w *state.Writer, g *planner.Graph, prior map[
 	}
 	s.Generation = max(s.Generation, gen)
 	cond.ObservedGeneration = gen
-	s.Ready, _ = state.MergeCondition(s.Ready, cond, now)
+	s.Ready, _ = record.MergeCondition(s.Ready, cond, now)
 	s.UpdatedAt = now
 	r.log.Info("resumed operation finished", "resource", key, "method", o.op.Method, "appliedCurrentManifest", confirmed)
 	return w.PutResource(s)
@@ -149,7 +150,7 @@ func (r *Reconciler) recordResumed(w *state.Writer, g *planner.Graph, prior map[
 // sameRequest reports whether the resumed PUT certainly applied what the
 // current manifest asks for (see the comment at the top), with the hash and
 // body to record as applied.
-func (r *Reconciler) sameRequest(g *planner.Graph, prior map[string]state.Resource, outputs planner.Outputs, o resumed, ready state.Condition) (string, json.RawMessage, bool) {
+func (r *Reconciler) sameRequest(g *planner.Graph, prior map[string]record.Resource, outputs planner.Outputs, o resumed, ready record.Condition) (string, json.RawMessage, bool) {
 	n := g.Node(o.op.Key)
 	if n == nil || !strings.EqualFold(n.ARMID, o.op.ARMID) || len(n.Exports) > 0 || o.apiVersion != n.Kind.APIVersion || len(o.final) == 0 {
 		return "", nil, false
@@ -159,7 +160,7 @@ func (r *Reconciler) sameRequest(g *planner.Graph, prior map[string]state.Resour
 		return "", nil, false
 	}
 	h := planner.HashRequest(n.ARMID+"?api-version="+n.Kind.APIVersion, body.JSON)
-	tentative := make(map[string]state.Resource, len(prior))
+	tentative := make(map[string]record.Resource, len(prior))
 	for k, v := range prior {
 		tentative[k] = v
 	}

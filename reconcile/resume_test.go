@@ -14,6 +14,7 @@ import (
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
@@ -71,7 +72,7 @@ func TestResumeOperation(t *testing.T) {
 		_, err := reconcile.New(source.NewDir(repo, ""), db, env.Clients, cfg, nil).Once(ctx, reconcile.Options{Trigger: "startup"})
 		errc <- err
 	}()
-	var op state.Operation
+	var op record.Operation
 	for deadline := time.Now().Add(10 * time.Second); op.Key == ""; {
 		ops, err := db.Operations()
 		if err != nil {
@@ -142,7 +143,7 @@ func TestResumeOperation(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("resource %s in state: %v %v", key, ok, err)
 	}
-	if res.Ready.Status != state.StatusTrue || res.AppliedHash == "" {
+	if res.Ready.Status != record.StatusTrue || res.AppliedHash == "" {
 		t.Errorf("resumed account in state: Ready %+v, applied hash %q; want Ready True and the manifest recorded as applied", res.Ready, res.AppliedHash)
 	}
 	if ops, err := db.Operations(); err != nil || len(ops) != 0 {

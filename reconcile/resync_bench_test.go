@@ -14,6 +14,7 @@ import (
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
@@ -69,7 +70,7 @@ func newResyncEnvWith(tb testing.TB, generate func(dir string) error) *resyncEnv
 	cfg.Parallelism = 32
 	rec := reconcile.New(source.NewDir(repo, ""), db, env.Clients, cfg, nil)
 	rep, err := rec.Once(context.Background(), reconcile.Options{Trigger: "setup"})
-	if err != nil || rep.Run.Outcome != state.OutcomeSucceeded {
+	if err != nil || rep.Run.Outcome != record.OutcomeSucceeded {
 		tb.Fatalf("setup apply: %v %s", err, rep.Run.Error)
 	}
 	return &resyncEnv{emu: env.Emu, rec: rec, cli: env.Client, db: db}
@@ -98,7 +99,7 @@ func drift(tb testing.TB, e *resyncEnv, k int) {
 // driftKind rewrites from → to in the ARM bodies of k resources of a kind.
 func driftKind(tb testing.TB, e *resyncEnv, k int, kind, from, to string) {
 	tb.Helper()
-	rs, err := e.db.Resources(state.Filter{Kind: kind})
+	rs, err := e.db.Resources(record.Filter{Kind: kind})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestResyncReadsInBulk(t *testing.T) {
 	}
 	// Tracked resources (groups, namespaces) come from Resource Graph; queues,
 	// which the graph does not index (as in Azure), from one list per namespace.
-	queues, _ := e.db.Resources(state.Filter{Kind: "NamespacesQueue"})
+	queues, _ := e.db.Resources(record.Filter{Kind: "NamespacesQueue"})
 	parents := map[string]bool{}
 	for _, q := range queues {
 		parents[q.ARMID[:strings.LastIndex(q.ARMID, "/")]] = true

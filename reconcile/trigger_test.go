@@ -17,6 +17,7 @@ import (
 	"github.com/gitaso/gitaso/api"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
@@ -58,11 +59,11 @@ func startLoop(t *testing.T) *loopEnv {
 	srv := httptest.NewServer(api.New(db, api.Options{Sync: rec.Sync, Approve: rec.ApproveDeletions, Webhook: rec.Poll, WebhookSecret: "hook", Logger: quiet}))
 	t.Cleanup(srv.Close)
 	e := &loopEnv{db: db, rec: rec, api: srv, dir: dir}
-	e.waitRuns(t, func(rs []state.Run) bool { return len(rs) == 1 && rs[0].Outcome != "" }, "the startup run")
+	e.waitRuns(t, func(rs []record.Run) bool { return len(rs) == 1 && rs[0].Outcome != "" }, "the startup run")
 	return e
 }
 
-func (e *loopEnv) runs(t *testing.T) []state.Run {
+func (e *loopEnv) runs(t *testing.T) []record.Run {
 	t.Helper()
 	rs, err := e.db.Runs(0)
 	if err != nil {
@@ -71,7 +72,7 @@ func (e *loopEnv) runs(t *testing.T) []state.Run {
 	return rs
 }
 
-func (e *loopEnv) waitRuns(t *testing.T, ok func([]state.Run) bool, what string) []state.Run {
+func (e *loopEnv) waitRuns(t *testing.T, ok func([]record.Run) bool, what string) []record.Run {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -87,7 +88,7 @@ func (e *loopEnv) waitRuns(t *testing.T, ok func([]state.Run) bool, what string)
 }
 
 // idle waits until no run has started for quiet (and none is in progress).
-func (e *loopEnv) idle(t *testing.T, quiet time.Duration) []state.Run {
+func (e *loopEnv) idle(t *testing.T, quiet time.Duration) []record.Run {
 	t.Helper()
 	n, since := -1, time.Now()
 	deadline := time.Now().Add(60 * time.Second)
@@ -106,7 +107,7 @@ func (e *loopEnv) idle(t *testing.T, quiet time.Duration) []state.Run {
 	}
 }
 
-func countTrigger(rs []state.Run, trigger string) int {
+func countTrigger(rs []record.Run, trigger string) int {
 	n := 0
 	for _, r := range rs {
 		if r.Trigger == trigger {
@@ -232,9 +233,9 @@ func TestApproveThroughTheAPI(t *testing.T) {
 	if code, body := e.post(t, "/api/v1/sync", "{}"); code != http.StatusAccepted {
 		t.Fatalf("sync: %d %s", code, body)
 	}
-	rs := e.waitRuns(t, func(rs []state.Run) bool { return len(rs) == 2 && rs[0].Outcome != "" }, "the run of the emptied directory")
+	rs := e.waitRuns(t, func(rs []record.Run) bool { return len(rs) == 2 && rs[0].Outcome != "" }, "the run of the emptied directory")
 	held := rs[0]
-	if held.Outcome != state.OutcomeHeld || held.Held == nil || held.Held.Deletions != 1 {
+	if held.Outcome != record.OutcomeHeld || held.Held == nil || held.Held.Deletions != 1 {
 		t.Fatalf("run of an emptied directory: %+v", held)
 	}
 	if a, b := e.metric(t, "gitaso_revision_held"), e.metric(t, "gitaso_deletions_held"); a != "1" || b != "1" {
@@ -246,11 +247,11 @@ func TestApproveThroughTheAPI(t *testing.T) {
 	if code, body := e.post(t, "/api/v1/approve", `{"revision":"`+held.Revision[:12]+`"}`); code != http.StatusAccepted {
 		t.Fatalf("approve: %d %s", code, body)
 	}
-	rs = e.waitRuns(t, func(rs []state.Run) bool { return len(rs) == 3 && rs[0].Outcome != "" }, "the approved run")
-	if rs[0].Outcome != state.OutcomeSucceeded || rs[0].Trigger != "api" || rs[0].Counts["delete"] != 1 {
+	rs = e.waitRuns(t, func(rs []record.Run) bool { return len(rs) == 3 && rs[0].Outcome != "" }, "the approved run")
+	if rs[0].Outcome != record.OutcomeSucceeded || rs[0].Trigger != "api" || rs[0].Counts["delete"] != 1 {
 		t.Errorf("approved run: %+v", rs[0])
 	}
-	if _, ok, _ := e.db.Resource(state.ResourceKey("ops", "resources.azure.com", "ResourceGroup", "trigger-rg")); ok {
+	if _, ok, _ := e.db.Resource(record.ResourceKey("ops", "resources.azure.com", "ResourceGroup", "trigger-rg")); ok {
 		t.Error("the resource group is still in state")
 	}
 	if a, b := e.metric(t, "gitaso_revision_held"), e.metric(t, "gitaso_deletions_held"); a != "0" || b != "0" {

@@ -3,15 +3,17 @@ package state
 import (
 	"fmt"
 	"testing"
+
+	"github.com/gitaso/gitaso/record"
 )
 
 const benchN = 10_000
 
-func benchResources() []Resource {
-	rs := make([]Resource, benchN)
+func benchResources() []record.Resource {
+	rs := make([]record.Resource, benchN)
 	for i := range rs {
 		ns := fmt.Sprintf("team-%03d", i%500)
-		rs[i] = sampleResource(ns, "StorageAccount", fmt.Sprintf("sa%05d", i), StatusTrue)
+		rs[i] = sampleResource(ns, "StorageAccount", fmt.Sprintf("sa%05d", i), record.StatusTrue)
 	}
 	return rs
 }
@@ -51,7 +53,7 @@ func BenchmarkResources10k(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		got, err := db.Resources(Filter{})
+		got, err := db.Resources(record.Filter{})
 		if err != nil || len(got) != benchN {
 			b.Fatalf("got %d, %v", len(got), err)
 		}
@@ -73,7 +75,7 @@ func BenchmarkResourcesNamespace(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		got, err := db.Resources(Filter{Namespace: "team-250"})
+		got, err := db.Resources(record.Filter{Namespace: "team-250"})
 		if err != nil || len(got) != benchN/500 {
 			b.Fatalf("got %d, %v", len(got), err)
 		}

@@ -3,27 +3,14 @@ package state
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/gitaso/gitaso/record"
 )
 
-// Operation is an in-flight ARM long-running operation. The executor records
-// it (in its own Update, so it is durable before polling starts) and deletes
-// it when the operation finishes; after a crash, Operations lists what to
-// resume polling.
-type Operation struct {
-	// Key identifies the operation, normally the resource key.
-	Key       string    `json:"key"`
-	ARMID     string    `json:"armId"`
-	Method    string    `json:"method"` // PUT or DELETE
-	StartedAt time.Time `json:"startedAt"`
-	// PollURL is the Azure-AsyncOperation or Location URL to poll.
-	PollURL string `json:"pollUrl,omitempty"`
-}
-
 // PutOperation records an in-flight operation under op.Key.
-func (w *Writer) PutOperation(op Operation) error {
+func (w *Writer) PutOperation(op record.Operation) error {
 	if op.Key == "" {
 		return fmt.Errorf("state: put operation for %s: key is required", op.ARMID)
 	}
@@ -46,11 +33,11 @@ func (w *Writer) DeleteOperation(key string) error {
 }
 
 // Operations returns every recorded in-flight operation, sorted by key.
-func (db *DB) Operations() ([]Operation, error) {
-	var out []Operation
+func (db *DB) Operations() ([]record.Operation, error) {
+	var out []record.Operation
 	err := db.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketOperations).ForEach(func(k, v []byte) error {
-			var op Operation
+			var op record.Operation
 			if err := json.Unmarshal(v, &op); err != nil {
 				return fmt.Errorf("decode operation %s: %w", k, err)
 			}

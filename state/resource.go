@@ -11,111 +11,13 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/gitaso/gitaso/record"
 )
-
-// Resource is what gitaso remembers about one ASO resource between runs.
-type Resource struct {
-	Namespace  string `json:"namespace"`
-	Group      string `json:"group"`
-	Version    string `json:"version,omitempty"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	ARMID      string `json:"armId,omitempty"`
-	APIVersion string `json:"apiVersion,omitempty"`
-	File       string `json:"file,omitempty"`
-	// Credential names the credential that applied it (its source name only).
-	Credential string `json:"credential,omitempty"`
-	// AppliedHash is the sha256 of the last applied body (after resolution,
-	// secrets included); never shown by the API.
-	AppliedHash string `json:"appliedHash,omitempty"`
-	// AppliedBody is the last applied body with secret values redacted.
-	AppliedBody json.RawMessage `json:"appliedBody,omitempty"`
-	// DesiredHash is the hash of the body the manifest asked for at the last
-	// run (applied or not); Generation increments when it changes.
-	DesiredHash string `json:"desiredHash,omitempty"`
-	// Generation increments when the desired body changes.
-	Generation int64     `json:"generation,omitempty"`
-	Ready      Condition `json:"ready"`
-	// Outputs are exported non-secret values, "configmap/key" → value.
-	Outputs map[string]string `json:"outputs,omitempty"`
-	// SecretOutputs names exported secret values, "secret/key"; the values
-	// live encrypted in the secret exports (see PutSecretExports).
-	SecretOutputs []string  `json:"secretOutputs,omitempty"`
-	Revision      string    `json:"revision,omitempty"`
-	UpdatedAt     time.Time `json:"updatedAt"`
-	// Policy is the reconcile policy: manage | skip | detach-on-delete.
-	Policy string `json:"policy,omitempty"`
-	// DeleteUnmanaged records the manifest's opt-in (annotation
-	// gitaso.io/delete-unmanaged-children) to be deleted even when ARM's
-	// cascade takes resources gitaso does not manage with it.
-	DeleteUnmanaged bool `json:"deleteUnmanaged,omitempty"`
-}
-
-// Key returns the resource's state key, "namespace/group/Kind/name".
-func (r Resource) Key() string { return ResourceKey(r.Namespace, r.Group, r.Kind, r.Name) }
-
-// ResourceKey builds the state key "namespace/group/Kind/name".
-func ResourceKey(namespace, group, kind, name string) string {
-	return namespace + "/" + group + "/" + kind + "/" + name
-}
-
-// SplitKey splits a resource key into namespace, group, Kind and name.
-func SplitKey(key string) (namespace, group, kind, name string, ok bool) {
-	parts := strings.SplitN(key, "/", 4)
-	if len(parts) != 4 {
-		return "", "", "", "", false
-	}
-	return parts[0], parts[1], parts[2], parts[3], true
-}
-
-// Filter selects resources. Empty fields match everything.
-type Filter struct {
-	Namespace string
-	// Kind matches "Kind" or "group/Kind", case-insensitively.
-	Kind string
-	// Ready matches the Ready condition status: "True", "False" or "Unknown"
-	// (case-insensitive); a resource without a Ready condition is Unknown.
-	Ready string
-}
-
-// ReadyStatus returns the resource's Ready status, Unknown when it has none.
-func (r Resource) ReadyStatus() string {
-	switch r.Ready.Status {
-	case StatusTrue, StatusFalse:
-		return r.Ready.Status
-	}
-	return StatusUnknown
-}
-
-// ParseReady normalises a readiness filter value ("true", "FALSE", ...) to
-// StatusTrue, StatusFalse or StatusUnknown; "" stays "".
-func ParseReady(s string) (string, error) {
-	switch strings.ToLower(s) {
-	case "":
-		return "", nil
-	case "true":
-		return StatusTrue, nil
-	case "false":
-		return StatusFalse, nil
-	case "unknown":
-		return StatusUnknown, nil
-	}
-	return "", fmt.Errorf("state: invalid readiness %q: want true, false or unknown", s)
-}
-
-func (f Filter) matchKey(group, kind string) bool {
-	if f.Kind == "" {
-		return true
-	}
-	if g, k, ok := strings.Cut(f.Kind, "/"); ok {
-		return strings.EqualFold(g, group) && strings.EqualFold(k, kind)
-	}
-	return strings.EqualFold(f.Kind, kind)
-}
 
 // PutResource stores r under r.Key(), replacing what was there. A zero
 // UpdatedAt is set to the current time.
-func (w *Writer) PutResource(r Resource) error {
+func (w *Writer) PutResource(r record.Resource) error {
 	if r.Namespace == "" || r.Kind == "" || r.Name == "" {
 		return fmt.Errorf("state: put resource %q: namespace, kind and name are required", r.Key())
 	}
@@ -145,14 +47,14 @@ func (w *Writer) DeleteResource(key string) error {
 
 // Resource reads a resource inside the write transaction (seeing this
 // transaction's own writes).
-func (w *Writer) Resource(key string) (Resource, bool, error) {
+func (w *Writer) Resource(key string) (record.Resource, bool, error) {
 	return getResource(w.tx, key)
 }
 
 // SetReady merges cond into the stored resource's Ready condition with
 // MergeCondition (ASO's overwrite rules) and reports whether it changed. It
 // fails when the resource is not stored.
-func (w *Writer) SetReady(key string, cond Condition, now time.Time) (bool, error) {
+func (w *Writer) SetReady(key string, cond record.Condition, now time.Time) (bool, error) {
 	r, ok, err := getResource(w.tx, key)
 	if err != nil {
 		return false, err
@@ -161,9 +63,9 @@ func (w *Writer) SetReady(key string, cond Condition, now time.Time) (bool, erro
 		return false, fmt.Errorf("state: set ready on %s: resource not found", key)
 	}
 	if cond.Type == "" {
-		cond.Type = ConditionReady
+		cond.Type = record.ConditionReady
 	}
-	merged, changed := MergeCondition(r.Ready, cond, now)
+	merged, changed := record.MergeCondition(r.Ready, cond, now)
 	if !changed {
 		return false, nil
 	}
@@ -173,9 +75,9 @@ func (w *Writer) SetReady(key string, cond Condition, now time.Time) (bool, erro
 }
 
 // Resource returns the resource stored under key ("namespace/group/Kind/name").
-func (db *DB) Resource(key string) (Resource, bool, error) {
+func (db *DB) Resource(key string) (record.Resource, bool, error) {
 	var (
-		r  Resource
+		r  record.Resource
 		ok bool
 	)
 	err := db.view(func(tx *bolt.Tx) error {
@@ -186,26 +88,26 @@ func (db *DB) Resource(key string) (Resource, bool, error) {
 	return r, ok, err
 }
 
-func getResource(tx *bolt.Tx, key string) (Resource, bool, error) {
+func getResource(tx *bolt.Tx, key string) (record.Resource, bool, error) {
 	v := tx.Bucket(bucketResources).Get([]byte(key))
 	if v == nil {
-		return Resource{}, false, nil
+		return record.Resource{}, false, nil
 	}
-	var r Resource
+	var r record.Resource
 	if err := json.Unmarshal(v, &r); err != nil {
-		return Resource{}, false, fmt.Errorf("state: decode resource %s: %w", key, err)
+		return record.Resource{}, false, fmt.Errorf("state: decode resource %s: %w", key, err)
 	}
 	return r, true, nil
 }
 
 // Resources returns the resources matching f, sorted by key (namespace, group,
 // Kind, name).
-func (db *DB) Resources(f Filter) ([]Resource, error) {
-	ready, err := ParseReady(f.Ready)
+func (db *DB) Resources(f record.Filter) ([]record.Resource, error) {
+	ready, err := record.ParseReady(f.Ready)
 	if err != nil {
 		return nil, err
 	}
-	var out []Resource
+	var out []record.Resource
 	err = db.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketResources).Cursor()
 		var k, v []byte
@@ -220,8 +122,8 @@ func (db *DB) Resources(f Filter) ([]Resource, error) {
 		// ends; they are decoded (which copies) before it does.
 		var keys, vals [][]byte
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			_, group, kind, _, ok := SplitKey(string(k))
-			if !ok || !f.matchKey(group, kind) {
+			_, group, kind, _, ok := record.SplitKey(string(k))
+			if !ok || !f.MatchKey(group, kind) {
 				continue
 			}
 			keys, vals = append(keys, k), append(vals, v)
@@ -249,8 +151,8 @@ func (db *DB) Resources(f Filter) ([]Resource, error) {
 
 // decodeResources decodes vals in parallel (JSON decoding dominates a full
 // read), each goroutine writing its own slots.
-func decodeResources(keys, vals [][]byte) ([]Resource, error) {
-	out := make([]Resource, len(vals))
+func decodeResources(keys, vals [][]byte) ([]record.Resource, error) {
+	out := make([]record.Resource, len(vals))
 	workers := min(runtime.GOMAXPROCS(0), len(vals)/256+1)
 	chunk := (len(vals) + workers - 1) / workers
 	errs := make([]error, workers)
@@ -276,7 +178,7 @@ func decodeResources(keys, vals [][]byte) ([]Resource, error) {
 // ReadyCounts returns how many resources have each Ready status (True, False,
 // Unknown), for metrics.
 func (db *DB) ReadyCounts() (map[string]int, error) {
-	counts := map[string]int{StatusTrue: 0, StatusFalse: 0, StatusUnknown: 0}
+	counts := map[string]int{record.StatusTrue: 0, record.StatusFalse: 0, record.StatusUnknown: 0}
 	err := db.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketResources).ForEach(func(k, v []byte) error {
 			var r struct {
@@ -287,7 +189,7 @@ func (db *DB) ReadyCounts() (map[string]int, error) {
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("decode resource %s: %w", k, err)
 			}
-			counts[Resource{Ready: Condition{Status: r.Ready.Status}}.ReadyStatus()]++
+			counts[record.Resource{Ready: record.Condition{Status: r.Ready.Status}}.ReadyStatus()]++
 			return nil
 		})
 	})

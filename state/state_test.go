@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/gitaso/gitaso/record"
 )
 
 func openTemp(t testing.TB, opts ...Option) (*DB, string) {
@@ -29,8 +31,8 @@ func openTemp(t testing.TB, opts ...Option) (*DB, string) {
 
 var t0 = time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 
-func sampleResource(ns, kind, name string, status string) Resource {
-	return Resource{
+func sampleResource(ns, kind, name string, status string) record.Resource {
+	return record.Resource{
 		Namespace:   ns,
 		Group:       "storage.azure.com",
 		Version:     "v1api20230101",
@@ -43,7 +45,7 @@ func sampleResource(ns, kind, name string, status string) Resource {
 		AppliedHash: "sha256:abc",
 		AppliedBody: json.RawMessage(`{"location":"westeurope","properties":{"password":"(redacted)"}}`),
 		Generation:  3,
-		Ready:       Condition{Type: ConditionReady, Status: status, Severity: severityFor(status), Reason: "Succeeded", ObservedGeneration: 3, LastTransitionTime: t0},
+		Ready:       record.Condition{Type: record.ConditionReady, Status: status, Severity: severityFor(status), Reason: "Succeeded", ObservedGeneration: 3, LastTransitionTime: t0},
 		Outputs:     map[string]string{"identity/principalId": "p-1"},
 		Revision:    "deadbeef",
 		UpdatedAt:   t0,
@@ -52,15 +54,15 @@ func sampleResource(ns, kind, name string, status string) Resource {
 }
 
 func severityFor(status string) string {
-	if status == StatusFalse {
-		return SeverityWarning
+	if status == record.StatusFalse {
+		return record.SeverityWarning
 	}
 	return ""
 }
 
 func TestResourceRoundTripAndReopen(t *testing.T) {
 	db, path := openTemp(t)
-	want := sampleResource("team-a", "StorageAccount", "sa1", StatusTrue)
+	want := sampleResource("team-a", "StorageAccount", "sa1", record.StatusTrue)
 	want.SecretOutputs = []string{"sa-keys/key1"}
 	if err := db.Update(func(w *Writer) error { return w.PutResource(want) }); err != nil {
 		t.Fatal(err)
@@ -100,7 +102,7 @@ func TestResourceRoundTripAndReopen(t *testing.T) {
 
 func TestPutResourceRejectsBadKeys(t *testing.T) {
 	db, _ := openTemp(t)
-	for _, r := range []Resource{
+	for _, r := range []record.Resource{
 		{Kind: "K", Name: "n"},
 		{Namespace: "ns", Kind: "K"},
 		{Namespace: "a/b", Kind: "K", Name: "n"},
@@ -113,13 +115,13 @@ func TestPutResourceRejectsBadKeys(t *testing.T) {
 
 func TestUpdateErrorKeepsNothing(t *testing.T) {
 	db, path := openTemp(t)
-	committed := sampleResource("ns", "StorageAccount", "kept", StatusTrue)
+	committed := sampleResource("ns", "StorageAccount", "kept", record.StatusTrue)
 	if err := db.Update(func(w *Writer) error { return w.PutResource(committed) }); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
 	err := db.Update(func(w *Writer) error {
-		if err := w.PutResource(sampleResource("ns", "StorageAccount", "lost", StatusTrue)); err != nil {
+		if err := w.PutResource(sampleResource("ns", "StorageAccount", "lost", record.StatusTrue)); err != nil {
 			return err
 		}
 		if err := w.DeleteResource(committed.Key()); err != nil {
@@ -141,7 +143,7 @@ func TestUpdateErrorKeepsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	all, err := db2.Resources(Filter{})
+	all, err := db2.Resources(record.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +177,7 @@ func TestCrashMidTransaction(t *testing.T) {
 		t.Fatalf("reopen after crash: %v", err)
 	}
 	defer db.Close()
-	all, err := db.Resources(Filter{})
+	all, err := db.Resources(record.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +210,7 @@ func crashChild(path string) {
 	}
 	err = db.Update(func(w *Writer) error {
 		for i := range 100 {
-			if err := w.PutResource(sampleResource("ns", "StorageAccount", fmt.Sprintf("sa%03d", i), StatusTrue)); err != nil {
+			if err := w.PutResource(sampleResource("ns", "StorageAccount", fmt.Sprintf("sa%03d", i), record.StatusTrue)); err != nil {
 				return err
 			}
 		}
@@ -220,7 +222,7 @@ func crashChild(path string) {
 	}
 	_ = db.Update(func(w *Writer) error {
 		for i := range 1000 {
-			_ = w.PutResource(sampleResource("ns", "StorageAccount", fmt.Sprintf("uncommitted%04d", i), StatusTrue))
+			_ = w.PutResource(sampleResource("ns", "StorageAccount", fmt.Sprintf("uncommitted%04d", i), record.StatusTrue))
 		}
 		_ = w.SetLastGoodRevision("uncommitted")
 		os.Exit(3) // die mid-transaction, without Close
@@ -229,7 +231,7 @@ func crashChild(path string) {
 	os.Exit(1)
 }
 
-func names(rs []Resource) []string {
+func names(rs []record.Resource) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
 		out[i] = r.Namespace + "/" + r.Kind + "/" + r.Name
@@ -239,13 +241,13 @@ func names(rs []Resource) []string {
 
 func TestFilter(t *testing.T) {
 	db, _ := openTemp(t)
-	seed := []Resource{
-		sampleResource("team-a", "StorageAccount", "sa1", StatusTrue),
-		sampleResource("team-a", "StorageAccount", "sa2", StatusFalse),
-		sampleResource("team-ab", "StorageAccount", "sa3", StatusTrue),
+	seed := []record.Resource{
+		sampleResource("team-a", "StorageAccount", "sa1", record.StatusTrue),
+		sampleResource("team-a", "StorageAccount", "sa2", record.StatusFalse),
+		sampleResource("team-ab", "StorageAccount", "sa3", record.StatusTrue),
 		sampleResource("team-b", "StorageAccount", "sa4", ""),
-		{Namespace: "team-a", Group: "dbforpostgresql.azure.com", Kind: "FlexibleServer", Name: "pg", Ready: Condition{Type: ConditionReady, Status: StatusUnknown}},
-		{Namespace: "team-a", Group: "dbformysql.azure.com", Kind: "FlexibleServer", Name: "my", Ready: Condition{Type: ConditionReady, Status: StatusTrue}},
+		{Namespace: "team-a", Group: "dbforpostgresql.azure.com", Kind: "FlexibleServer", Name: "pg", Ready: record.Condition{Type: record.ConditionReady, Status: record.StatusUnknown}},
+		{Namespace: "team-a", Group: "dbformysql.azure.com", Kind: "FlexibleServer", Name: "my", Ready: record.Condition{Type: record.ConditionReady, Status: record.StatusTrue}},
 	}
 	if err := db.Update(func(w *Writer) error {
 		for _, r := range seed {
@@ -259,17 +261,17 @@ func TestFilter(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		filter Filter
+		filter record.Filter
 		want   []string
 	}{
-		{"all sorted by key", Filter{}, []string{"team-a/FlexibleServer/my", "team-a/FlexibleServer/pg", "team-a/StorageAccount/sa1", "team-a/StorageAccount/sa2", "team-ab/StorageAccount/sa3", "team-b/StorageAccount/sa4"}},
-		{"namespace is exact, not a prefix", Filter{Namespace: "team-a"}, []string{"team-a/FlexibleServer/my", "team-a/FlexibleServer/pg", "team-a/StorageAccount/sa1", "team-a/StorageAccount/sa2"}},
-		{"kind case-insensitive", Filter{Kind: "storageaccount", Namespace: "team-b"}, []string{"team-b/StorageAccount/sa4"}},
-		{"group/Kind", Filter{Kind: "dbforpostgresql.azure.com/FlexibleServer"}, []string{"team-a/FlexibleServer/pg"}},
-		{"ready true", Filter{Ready: "true"}, []string{"team-a/FlexibleServer/my", "team-a/StorageAccount/sa1", "team-ab/StorageAccount/sa3"}},
-		{"ready False in ns", Filter{Ready: "False", Namespace: "team-a"}, []string{"team-a/StorageAccount/sa2"}},
-		{"no condition counts as unknown", Filter{Ready: "Unknown"}, []string{"team-a/FlexibleServer/pg", "team-b/StorageAccount/sa4"}},
-		{"no match", Filter{Namespace: "nope"}, []string{}},
+		{"all sorted by key", record.Filter{}, []string{"team-a/FlexibleServer/my", "team-a/FlexibleServer/pg", "team-a/StorageAccount/sa1", "team-a/StorageAccount/sa2", "team-ab/StorageAccount/sa3", "team-b/StorageAccount/sa4"}},
+		{"namespace is exact, not a prefix", record.Filter{Namespace: "team-a"}, []string{"team-a/FlexibleServer/my", "team-a/FlexibleServer/pg", "team-a/StorageAccount/sa1", "team-a/StorageAccount/sa2"}},
+		{"kind case-insensitive", record.Filter{Kind: "storageaccount", Namespace: "team-b"}, []string{"team-b/StorageAccount/sa4"}},
+		{"group/Kind", record.Filter{Kind: "dbforpostgresql.azure.com/FlexibleServer"}, []string{"team-a/FlexibleServer/pg"}},
+		{"ready true", record.Filter{Ready: "true"}, []string{"team-a/FlexibleServer/my", "team-a/StorageAccount/sa1", "team-ab/StorageAccount/sa3"}},
+		{"ready False in ns", record.Filter{Ready: "False", Namespace: "team-a"}, []string{"team-a/StorageAccount/sa2"}},
+		{"no condition counts as unknown", record.Filter{Ready: "Unknown"}, []string{"team-a/FlexibleServer/pg", "team-b/StorageAccount/sa4"}},
+		{"no match", record.Filter{Namespace: "nope"}, []string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,7 +284,7 @@ func TestFilter(t *testing.T) {
 			}
 		})
 	}
-	if _, err := db.Resources(Filter{Ready: "maybe"}); err == nil {
+	if _, err := db.Resources(record.Filter{Ready: "maybe"}); err == nil {
 		t.Error("invalid readiness accepted")
 	}
 	counts, err := db.ReadyCounts()
@@ -297,7 +299,7 @@ func TestFilter(t *testing.T) {
 func TestRunsNewestFirstPruningAndTotals(t *testing.T) {
 	db, path := openTemp(t, WithMaxRuns(5))
 	for i := 1; i <= 12; i++ {
-		run := &Run{Revision: fmt.Sprintf("rev%d", i), Trigger: "interval", StartedAt: t0.Add(time.Duration(i) * time.Minute)}
+		run := &record.Run{Revision: fmt.Sprintf("rev%d", i), Trigger: "interval", StartedAt: t0.Add(time.Duration(i) * time.Minute)}
 		// Written when it starts, then again when it finishes, in separate updates.
 		if err := db.Update(func(w *Writer) error { return w.PutRun(run) }); err != nil {
 			t.Fatal(err)
@@ -306,9 +308,9 @@ func TestRunsNewestFirstPruningAndTotals(t *testing.T) {
 			t.Fatalf("run %d got ID %d", i, run.ID)
 		}
 		run.FinishedAt = run.StartedAt.Add(time.Second)
-		run.Outcome = OutcomeSucceeded
+		run.Outcome = record.OutcomeSucceeded
 		if i%4 == 0 {
-			run.Outcome, run.Error = OutcomeFailed, "ARM said no"
+			run.Outcome, run.Error = record.OutcomeFailed, "ARM said no"
 		}
 		run.Counts = map[string]int{"create": i}
 		if err := db.Update(func(w *Writer) error { return w.PutRun(run) }); err != nil {
@@ -330,7 +332,7 @@ func TestRunsNewestFirstPruningAndTotals(t *testing.T) {
 	if d := cmp.Diff([]string{"rev12", "rev11", "rev10", "rev9", "rev8"}, revs); d != "" {
 		t.Errorf("runs after pruning to 5 (-want +got):\n%s", d)
 	}
-	if runs[0].Outcome != OutcomeFailed || runs[0].Error != "ARM said no" || runs[0].Counts["create"] != 12 {
+	if runs[0].Outcome != record.OutcomeFailed || runs[0].Error != "ARM said no" || runs[0].Counts["create"] != 12 {
 		t.Errorf("newest run = %+v", runs[0])
 	}
 	two, err := db.Runs(2)
@@ -341,7 +343,7 @@ func TestRunsNewestFirstPruningAndTotals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[Outcome]uint64{OutcomeSucceeded: 9, OutcomeFailed: 3, OutcomeRefused: 0, OutcomePartial: 0, OutcomeHeld: 0}
+	want := map[record.Outcome]uint64{record.OutcomeSucceeded: 9, record.OutcomeFailed: 3, record.OutcomeRefused: 0, record.OutcomePartial: 0, record.OutcomeHeld: 0}
 	if d := cmp.Diff(want, totals); d != "" {
 		t.Errorf("RunTotals (-want +got):\n%s", d)
 	}
@@ -352,7 +354,7 @@ func TestRunsNewestFirstPruningAndTotals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	r := &Run{Revision: "rev13", StartedAt: t0}
+	r := &record.Run{Revision: "rev13", StartedAt: t0}
 	if err := db2.Update(func(w *Writer) error { return w.PutRun(r) }); err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +431,7 @@ func TestMetaPlanAndRevisions(t *testing.T) {
 
 func TestOperations(t *testing.T) {
 	db, path := openTemp(t)
-	ops := []Operation{
+	ops := []record.Operation{
 		{Key: "ns/g/K/b", ARMID: "/subscriptions/s/b", Method: "PUT", StartedAt: t0, PollURL: "https://arm/op/1"},
 		{Key: "ns/g/K/a", ARMID: "/subscriptions/s/a", Method: "DELETE", StartedAt: t0},
 	}
@@ -443,7 +445,7 @@ func TestOperations(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(w *Writer) error { return w.PutOperation(Operation{ARMID: "x"}) }); err == nil {
+	if err := db.Update(func(w *Writer) error { return w.PutOperation(record.Operation{ARMID: "x"}) }); err == nil {
 		t.Error("operation without key accepted")
 	}
 	db.Close()
@@ -456,7 +458,7 @@ func TestOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]Operation{ops[1], ops[0]}, got); d != "" {
+	if d := cmp.Diff([]record.Operation{ops[1], ops[0]}, got); d != "" {
 		t.Errorf("Operations after reopen (-want +got):\n%s", d)
 	}
 	if err := db.Update(func(w *Writer) error { return w.DeleteOperation("ns/g/K/a") }); err != nil {
@@ -470,24 +472,24 @@ func TestOperations(t *testing.T) {
 
 func TestSetReady(t *testing.T) {
 	db, _ := openTemp(t)
-	r := sampleResource("ns", "StorageAccount", "sa", StatusTrue)
-	r.Ready = Condition{}
+	r := sampleResource("ns", "StorageAccount", "sa", record.StatusTrue)
+	r.Ready = record.Condition{}
 	if err := db.Update(func(w *Writer) error { return w.PutResource(r) }); err != nil {
 		t.Fatal(err)
 	}
 	t1 := t0.Add(time.Minute)
 	steps := []struct {
-		cond    Condition
+		cond    record.Condition
 		now     time.Time
 		changed bool
-		want    Condition
+		want    record.Condition
 	}{
-		{Condition{Status: StatusFalse, Severity: SeverityInfo, Reason: "Reconciling", ObservedGeneration: 1}, t0, true,
-			Condition{Type: "Ready", Status: StatusFalse, Severity: SeverityInfo, Reason: "Reconciling", ObservedGeneration: 1, LastTransitionTime: t0}},
-		{Condition{Status: StatusUnknown, ObservedGeneration: 1}, t1, false,
-			Condition{Type: "Ready", Status: StatusFalse, Severity: SeverityInfo, Reason: "Reconciling", ObservedGeneration: 1, LastTransitionTime: t0}},
-		{Condition{Status: StatusTrue, ObservedGeneration: 1}, t1, true,
-			Condition{Type: "Ready", Status: StatusTrue, ObservedGeneration: 1, LastTransitionTime: t1}},
+		{record.Condition{Status: record.StatusFalse, Severity: record.SeverityInfo, Reason: "Reconciling", ObservedGeneration: 1}, t0, true,
+			record.Condition{Type: "Ready", Status: record.StatusFalse, Severity: record.SeverityInfo, Reason: "Reconciling", ObservedGeneration: 1, LastTransitionTime: t0}},
+		{record.Condition{Status: record.StatusUnknown, ObservedGeneration: 1}, t1, false,
+			record.Condition{Type: "Ready", Status: record.StatusFalse, Severity: record.SeverityInfo, Reason: "Reconciling", ObservedGeneration: 1, LastTransitionTime: t0}},
+		{record.Condition{Status: record.StatusTrue, ObservedGeneration: 1}, t1, true,
+			record.Condition{Type: "Ready", Status: record.StatusTrue, ObservedGeneration: 1, LastTransitionTime: t1}},
 	}
 	for i, s := range steps {
 		var changed bool
@@ -507,7 +509,7 @@ func TestSetReady(t *testing.T) {
 		}
 	}
 	if err := db.Update(func(w *Writer) error {
-		_, err := w.SetReady("ns/g/K/missing", Condition{Status: StatusTrue}, t0)
+		_, err := w.SetReady("ns/g/K/missing", record.Condition{Status: record.StatusTrue}, t0)
 		return err
 	}); err == nil {
 		t.Error("SetReady on a missing resource succeeded")
@@ -530,7 +532,7 @@ func TestConcurrentReadsDuringWrites(t *testing.T) {
 					return
 				default:
 				}
-				rs, err := db.Resources(Filter{Namespace: "ns"})
+				rs, err := db.Resources(record.Filter{Namespace: "ns"})
 				if err != nil {
 					errc <- err
 					return
@@ -545,7 +547,7 @@ func TestConcurrentReadsDuringWrites(t *testing.T) {
 	for b := range batches {
 		if err := db.Update(func(w *Writer) error {
 			for i := range perBatch {
-				if err := w.PutResource(sampleResource("ns", "StorageAccount", fmt.Sprintf("b%02d-%02d", b, i), StatusTrue)); err != nil {
+				if err := w.PutResource(sampleResource("ns", "StorageAccount", fmt.Sprintf("b%02d-%02d", b, i), record.StatusTrue)); err != nil {
 					return err
 				}
 			}
@@ -560,7 +562,7 @@ func TestConcurrentReadsDuringWrites(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	rs, _ := db.Resources(Filter{})
+	rs, _ := db.Resources(record.Filter{})
 	if len(rs) != batches*perBatch {
 		t.Errorf("%d resources, want %d", len(rs), batches*perBatch)
 	}
@@ -575,7 +577,7 @@ func TestApprovals(t *testing.T) {
 	if _, ok, err := db.Approval("abc"); ok || err != nil {
 		t.Fatalf("approval before any: %v %v", ok, err)
 	}
-	a := Approval{Revision: "abc", Keys: []string{"ns/g/K/a"}, By: "api"}
+	a := record.Approval{Revision: "abc", Keys: []string{"ns/g/K/a"}, By: "api"}
 	if err := db.Update(func(w *Writer) error { return w.PutApproval(a) }); err != nil {
 		t.Fatal(err)
 	}

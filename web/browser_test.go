@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // These tests drive a real headless Chromium (Debian packages chromium and
@@ -120,7 +120,7 @@ func TestBrowserResources(t *testing.T) {
 	dom := dumpDOM(t, f.srv.URL+"/#resources")
 	assertNoSecrets(t, "resources view", dom, f.secrets(t))
 
-	rs, err := f.db.Resources(state.Filter{})
+	rs, err := f.db.Resources(record.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

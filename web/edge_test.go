@@ -12,6 +12,7 @@ import (
 
 	"github.com/gitaso/gitaso/api"
 	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 	"github.com/gitaso/gitaso/web"
 )
@@ -132,9 +133,9 @@ func TestBrowserManyResources(t *testing.T) {
 	err := db.Update(func(w *state.Writer) error {
 		for i := range n {
 			name := fmt.Sprintf("acct%05d", i)
-			if err := w.PutResource(state.Resource{Namespace: "bulk", Group: "storage.azure.com", Version: "v1api20230101", Kind: "StorageAccount",
+			if err := w.PutResource(record.Resource{Namespace: "bulk", Group: "storage.azure.com", Version: "v1api20230101", Kind: "StorageAccount",
 				Name: name, ARMID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/" + name,
-				Ready: state.Condition{Type: "Ready", Status: "True"}}); err != nil {
+				Ready: record.Condition{Type: "Ready", Status: "True"}}); err != nil {
 				return err
 			}
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/gitaso/gitaso/internal/fixtures"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 	"github.com/gitaso/gitaso/web"
@@ -128,7 +129,7 @@ func newFixture(t testing.TB) *fixture {
 	}
 	outs := planner.Outputs{planner.OutputKey("platform", false, "team-a-identity-settings", "principalId"): principalID}
 	now := time.Now().UTC().Truncate(time.Second)
-	prior := map[string]state.Resource{}
+	prior := map[string]record.Resource{}
 	for _, r := range p1.Resources {
 		body, err := p1.Body(r, outs)
 		if err != nil {
@@ -138,12 +139,12 @@ func newFixture(t testing.TB) *fixture {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prior[r.Key()] = state.Resource{
+		prior[r.Key()] = record.Resource{
 			Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
 			ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: r.Policy,
 			AppliedHash: planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON),
 			AppliedBody: red, Generation: 1, Revision: p1.Revision, UpdatedAt: now.Add(-90 * time.Second),
-			Ready: state.Condition{Type: "Ready", Status: "True", Reason: "Succeeded", ObservedGeneration: 1, LastTransitionTime: now.Add(-90 * time.Second)},
+			Ready: record.Condition{Type: "Ready", Status: "True", Reason: "Succeeded", ObservedGeneration: 1, LastTransitionTime: now.Add(-90 * time.Second)},
 		}
 	}
 	if bytes.Contains(prior[keyPG].AppliedBody, []byte(secretPassword)) {
@@ -154,13 +155,13 @@ func newFixture(t testing.TB) *fixture {
 	prior[keyIdentity] = id
 	sa := prior[keyStorage]
 	sa.Generation = 2
-	sa.Ready = state.Condition{Type: "Ready", Status: "False", Severity: "Error", Reason: "AuthorizationFailed",
+	sa.Ready = record.Condition{Type: "Ready", Status: "False", Severity: "Error", Reason: "AuthorizationFailed",
 		Message: authzMessage, ObservedGeneration: 2, LastTransitionTime: now.Add(-30 * time.Second)}
 	sa.SecretOutputs = []string{"teamastorage-keys/key1"}
 	sa.UpdatedAt = now.Add(-30 * time.Second)
 	prior[keyStorage] = sa
 	pg := prior[keyPG]
-	pg.Ready = state.Condition{Type: "Ready", Status: "False", Severity: "Info", Reason: "Reconciling",
+	pg.Ready = record.Condition{Type: "Ready", Status: "False", Severity: "Info", Reason: "Reconciling",
 		Message: "The resource is in the process of being reconciled by the operator", ObservedGeneration: 1}
 	prior[keyPG] = pg
 	delete(prior, keyRole) // not applied yet: planned as a create with a value known after apply
@@ -196,11 +197,11 @@ func newFixture(t testing.TB) *fixture {
 		if err := w.PutExports("platform", "team-a-identity-settings", map[string]string{"principalId": principalID}); err != nil {
 			return err
 		}
-		runs := []*state.Run{
+		runs := []*record.Run{
 			{Revision: p1.Revision, Trigger: "startup", StartedAt: now.Add(-10 * time.Minute), FinishedAt: now.Add(-10*time.Minute + 42*time.Second),
-				Outcome: state.OutcomeSucceeded, Counts: map[string]int{"create": len(p1.Resources)}, Summary: "8 created"},
+				Outcome: record.OutcomeSucceeded, Counts: map[string]int{"create": len(p1.Resources)}, Summary: "8 created"},
 			{Revision: p2.Revision, Trigger: "webhook", StartedAt: now.Add(-40 * time.Second), FinishedAt: now.Add(-31 * time.Second),
-				Outcome: state.OutcomePartial, Counts: map[string]int{"update": 2, "create": 1, "delete": 1, "no-op": 5},
+				Outcome: record.OutcomePartial, Counts: map[string]int{"update": 2, "create": 1, "delete": 1, "no-op": 5},
 				Error: "platform/StorageAccount/teamastorage: AuthorizationFailed: " + authzMessage},
 		}
 		for _, r := range runs {
@@ -264,7 +265,7 @@ func (f *fixture) planText(t testing.TB, showUnchanged bool) string {
 func (f *fixture) secrets(t testing.TB) []string {
 	t.Helper()
 	out := []string{secretPassword, secretPasswordNew, secretExportValue, apiToken}
-	rs, err := f.db.Resources(state.Filter{})
+	rs, err := f.db.Resources(record.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}

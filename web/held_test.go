@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -32,9 +33,9 @@ var heldUnmanaged = []string{
 	"/subscriptions/" + subscription + "/resourceGroups/team-b-rg/providers/Microsoft.Sql/servers/legacy-sql",
 }
 
-func heldHold() *state.Hold {
-	return &state.Hold{
-		Reason:    state.HoldMassDeletion,
+func heldHold() *record.Hold {
+	return &record.Hold{
+		Reason:    record.HoldMassDeletion,
 		Message:   "revision c0ffee012345 would delete 14 of 20 managed resources (70 %), more than the deletion guard allows (--max-deletion-fraction 0.5)",
 		Deletions: 14, Managed: 20, Keys: heldKeys(), Unmanaged: heldUnmanaged,
 	}
@@ -45,8 +46,8 @@ func (f *fixture) addHeldRun(t testing.TB) {
 	t.Helper()
 	now := time.Now().UTC()
 	err := f.db.Update(func(w *state.Writer) error {
-		return w.PutRun(&state.Run{Revision: heldRevision, Trigger: "interval", StartedAt: now.Add(-5 * time.Second), FinishedAt: now.Add(-4 * time.Second),
-			Outcome: state.OutcomeHeld, Counts: map[string]int{"delete": 14, "no-op": 6}, Held: heldHold(),
+		return w.PutRun(&record.Run{Revision: heldRevision, Trigger: "interval", StartedAt: now.Add(-5 * time.Second), FinishedAt: now.Add(-4 * time.Second),
+			Outcome: record.OutcomeHeld, Counts: map[string]int{"delete": 14, "no-op": 6}, Held: heldHold(),
 			Summary: "held: 14 deletions wait for an approval"})
 	})
 	if err != nil {
@@ -74,7 +75,7 @@ func TestBrowserHeldBanner(t *testing.T) {
 	b := text(banner)
 	keys := heldKeys()
 	for _, want := range slices.Concat([]string{
-		"Revision c0ffee012345 is held", state.HoldMassDeletion, heldHold().Message,
+		"Revision c0ffee012345 is held", record.HoldMassDeletion, heldHold().Message,
 		"14 deletions of 20 managed resources", "and 4 more", "Approve deletions",
 		"resources gitaso does not manage",
 	}, keys[:10], heldUnmanaged) {

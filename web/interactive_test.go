@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -156,7 +157,7 @@ func TestBrowserAutoRefresh(t *testing.T) {
 	wd.waitFor("the failing row", `return document.querySelector(arguments[0])?.className === 'row-false'`, sel)
 	wd.exec(nil, `window.__marker = 1`) // gone if the page reloads
 	err := f.db.Update(func(w *state.Writer) error {
-		_, err := w.SetReady(keyStorage, state.Condition{Type: "Ready", Status: "True", Reason: "Succeeded", ObservedGeneration: 2}, time.Now())
+		_, err := w.SetReady(keyStorage, record.Condition{Type: "Ready", Status: "True", Reason: "Succeeded", ObservedGeneration: 2}, time.Now())
 		return err
 	})
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/web"
 )
 
@@ -151,7 +151,7 @@ the deletion guard held the revision (nothing applied; --approve-deletions relea
 			if err != nil {
 				return reportInputErrors(stderr, err)
 			}
-			if rep.Run.Outcome == state.OutcomeHeld {
+			if rep.Run.Outcome == record.OutcomeHeld {
 				return &ExitError{Code: 3, Err: fmt.Errorf("revision held, nothing applied: %s (run again with --approve-deletions to delete exactly these resources)", rep.Run.Held.Message)}
 			}
 			if rep.Result != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -148,9 +149,9 @@ func str(m map[string]any, path ...string) string {
 
 // StateView is what the harness reads from gitaso's state file.
 type StateView struct {
-	Resources  []state.Resource
-	Operations []state.Operation
-	LastRun    *state.Run
+	Resources  []record.Resource
+	Operations []record.Operation
+	LastRun    *record.Run
 }
 
 // ErrCorrupted is returned by ReadState when the state file does not open, fails bbolt's consistency check or
@@ -183,7 +184,7 @@ func ReadState(path string) (StateView, error) {
 		return v, fmt.Errorf("%w: %v", ErrCorrupted, err)
 	}
 	defer db.Close()
-	if v.Resources, err = db.Resources(state.Filter{}); err != nil {
+	if v.Resources, err = db.Resources(record.Filter{}); err != nil {
 		return v, fmt.Errorf("%w: %v", ErrCorrupted, err)
 	}
 	if v.Operations, err = db.Operations(); err != nil {
@@ -288,7 +289,7 @@ func Evaluate(exp Expectation, inv []AzureResource, st StateView, requests []emu
 		declared[strings.ToLower(d.ARMID)] = d
 		declaredKeys[d.Key()] = true
 	}
-	inState := map[string]state.Resource{}
+	inState := map[string]record.Resource{}
 	stateIDs := map[string]bool{}
 	for _, r := range st.Resources {
 		inState[r.Key()] = r
@@ -312,7 +313,7 @@ func Evaluate(exp Expectation, inv []AzureResource, st StateView, requests []emu
 				}
 			}
 		}
-		if r, ok := inState[d.Key()]; !ok || r.Ready.Status != state.StatusTrue {
+		if r, ok := inState[d.Key()]; !ok || r.Ready.Status != record.StatusTrue {
 			v.NotReady = append(v.NotReady, d.Key())
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gitaso/gitaso/aso"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/record"
 )
 
 // Kinds the fleet declares, as "apiVersion Kind".
@@ -79,7 +79,7 @@ type Decl struct {
 }
 
 // Key is the resource's state key.
-func (d Decl) Key() string { return state.ResourceKey(d.Namespace, d.Group, d.Kind, d.Name) }
+func (d Decl) Key() string { return record.ResourceKey(d.Namespace, d.Group, d.Kind, d.Name) }
 
 // manifest is a fleet member before rendering.
 type manifest struct {

@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
 
@@ -80,8 +81,8 @@ func writeState(t *testing.T, path string, decls []Decl) {
 	defer db.Close()
 	err = db.Update(func(w *state.Writer) error {
 		for _, d := range decls {
-			r := state.Resource{Namespace: d.Namespace, Group: d.Group, Version: d.Version, Kind: d.Kind, Name: d.Name,
-				ARMID: d.ARMID, APIVersion: d.APIVersion, Ready: state.Condition{Type: "Ready", Status: state.StatusTrue}}
+			r := record.Resource{Namespace: d.Namespace, Group: d.Group, Version: d.Version, Kind: d.Kind, Name: d.Name,
+				ARMID: d.ARMID, APIVersion: d.APIVersion, Ready: record.Condition{Type: "Ready", Status: record.StatusTrue}}
 			if err := w.PutResource(r); err != nil {
 				return err
 			}

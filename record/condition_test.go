@@ -1,4 +1,4 @@
-package state
+package record
 
 import (
 	"testing"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 )
+
+var t0 = time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 
 func TestMergeCondition(t *testing.T) {
 	t1 := t0.Add(time.Hour)
