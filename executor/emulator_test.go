@@ -93,6 +93,13 @@ func newEmuVia(t testing.TB, front func(arm http.Handler) http.Handler) *emu {
 // plan builds a plan from YAML documents (no prior state, no ARM reads).
 func (m *emu) plan(t testing.TB, docs ...string) *planner.Plan {
 	t.Helper()
+	_, p := m.graphPlan(t, docs...)
+	return p
+}
+
+// graphPlan is plan with the graph it was made from (the secrets source).
+func (m *emu) graphPlan(t testing.TB, docs ...string) (*planner.Graph, *planner.Plan) {
+	t.Helper()
 	objs, err := source.ParseFile("test.yaml", []byte(strings.Join(docs, "\n---\n")))
 	if err != nil {
 		t.Fatal(err)
@@ -105,15 +112,15 @@ func (m *emu) plan(t testing.TB, docs ...string) *planner.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return g, p
 }
 
 // apply applies docs and returns the result by resource name.
 func (m *emu) apply(t testing.TB, docs ...string) map[string]*executor.ResourceResult {
 	t.Helper()
-	p := m.plan(t, docs...)
+	g, p := m.graphPlan(t, docs...)
 	ex := executor.New(oneClient{m.cli}, executor.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	res, err := ex.Apply(context.Background(), p, nil)
+	res, err := ex.Apply(context.Background(), p, planner.Values{Secrets: g})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,16 +152,15 @@ func (r *Result) Failed() bool {
 }
 
 // Apply runs the plan: writes in dependency order with bounded parallelism
-// (a failure skips only its descendants), then deletions children first.
-// outputs holds exported values known before the run; it is not modified.
-func (e *Executor) Apply(ctx context.Context, p *planner.Plan, outputs planner.Outputs) (*Result, error) {
-	if p.Graph() == nil {
-		return nil, errors.New("executor: plan has no graph (a plan read from JSON cannot be applied)")
-	}
+// (a failure skips only its descendants), then deletions in reverse
+// dependency order. Everything it needs is in the plan, which may have been
+// read back from JSON, and in v: the exported values known before the run
+// (v.Outputs, not modified) and the Secrets the requests read (v.Secrets).
+func (e *Executor) Apply(ctx context.Context, p *planner.Plan, v planner.Values) (*Result, error) {
 	res := &Result{Revision: p.Revision, Started: e.opts.Now()}
-	w := &walk{e: e, plan: p, outputs: planner.Outputs{}, results: map[string]*ResourceResult{}}
-	for k, v := range outputs {
-		w.outputs[k] = v
+	w := &walk{e: e, plan: p, secrets: v.Secrets, outputs: planner.Outputs{}, results: map[string]*ResourceResult{}}
+	for k, val := range v.Outputs {
+		w.outputs[k] = val
 	}
 	var writes, deletes []*planner.Resource
 	for _, r := range p.Resources {
@@ -183,6 +182,7 @@ func (e *Executor) Apply(ctx context.Context, p *planner.Plan, outputs planner.O
 type walk struct {
 	e       *Executor
 	plan    *planner.Plan
+	secrets planner.SecretSource
 	mu      sync.Mutex
 	outputs planner.Outputs
 	results map[string]*ResourceResult
@@ -257,17 +257,21 @@ func (w *walk) run(ctx context.Context, rs []*planner.Resource) {
 func (w *walk) blocker(r *planner.Resource) *ResourceResult {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n := r.Node()
 	for _, d := range r.DependsOn {
 		dr, ok := w.results[d]
 		if !ok || (dr.Outcome != Failed && dr.Outcome != Skipped) {
 			continue
 		}
 		reason, what := "ReferenceNotFound", "referenced resource"
-		if n != nil && isOwner(n, d) {
+		if r.Owner == d {
 			reason, what = "WaitingForOwner", "owner"
-		} else if n != nil && producesFor(w.plan, d, n) != "" {
-			reason, what = producesFor(w.plan, d, n), "resource exporting a value it reads"
+		} else if pending := r.PendingFrom(d); len(pending) > 0 {
+			reason, what = "ConfigMapNotFound", "resource exporting a value it reads"
+			for _, e := range pending {
+				if e.Secret {
+					reason = "SecretNotFound"
+				}
+			}
 		}
 		cond := record.Condition{
 			Type: record.ConditionReady, Status: record.StatusFalse, Severity: record.SeverityWarning, Reason: reason,
@@ -276,79 +280,6 @@ func (w *walk) blocker(r *planner.Resource) *ResourceResult {
 		return &ResourceResult{Key: r.Key(), Resource: r, Outcome: Skipped, Ready: cond, Err: errors.New(cond.Message)}
 	}
 	return nil
-}
-
-func isOwner(n *planner.Node, key string) bool {
-	return n.OwnerKey() == key
-}
-
-// producesFor returns ConfigMapNotFound or SecretNotFound when dependency key
-// is a resource exporting a value n reads: SecretNotFound when n reads one of
-// its secrets, ConfigMapNotFound when n reads one of its config map values.
-func producesFor(p *planner.Plan, key string, n *planner.Node) string {
-	dn := p.Graph().Node(key)
-	if dn == nil {
-		return ""
-	}
-	reason := ""
-	for _, d := range n.Deps {
-		for _, ex := range dn.Exports {
-			if !reads(d, ex) {
-				continue
-			}
-			if ex.Secret {
-				return "SecretNotFound"
-			}
-			reason = "ConfigMapNotFound"
-		}
-	}
-	return reason
-}
-
-// reads reports whether dependency d of a resource reads export ex.
-func reads(d aso.Dep, ex planner.Export) bool {
-	switch d.Type {
-	case aso.DepConfigMap:
-		return !ex.Secret && ex.Name == d.Name && ex.Key == d.Key
-	case aso.DepSecret:
-		return ex.Secret && ex.Name == d.Name && ex.Key == d.Key
-	case aso.DepSecretMap:
-		return ex.Secret && ex.Name == d.Name
-	}
-	return false
-}
-
-// missingInputs explains the values of n's body that are still unknown
-// although their producers ran: SecretNotFound when a secret is missing
-// (else ConfigMapNotFound), naming each missing config map or secret key and
-// the resource that should have exported it.
-func missingInputs(p *planner.Plan, n *planner.Node, outs planner.Outputs) (reason string, missing []string) {
-	reason = "ConfigMapNotFound"
-	if n == nil {
-		return reason, nil
-	}
-	for _, key := range n.DependsOn {
-		dn := p.Graph().Node(key)
-		if dn == nil {
-			continue
-		}
-		for _, d := range n.Deps {
-			for _, ex := range dn.Exports {
-				if !reads(d, ex) {
-					continue
-				}
-				if _, ok := outs[planner.OutputKey(n.Namespace, ex.Secret, ex.Name, ex.Key)]; ok {
-					continue
-				}
-				what := "config map"
-				if ex.Secret {
-					what, reason = "secret", "SecretNotFound"
-				}
-				missing = append(missing, fmt.Sprintf("%s %s key %s (exported by %s)", what, ex.Name, ex.Key, dn.ID()))
-			}
-		}
-	}
-	return reason, missing
 }
 
 func firstLine(s string) string {
@@ -479,12 +410,12 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 		outs[k] = v
 	}
 	w.mu.Unlock()
-	body, err := w.plan.Body(r, outs)
+	body, err := planner.Resolve(r, planner.Values{Outputs: outs, Secrets: w.secrets})
 	if err != nil {
 		return fail(err)
 	}
 	if len(body.Unknown) > 0 {
-		reason, missing := missingInputs(w.plan, r.Node(), outs)
+		reason, missing := r.Missing(outs)
 		msg := fmt.Sprintf("values at %s are not known: the resources exporting them did not produce them", strings.Join(body.Unknown, ", "))
 		if len(missing) > 0 {
 			msg += ": " + strings.Join(missing, "; ")

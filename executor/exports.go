@@ -273,8 +273,7 @@ type exporter struct {
 // (plus the kind's extra call for azure-generated secrets) and makes them
 // visible to the resources applied after it.
 func (w *walk) export(ctx context.Context, cli ARM, r *planner.Resource, rr *ResourceResult) {
-	n := r.Node()
-	if n == nil || len(n.Exports) == 0 {
+	if len(r.ExportRules) == 0 {
 		return
 	}
 	doc, err := decodeJSON(rr.Response)
@@ -291,7 +290,7 @@ func (w *walk) export(ctx context.Context, cli ARM, r *planner.Resource, rr *Res
 	var vals []value
 	var problems []string
 	severity := record.SeverityError
-	for _, ex := range n.Exports {
+	for _, ex := range r.ExportRules {
 		if ex.Expr {
 			res, err := x.expression(ex)
 			if err != nil {
@@ -477,8 +476,11 @@ func (x *exporter) expression(ex planner.Export) (evalResult, error) {
 		secret = all
 	}
 	if x.self == nil {
-		n := x.r.Node()
-		x.self = selfObject(n.Object.Content, n.Spec, n.AzureName, x.arm)
+		spec, _ := x.r.Manifest["spec"].(map[string]any)
+		if spec == nil {
+			spec = map[string]any{}
+		}
+		x.self = selfObject(x.r.Manifest, spec, x.r.AzureName, x.arm)
 	}
 	return c.eval(ex.Source, x.self, secret)
 }

@@ -71,11 +71,11 @@ type Node struct {
 
 // Export is one operatorSpec destination a resource writes after apply.
 type Export struct {
-	Secret bool   // operatorSpec.secrets / secretExpressions
-	Source string // the export's name (e.g. principalId) or CEL expression
-	Expr   bool   // Source is a CEL expression
-	Name   string // config map or secret name
-	Key    string
+	Secret bool   `json:"secret,omitempty"` // operatorSpec.secrets / secretExpressions
+	Source string `json:"source"`           // the export's name (e.g. principalId) or CEL expression
+	Expr   bool   `json:"expr,omitempty"`   // Source is a CEL expression
+	Name   string `json:"name"`             // config map or secret name
+	Key    string `json:"key,omitempty"`
 }
 
 // Key is the node's state key.

@@ -38,7 +38,7 @@ type Input struct {
 // Plan decides an action for every resource of the graph and for every
 // resource in state that is no longer in Git.
 func (g *Graph) Plan(in Input) (*Plan, error) {
-	p := &Plan{Revision: g.Revision, graph: g, Resources: make([]*Resource, 0, len(g.Nodes))}
+	p := &Plan{Revision: g.Revision, Resources: make([]*Resource, 0, len(g.Nodes))}
 	moves, forget := g.moves(in.Prior)
 	var errs diag.List
 	for _, n := range g.Nodes {
@@ -197,15 +197,20 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 		Namespace: n.Namespace, Group: n.Kind.Group, Version: n.Kind.Version, Kind: n.Kind.Kind, Name: n.Name,
 		ARMID: n.ARMID, APIVersion: n.Kind.APIVersion, File: n.Object.File, Line: n.Object.Line,
 		AzureName: n.AzureName, Policy: n.Policy, Credential: n.Credential, Subscription: n.Subscription,
-		DependsOn: n.DependsOn, node: n, DeleteUnmanaged: n.Object.Annotations()[AnnotationDeleteUnmanaged] == "true",
+		DependsOn: n.DependsOn, DeleteUnmanaged: n.Object.Annotations()[AnnotationDeleteUnmanaged] == "true",
 	}
 	for _, ex := range n.Exports {
 		r.Exports = append(r.Exports, fmt.Sprintf("%s:%s/%s", map[bool]string{false: "configmap", true: "secret"}[ex.Secret], ex.Name, ex.Key))
 	}
-	body, err := g.Convert(n, in.Outputs)
+	r.ExportRules = n.Exports
+	r.Owner = n.OwnerKey()
+	r.Manifest = n.Object.DeepCopy().Content
+	rec := &recorder{resolver: &resolver{g: g, n: n, outputs: in.Outputs}}
+	body, err := aso.Convert(n.Kind, n.Spec, n.AzureName, rec)
 	if err != nil {
 		return nil, err
 	}
+	r.Inputs = rec.inputs()
 	path := n.ARMID + "?api-version=" + n.Kind.APIVersion
 	red, err := redact(body.JSON, body.Secrets)
 	if err != nil {
@@ -381,15 +386,6 @@ func HashRequest(path string, body []byte) string { return hashRequest(path, bod
 
 // Redact returns body with the given JSON pointers replaced by Redacted.
 func Redact(body []byte, secrets []string) (json.RawMessage, error) { return redact(body, secrets) }
-
-// Body converts a planned resource again with the outputs known now, for the
-// executor: the result has no unknown values left unless a producer failed.
-func (p *Plan) Body(r *Resource, outputs Outputs) (*aso.Body, error) {
-	if r.node == nil || p.graph == nil {
-		return nil, errors.New("plan has no graph for " + r.ID())
-	}
-	return p.graph.Convert(r.node, outputs)
-}
 
 // Keys returns the state keys of the plan's resources, sorted.
 func (p *Plan) Keys() []string {

@@ -101,8 +101,6 @@ type Plan struct {
 	// Held, when set, says why the plan's deletions wait for an explicit
 	// approval (the deletion guard); nothing of a held plan is applied.
 	Held *record.Hold `json:"held,omitempty"`
-
-	graph *Graph
 }
 
 // Resource is the plan for one ASO object.
@@ -141,12 +139,28 @@ type Resource struct {
 	// Exports are the config map and secret keys this resource writes
 	// (operatorSpec), as "configmap:<name>/<key>" or "secret:<name>/<key>".
 	Exports []string `json:"exports,omitempty"`
+	// ExportRules are the operatorSpec exports themselves (the value, or
+	// the CEL expression, and where it goes), for the executor.
+	ExportRules []Export `json:"exportRules,omitempty"`
+	// Owner is the state key of the resource's owner when the plan declares
+	// it (spec.owner by name, or by an armId under a declared resource).
+	Owner string `json:"owner,omitempty"`
+	// Manifest is the object as written in Git (after rendering), from
+	// which the request is built again with the values the apply learns
+	// (Resolve) and which CEL expressions read as self. Empty for
+	// deletions. It holds no secret values: ASO specs refer to Secrets.
+	Manifest map[string]any `json:"manifest,omitempty"`
+	// Inputs are the values the request reads from outside the manifest.
+	Inputs *Inputs `json:"inputs,omitempty"`
+	// DeleteAfter are the state keys of the deletions that must finish
+	// before this one (the resources that depended on it), recorded in
+	// state when they were applied: deletions run in reverse dependency
+	// order.
+	DeleteAfter []string `json:"deleteAfter,omitempty"`
 
 	// Hash is the sha256 of the full request (secrets included); empty while
 	// values are known only after apply.
 	Hash string `json:"-"`
-
-	node *Node
 }
 
 // Request is the ARM request the executor sends for a write.
@@ -178,10 +192,6 @@ func Key(namespace, group, kind, name string) string {
 	return namespace + "/" + group + "/" + kind + "/" + name
 }
 
-// Node returns the graph node behind a create/update/no-op resource; nil for
-// deletions.
-func (r *Resource) Node() *Node { return r.node }
-
 // Summary counts resources per action.
 func (p *Plan) Summary() map[Action]int {
 	m := map[Action]int{}
@@ -211,10 +221,6 @@ func (p *Plan) Get(key string) *Resource {
 	}
 	return nil
 }
-
-// Graph returns the graph the plan was made from (nil for a plan read back
-// from JSON).
-func (p *Plan) Graph() *Graph { return p.graph }
 
 // sortForApply orders writes by graph order and deletions deepest ARM ID
 // first after them.

@@ -138,12 +138,16 @@ func TestPlanCreateWithKnownAfterApply(t *testing.T) {
 }
 
 // applied returns state as if p had been applied successfully.
-func applied(t *testing.T, p *planner.Plan) map[string]record.Resource {
+func applied(t *testing.T, p *planner.Plan, secrets ...planner.SecretSource) map[string]record.Resource {
 	t.Helper()
+	var src planner.SecretSource
+	if len(secrets) > 0 {
+		src = secrets[0]
+	}
 	prior := map[string]record.Resource{}
 	outs := planner.Outputs{planner.OutputKey("platform", false, "team-a-identity-settings", "principalId"): "aaaaaaaa-0000-0000-0000-000000000001"}
 	for _, r := range p.Resources {
-		body, err := p.Body(r, outs)
+		body, err := planner.Resolve(r, planner.Values{Outputs: outs, Secrets: src})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +287,7 @@ func TestSecretsNeverRendered(t *testing.T) {
 	}
 	// The executor's body still carries the value.
 	r := p.Get(planner.Key("db", "dbforpostgresql.azure.com", "FlexibleServer", "pg"))
-	body, err := p.Body(r, nil)
+	body, err := planner.Resolve(r, planner.Values{Secrets: g})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +295,7 @@ func TestSecretsNeverRendered(t *testing.T) {
 		t.Errorf("executor body lacks the secret: %s", body.JSON)
 	}
 	// A changed password is an update without showing either value.
-	prior := applied(t, p)
+	prior := applied(t, p, g)
 	g2 := build(t, map[string]string{"db.yaml": strings.Replace(pg, "hunter2-very-secret", "correct-horse", 1)})
 	p2, _ := g2.Plan(planner.Input{Prior: prior})
 	r2 := p2.Get(r.Key())

@@ -74,7 +74,7 @@ func seedState(tb testing.TB, db *state.DB, p *planner.Plan) {
 	}
 	err := db.Update(func(w *state.Writer) error {
 		for _, r := range p.Resources {
-			body, err := p.Body(r, outs)
+			body, err := planner.Resolve(r, planner.Values{Outputs: outs})
 			if err != nil {
 				return err
 			}

@@ -320,7 +320,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	rec := newRecorder(r, prior, p.Revision)
 	ex := executor.New(&clientsFor{r: r, g: g}, executor.Options{Parallelism: r.cfg.Parallelism, Logger: r.log,
 		OnResult: rec.add, OnOperation: rec.operation})
-	res, applyErr := ex.Apply(ctx, p, outputs)
+	res, applyErr := ex.Apply(ctx, p, planner.Values{Outputs: outputs, Secrets: g})
 	rec.stop()
 	rep.Result = res
 	if res != nil {

@@ -117,7 +117,7 @@ func (r *Reconciler) observe(ctx context.Context, g *planner.Graph, in planner.I
 		for _, res := range p.Resources {
 			if res.Action == planner.Drift || res.Action == planner.Adopt {
 				// A collection list is as fresh as a GET; graph rows lag.
-				if n := res.Node(); n != nil && listed[strings.ToLower(n.ARMID)] == nil {
+				if n := g.Node(res.Key()); n != nil && listed[strings.ToLower(n.ARMID)] == nil {
 					suspects = append(suspects, n)
 				}
 			}

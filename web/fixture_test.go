@@ -131,7 +131,7 @@ func newFixture(t testing.TB) *fixture {
 	now := time.Now().UTC().Truncate(time.Second)
 	prior := map[string]record.Resource{}
 	for _, r := range p1.Resources {
-		body, err := p1.Body(r, outs)
+		body, err := planner.Resolve(r, planner.Values{Outputs: outs, Secrets: g1})
 		if err != nil {
 			t.Fatal(err)
 		}
