@@ -37,7 +37,8 @@ func WithRenderer(r Renderer) DirOption { return func(d *Dir) { d.render = r } }
 // Limits).
 func WithLimits(l Limits) DirOption { return func(d *Dir) { d.limits = l } }
 
-// NewDir returns a source reading every *.yaml/*.yml below root/path. Object
+// NewDir returns a source reading every *.yaml/*.yml below root/path, and
+// every file of a Helm chart directory below it (see ChartFile). Object
 // files are named relative to root. Hidden directories (.git, ...) are
 // skipped.
 //
@@ -79,8 +80,8 @@ func (d *Dir) Fetch(ctx context.Context) (*manifest.Snapshot, error) {
 	return BuildWithLimits(ctx, DirRevision(files), files, d.render, d.limits)
 }
 
-// Files lists and reads the *.yaml/*.yml files below the path, sorted by
-// path. Files that cannot be read safely (see NewDir) are a diag.List.
+// Files lists and reads the *.yaml/*.yml files below the path (and the
+// files of chart directories, see ChartFile), sorted by path. Files that cannot be read safely (see NewDir) are a diag.List.
 func (d *Dir) Files(ctx context.Context) ([]File, error) {
 	files, errs, err := d.read(ctx)
 	if err != nil {
@@ -127,6 +128,15 @@ func (d *Dir) read(ctx context.Context) (files []File, errs diag.List, err error
 		return nil, nil, &PathNotFoundError{Revision: DirRevision(nil), Path: sub}
 	}
 	var total int64
+	var charts []string // chart directories (ChartFile) walked into, outermost first
+	inChart := func(p string) bool {
+		for _, c := range charts {
+			if strings.HasPrefix(p, c+string(filepath.Separator)) {
+				return true
+			}
+		}
+		return false
+	}
 	err = filepath.WalkDir(start, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -138,9 +148,12 @@ func (d *Dir) read(ctx context.Context) (files []File, errs diag.List, err error
 			if p != start && hiddenDir(e.Name()) {
 				return filepath.SkipDir
 			}
+			if st, err := os.Lstat(filepath.Join(p, ChartFile)); err == nil && st.Mode().IsRegular() && !inChart(p) {
+				charts = append(charts, p)
+			}
 			return nil
 		}
-		if !IsYAMLFile(e.Name()) {
+		if !IsYAMLFile(e.Name()) && !inChart(p) {
 			return nil
 		}
 		rel, err := filepath.Rel(start, p)

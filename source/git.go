@@ -419,8 +419,8 @@ func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*manifest.Sna
 	var missIdx []int
 	var base int64 // YAML nodes of the files parsed before
 	for i, tf := range list {
-		if isKustomization(tf.path) {
-			continue
+		if isKustomization(tf.path) || !IsYAMLFile(tf.path) {
+			continue // a chart's other files are for a renderer only
 		}
 		if r, ok := g.parsed[tf]; ok {
 			if total += r.size; total > lim.MaxTotalSize {
@@ -474,8 +474,9 @@ type treeFile struct {
 	hash plumbing.Hash
 }
 
-// listAt lists every *.yaml/*.yml below the path in a commit, sorted by path,
-// skipping hidden directories, symlinks and submodules.
+// listAt lists every *.yaml/*.yml below the path in a commit, and every
+// file of a chart directory (ChartFiles), sorted by path, skipping hidden
+// directories, symlinks and submodules.
 func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) ([]treeFile, error) {
 	commit, err := g.repo.CommitObject(hash)
 	if err != nil {
@@ -495,10 +496,14 @@ func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) ([]treeFile, error
 		}
 	}
 	var files []treeFile
-	var walk func(t *object.Tree, dir string) error
-	walk = func(t *object.Tree, dir string) error {
+	var walk func(t *object.Tree, dir string, chart bool) error
+	walk = func(t *object.Tree, dir string, chart bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if !chart {
+			e, err := t.FindEntry(ChartFile)
+			chart = err == nil && e.Mode.IsFile()
 		}
 		for _, e := range t.Entries {
 			p := path.Join(dir, e.Name)
@@ -511,18 +516,18 @@ func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) ([]treeFile, error
 				if err != nil {
 					return fmt.Errorf("read tree %s: %w", p, err)
 				}
-				if err := walk(sub, p); err != nil {
+				if err := walk(sub, p, chart); err != nil {
 					return err
 				}
 			case filemode.Regular, filemode.Executable, filemode.Deprecated:
-				if IsYAMLFile(e.Name) {
+				if IsYAMLFile(e.Name) || chart {
 					files = append(files, treeFile{path: p, hash: e.Hash})
 				}
 			}
 		}
 		return nil
 	}
-	if err := walk(tree, g.path); err != nil {
+	if err := walk(tree, g.path, false); err != nil {
 		return nil, fmt.Errorf("git source %s at %s: %w", g.display, hash, err)
 	}
 	slices.SortFunc(files, func(a, b treeFile) int { return strings.Compare(a.path, b.path) })

@@ -35,9 +35,12 @@ type File struct {
 }
 
 // Renderer is the render stage between reading files and parsing them
-// (kustomize builds, Flux ${VAR} substitution, SOPS decryption). It receives
-// every *.yaml/*.yml file below the source path, sorted by path, and returns
-// the files to parse. Returned paths should stay relative to the repository
+// (kustomize builds, Flux ${VAR} substitution, SOPS decryption, Helm
+// charts). It receives every *.yaml/*.yml file below the source path and
+// every file of a Helm chart directory below it (see ChartFile), sorted by
+// path, and returns the files to parse. Only *.yaml/*.yml files (and
+// Generated ones) among those it returns are parsed; a renderer must leave
+// out the *.yaml templates of charts itself. Returned paths should stay relative to the repository
 // root so that errors point at files a user can open. A nil Renderer parses
 // the files as they are.
 type Renderer interface {
@@ -81,6 +84,13 @@ func (e *PathNotFoundError) Error() string {
 
 // Unwrap returns ErrPathNotFound.
 func (e *PathNotFoundError) Unwrap() error { return ErrPathNotFound }
+
+// ChartFile names a Helm chart directory: every regular file below a
+// directory holding one (templates/*.tpl, .helmignore, NOTES.txt, ...) is
+// read for the renderer, within the same limits as the manifests; without a
+// Renderer only the *.yaml/*.yml files among them are parsed, as before.
+// Hidden directories stay skipped.
+const ChartFile = "Chart.yaml"
 
 // IsYAMLFile reports whether a file name is read as manifests: *.yaml or *.yml.
 func IsYAMLFile(name string) bool {
@@ -267,8 +277,8 @@ func parseAll(ctx context.Context, files []File, lim Limits, base int64) ([]pars
 					return
 				}
 				f := files[i]
-				if isKustomization(f.Path) && !f.Generated {
-					continue
+				if (isKustomization(f.Path) || !IsYAMLFile(f.Path)) && !f.Generated {
+					continue // build instructions, or a chart's other files
 				}
 				r := &out[i]
 				if f.Generated {
