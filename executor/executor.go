@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -289,33 +288,69 @@ func firstLine(s string) string {
 	return s
 }
 
-// runDeletes deletes in the plan's order (children first), one depth level
-// at a time in parallel.
+// runDeletes deletes in reverse dependency order, as the plan orders them:
+// a deletion starts when those in its DeleteAfter have finished, with
+// bounded parallelism.
 func (w *walk) runDeletes(ctx context.Context, rs []*planner.Resource) {
-	levels := map[int][]*planner.Resource{}
-	var depths []int
+	inPlan := make(map[string]bool, len(rs))
 	for _, r := range rs {
-		d := strings.Count(r.ARMID, "/")
-		if _, ok := levels[d]; !ok {
-			depths = append(depths, d)
-		}
-		levels[d] = append(levels[d], r)
+		inPlan[r.Key()] = true
 	}
-	sort.Sort(sort.Reverse(sort.IntSlice(depths)))
-	for _, d := range depths {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, w.e.opts.Parallelism)
-		for _, r := range levels[d] {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				w.setResult(w.delete(ctx, r))
-			}()
+	pending := make(map[string]int, len(rs))
+	next := map[string][]*planner.Resource{}
+	for _, r := range rs {
+		for _, k := range r.DeleteAfter {
+			if inPlan[k] {
+				pending[r.Key()]++
+				next[k] = append(next[k], r)
+			}
 		}
-		wg.Wait()
 	}
+	doneCh := make(chan string, len(rs))
+	sem := make(chan struct{}, w.e.opts.Parallelism)
+	var wg sync.WaitGroup
+	start := func(r *planner.Resource) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			rr := w.delete(ctx, r)
+			<-sem
+			w.setResult(rr)
+			doneCh <- r.Key()
+		}()
+	}
+	started := map[string]bool{}
+	running := 0
+	launch := func(r *planner.Resource) {
+		started[r.Key()] = true
+		running++
+		start(r)
+	}
+	for _, r := range rs {
+		if pending[r.Key()] == 0 {
+			launch(r)
+		}
+	}
+	for finished := 0; finished < len(rs); finished++ {
+		if running == 0 {
+			// A cycle (a plan edited by hand): the rest in plan order.
+			for _, r := range rs {
+				if !started[r.Key()] {
+					launch(r)
+					break
+				}
+			}
+		}
+		k := <-doneCh
+		running--
+		for _, r := range next[k] {
+			if pending[r.Key()]--; pending[r.Key()] == 0 && !started[r.Key()] {
+				launch(r)
+			}
+		}
+	}
+	wg.Wait()
 }
 
 func (w *walk) delete(ctx context.Context, r *planner.Resource) *ResourceResult {

@@ -89,7 +89,7 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 		}
 		dels = append(dels, r)
 	}
-	sortDeletes(dels)
+	sort.Slice(dels, func(i, j int) bool { return dels[i].Key() < dels[j].Key() })
 	// Children of a resource being deleted go with it (ARM cascades nested
 	// and extension resources), unless the parent is only detached.
 	for _, r := range dels {
@@ -123,6 +123,7 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 			r.Reason = "removed from Git; ARM offers no DELETE for a " + r.Kind + ": forgotten, left in Azure"
 		}
 	}
+	orderDeletes(dels, in.Prior)
 	p.Resources = append(p.Resources, dels...)
 	return p, nil
 }

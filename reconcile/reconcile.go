@@ -480,6 +480,9 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 	s.Namespace, s.Group, s.Version, s.Kind, s.Name = pr.Namespace, pr.Group, pr.Version, pr.Kind, pr.Name
 	s.File, s.Policy, s.Credential = pr.File, pr.Policy, pr.Credential
 	s.DeleteUnmanaged = pr.DeleteUnmanaged
+	if pr.Action != planner.Delete && pr.Action != planner.Detach {
+		s.DependsOn = pr.DependsOn
+	}
 	s.UpdatedAt = now
 	// The generation counts changes of the manifest (its desired body), as
 	// Kubernetes' metadata.generation counts spec changes.

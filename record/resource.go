@@ -43,6 +43,10 @@ type Resource struct {
 	// gitaso.io/delete-unmanaged-children) to be deleted even when ARM's
 	// cascade takes resources gitaso does not manage with it.
 	DeleteUnmanaged bool `json:"deleteUnmanaged,omitempty"`
+	// DependsOn are the state keys of the resources this one depended on
+	// when it was last applied (owner, references, exported values): when
+	// both are deleted, this one goes first.
+	DependsOn []string `json:"dependsOn,omitempty"`
 }
 
 // Key returns the resource's state key, "namespace/group/Kind/name".
