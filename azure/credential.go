@@ -53,8 +53,7 @@ const (
 const DefaultFederatedTokenFile = "/var/run/secrets/tokens/azure-identity"
 
 // ErrNoCredential is returned by CredentialFromEnv when the environment names
-// no global credential (AZURE_SUBSCRIPTION_ID is unset), and by Scoper.Select
-// when no scope supplies one.
+// no global credential (AZURE_SUBSCRIPTION_ID is unset).
 var ErrNoCredential = errors.New("no Azure credential configured")
 
 // ErrInvalidCredential is returned (wrapped) when credential settings are

@@ -191,7 +191,10 @@ func TestCredentialNeverPrintsSecret(t *testing.T) {
 	}
 }
 
-func TestScoperSelect(t *testing.T) {
+// TestDirSecretsCredentials reads credential Secrets kept out of Git from a
+// credentials directory (.env and Secret manifests) and builds credentials
+// from them; which Secret a resource uses is aso.ChooseCredential's rule.
+func TestDirSecretsCredentials(t *testing.T) {
 	dir := t.TempDir()
 	mustWrite := func(rel, content string) {
 		p := filepath.Join(dir, rel)
@@ -210,63 +213,33 @@ func TestScoperSelect(t *testing.T) {
 	mustWrite("team-a/deployer.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: deployer\n  namespace: team-a\ndata:\n"+
 		"  AZURE_SUBSCRIPTION_ID: "+b64("99999999-0000-0000-0000-000000000000")+"\n  AZURE_TENANT_ID: "+b64(testTenant)+"\n"+
 		"  AZURE_CLIENT_ID: "+b64("deployer-client")+"\nstringData:\n  AZURE_CLIENT_SECRET: other\n")
-	// A repository Secret (workload identity, no secret material) shadows the directory.
-	repo := MapSecrets(map[string]map[string]string{
-		"team-b/aso-credential": {KeySubscriptionID: testSub, KeyTenantID: testTenant, KeyClientID: "team-b-client"},
-	})
-	mustWrite("team-b/aso-credential.yaml", "AZURE_SUBSCRIPTION_ID: x\nAZURE_TENANT_ID: y\nAZURE_CLIENT_ID: shadowed\n")
 	mustWrite("team-c/broken.yaml", "AZURE_CLIENT_SECRET: [not, a, string]\n")
-	global := secretCred(t, "env")
-	global.Scope = ScopeGlobal
-	s := &Scoper{Global: global, Secrets: []SecretLookup{repo, DirSecrets(dir)}}
+	lookup := DirSecrets(dir)
 
-	tests := []struct {
-		name, ns    string
-		ann         map[string]string
-		wantClient  string
-		wantScope   string
-		wantErr     error
-		errContains string
-	}{
-		{"namespace credential", "team-a", nil, "team-a-client", ScopeNamespace, nil, ""},
-		{"resource beats namespace", "team-a", map[string]string{CredentialFromAnnotation: "deployer"}, "deployer-client", ScopeResource, nil, ""},
-		{"repository secret first", "team-b", nil, "team-b-client", ScopeNamespace, nil, ""},
-		{"global fallback", "team-z", nil, testClient, ScopeGlobal, nil, ""},
-		{"annotation secret missing", "team-b", map[string]string{CredentialFromAnnotation: "nope"}, "", "", ErrSecretNotFound, "team-b/nope"},
-		{"annotation across namespaces refused", "team-b", map[string]string{CredentialFromAnnotation: "team-a/deployer"}, "", "", ErrSecretNotFound, "own namespace"},
-		{"broken file", "team-c", map[string]string{CredentialFromAnnotation: "broken"}, "", "", nil, "AZURE_CLIENT_SECRET is not a string"},
+	for _, tc := range []struct{ ns, name, client, sub string }{
+		{"team-a", NamespaceSecretName, "team-a-client", testSub},
+		{"team-a", "deployer", "deployer-client", "99999999-0000-0000-0000-000000000000"},
+	} {
+		data, ok, err := lookup(tc.ns, tc.name)
+		if err != nil || !ok {
+			t.Fatalf("%s/%s: ok=%v err=%v", tc.ns, tc.name, ok, err)
+		}
+		c, err := CredentialFromSecret(tc.ns+"/"+tc.name, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ClientID != tc.client || c.SubscriptionID != tc.sub || c.Kind() != KindClientSecret {
+			t.Errorf("%s/%s: got %v", tc.ns, tc.name, c)
+		}
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := s.Select(tc.ns, tc.ann)
-			if tc.errContains != "" {
-				if err == nil || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) || !strings.Contains(err.Error(), tc.errContains) {
-					t.Fatalf("want error %v containing %q, got %v", tc.wantErr, tc.errContains, err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.ClientID != tc.wantClient || c.Scope != tc.wantScope {
-				t.Fatalf("got %v", c)
-			}
-		})
+	if _, ok, err := lookup("team-b", NamespaceSecretName); ok || err != nil {
+		t.Errorf("missing file: ok=%v err=%v", ok, err)
 	}
-	// The subscription comes from the chosen credential.
-	c, _ := s.Select("team-a", map[string]string{CredentialFromAnnotation: "deployer"})
-	if c.SubscriptionID != "99999999-0000-0000-0000-000000000000" || c.Kind() != KindClientSecret {
-		t.Errorf("deployer credential %v", c)
+	if _, ok, err := lookup("../team-a", "deployer"); ok || err != nil {
+		t.Errorf("path outside the directory: ok=%v err=%v", ok, err)
 	}
-	// Cached by content: the same Secret gives the same *Credential.
-	c2, _ := s.Select("team-a", map[string]string{CredentialFromAnnotation: "deployer"})
-	if c != c2 {
-		t.Error("credential not cached")
-	}
-	// No global credential and no Secret.
-	s2 := &Scoper{}
-	if _, err := s2.Select("x", nil); !errors.Is(err, ErrNoCredential) {
-		t.Errorf("got %v", err)
+	if _, _, err := lookup("team-c", "broken"); err == nil || !strings.Contains(err.Error(), "AZURE_CLIENT_SECRET is not a string") {
+		t.Errorf("broken file: %v", err)
 	}
 }
 

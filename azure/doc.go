@@ -27,12 +27,13 @@
 //   - resource: the Secret named by the serviceoperator.azure.com/credential-from
 //     annotation, in the resource's own namespace.
 //
-// [CredentialFromSecret] reads ASO's Secret keys. [Scoper.Select] picks the most
-// specific credential (resource > namespace > global), exactly as ASO does.
-// Secrets are looked up through [SecretLookup] functions: Secrets found in
-// the repository (workload-identity Secrets carry no secret material) and a
-// local credentials directory ([DirSecrets]) holding
-// <dir>/<namespace>/<secret-name>.env, .yaml, .yml or .json files.
+// Which of these a resource uses (resource > namespace > global) is ASO's
+// rule, aso.ChooseCredential, applied when the graph is built.
+// [CredentialFromSecret] turns the chosen Secret's keys into a credential.
+// Secrets come from the repository (workload-identity Secrets carry no
+// secret material) and from a local credentials directory ([DirSecrets])
+// holding <dir>/<namespace>/<secret-name>.env, .yaml, .yml or .json files,
+// read again on every run.
 //
 // # Clients
 //

@@ -3,45 +3,26 @@ package azure
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"sigs.k8s.io/yaml"
 )
 
-// NamespaceSecretName is the Secret that sets a namespace's credential.
+// NamespaceSecretName is the Secret that sets a namespace's credential
+// (aso.NamespaceCredentialSecret; which credential a resource uses is
+// aso.ChooseCredential's rule).
 const NamespaceSecretName = "aso-credential"
-
-// CredentialFromAnnotation names a per-resource credential Secret in the
-// resource's own namespace.
-const CredentialFromAnnotation = "serviceoperator.azure.com/credential-from"
-
-// ErrSecretNotFound is returned (wrapped) by Scoper.Select when a resource's
-// credential-from annotation names a Secret that no lookup holds.
-var ErrSecretNotFound = errors.New("credential secret not found")
 
 // SecretLookup returns the string data of the Secret namespace/name, with
 // found=false when it does not hold that Secret.
 type SecretLookup func(namespace, name string) (data map[string]string, found bool, err error)
-
-// MapSecrets is a SecretLookup over an in-memory map keyed "namespace/name",
-// e.g. the Secrets of a Git snapshot decoded with SecretData.
-func MapSecrets(m map[string]map[string]string) SecretLookup {
-	return func(namespace, name string) (map[string]string, bool, error) {
-		d, ok := m[namespace+"/"+name]
-		return d, ok, nil
-	}
-}
 
 // DirSecrets is a SecretLookup over a local credentials directory, so that
 // secret material need not live in Git. The Secret namespace/name is read from
@@ -168,94 +149,4 @@ func SecretData(secret map[string]any) (map[string]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// Scoper chooses the credential for a resource the way ASO does: the Secret
-// named by the resource's serviceoperator.azure.com/credential-from annotation
-// (same namespace only), else the namespace's aso-credential Secret, else the
-// global credential. Secrets are looked up in Secrets, in order; the first
-// lookup holding a Secret wins (e.g. the repository's Secrets, then a local
-// credentials directory). Credentials are cached by Secret content.
-type Scoper struct {
-	Global  *Credential // may be nil: then every namespace needs its own credential
-	Secrets []SecretLookup
-
-	mu    sync.Mutex
-	cache map[string]*Credential
-}
-
-// Select returns the credential for a resource in namespace with annotations.
-func (s *Scoper) Select(namespace string, annotations map[string]string) (*Credential, error) {
-	if name, ok := annotations[CredentialFromAnnotation]; ok {
-		name = strings.TrimSpace(name)
-		if name == "" || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("%w: %s %q must name a Secret in the resource's own namespace %s",
-				ErrSecretNotFound, CredentialFromAnnotation, name, namespace)
-		}
-		c, found, err := s.fromSecret(namespace, name)
-		if err != nil {
-			return nil, err
-		}
-		if !found {
-			return nil, fmt.Errorf("%w: %s/%s (named by %s)", ErrSecretNotFound, namespace, name, CredentialFromAnnotation)
-		}
-		return c, nil
-	}
-	c, found, err := s.fromSecret(namespace, NamespaceSecretName)
-	if err != nil || found {
-		return c, err
-	}
-	if s.Global == nil {
-		return nil, fmt.Errorf("%w: no global credential, no %s/%s Secret and no %s annotation",
-			ErrNoCredential, namespace, NamespaceSecretName, CredentialFromAnnotation)
-	}
-	return s.Global, nil
-}
-
-func (s *Scoper) fromSecret(namespace, name string) (*Credential, bool, error) {
-	source := namespace + "/" + name
-	for _, lookup := range s.Secrets {
-		data, found, err := lookup(namespace, name)
-		if err != nil {
-			return nil, false, fmt.Errorf("looking up credential secret %s: %w", source, err)
-		}
-		if !found {
-			continue
-		}
-		key := source + "\x00" + dataDigest(data)
-		s.mu.Lock()
-		c, ok := s.cache[key]
-		s.mu.Unlock()
-		if ok {
-			return c, true, nil
-		}
-		c, err = CredentialFromSecret(source, data)
-		if err != nil {
-			return nil, false, err
-		}
-		s.mu.Lock()
-		if s.cache == nil {
-			s.cache = map[string]*Credential{}
-		}
-		s.cache[key] = c
-		s.mu.Unlock()
-		return c, true, nil
-	}
-	return nil, false, nil
-}
-
-func dataDigest(data map[string]string) string {
-	keys := make([]string, 0, len(data))
-	for k := range data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	h := sha256.New()
-	for _, k := range keys {
-		h.Write([]byte(k))
-		h.Write([]byte{0})
-		h.Write([]byte(data[k]))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }

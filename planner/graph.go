@@ -29,7 +29,7 @@ type Options struct {
 }
 
 // CredentialSecretName is the namespace-scoped credential secret ASO reads.
-const CredentialSecretName = "aso-credential"
+const CredentialSecretName = aso.NamespaceCredentialSecret
 
 // Graph is the resolved dependency graph of one snapshot.
 type Graph struct {
@@ -389,42 +389,13 @@ func policyOf(o manifest.Object, opts Options) string {
 	return PolicyManage
 }
 
-// chooseCredential applies ASO's precedence: resource (credential-from) >
-// namespace (aso-credential) > global.
+// chooseCredential picks the node's credential by ASO's rule
+// (aso.ChooseCredential).
 func (g *Graph) chooseCredential(n *Node, opts Options) *diag.Error {
-	ann := n.Object.Annotations()[AnnotationCredentialFrom]
-	if ann != "" {
-		name := ann
-		if strings.Contains(ann, "/") {
-			ns, nm, _ := strings.Cut(ann, "/")
-			if ns != n.Namespace {
-				return objErr(n.Object, "metadata.annotations."+AnnotationCredentialFrom,
-					"credential %q is in namespace %q; a resource may only use a credential from its own namespace %q", ann, ns, n.Namespace)
-			}
-			name = nm
-		}
-		data, ok := g.inputs.secret(n.Namespace, name)
-		if !ok {
-			return objErr(n.Object, "metadata.annotations."+AnnotationCredentialFrom, "credential secret %s/%s not found", n.Namespace, name)
-		}
-		n.Credential = n.Namespace + "/" + name
-		n.Subscription = data["AZURE_SUBSCRIPTION_ID"]
-	} else if data, ok := g.inputs.secret(n.Namespace, CredentialSecretName); ok {
-		n.Credential = n.Namespace + "/" + CredentialSecretName
-		n.Subscription = data["AZURE_SUBSCRIPTION_ID"]
-	} else {
-		n.Credential = "global"
-		n.Subscription = opts.SubscriptionID
-	}
-	if n.Subscription == "" {
-		field := "metadata.annotations." + AnnotationCredentialFrom
-		if n.Credential == "global" {
-			return objErr(n.Object, "", "no subscription: set AZURE_SUBSCRIPTION_ID for the global credential (or --subscription)")
-		}
-		if ann == "" {
-			field = ""
-		}
-		return objErr(n.Object, field, "credential secret %s has no AZURE_SUBSCRIPTION_ID", n.Credential)
+	c, err := aso.ChooseCredential(n.Namespace, n.Object.Annotations(), opts.SubscriptionID, g.inputs.secret)
+	n.Credential, n.Subscription = c.Name, c.Subscription
+	if err != nil {
+		return objErr(n.Object, err.Field, "%s", err.Msg)
 	}
 	return nil
 }

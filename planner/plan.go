@@ -79,7 +79,7 @@ const (
 // Annotations gitaso reads, as ASO names them.
 const (
 	AnnotationReconcilePolicy = "serviceoperator.azure.com/reconcile-policy"
-	AnnotationCredentialFrom  = "serviceoperator.azure.com/credential-from"
+	AnnotationCredentialFrom  = aso.AnnotationCredentialFrom
 	// AnnotationDeleteUnmanaged ("true") lets gitaso delete a parent (a
 	// resource group, a namespace, a server) even when ARM's cascade would
 	// take resources gitaso does not manage with it.

@@ -33,8 +33,10 @@ type Config struct {
 	// SubscriptionUnknown says SubscriptionID is a stand-in nobody named
 	// (offline validation without --subscription).
 	SubscriptionUnknown bool
-	// Secrets is a lookup for secrets kept outside Git (credentials dir).
-	Secrets map[string]map[string]string
+	// LocalSecrets reads the secrets kept outside Git (the credentials
+	// directory), keyed "namespace/name"; it is called on every run, so a
+	// rotated or added credential applies on the next one. Nil: none.
+	LocalSecrets func() (map[string]map[string]string, error)
 	// DefaultPolicy is ASO's DEFAULT_RECONCILE_POLICY.
 	DefaultPolicy string
 	// NamespacePolicy overrides the default per namespace.
@@ -157,10 +159,16 @@ func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 	if err != nil {
 		return nil, nil, fmt.Errorf("fetch source: %w", err)
 	}
+	var local map[string]map[string]string
+	if r.cfg.LocalSecrets != nil {
+		if local, err = r.cfg.LocalSecrets(); err != nil {
+			return snap, nil, fmt.Errorf("read local secrets: %w", err)
+		}
+	}
 	g, err := planner.Build(snap, planner.Options{
 		SubscriptionID:      r.subscription(),
 		SubscriptionUnknown: r.cfg.SubscriptionUnknown,
-		Secrets:             r.cfg.Secrets,
+		Secrets:             local,
 		DefaultPolicy:       r.cfg.DefaultPolicy,
 		NamespacePolicy:     r.cfg.NamespacePolicy,
 	})

@@ -369,9 +369,10 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 	if e.src, err = s.source(e.log); err != nil {
 		return nil, err
 	}
-	if e.cfg.Secrets, err = s.localSecrets(); err != nil {
-		return nil, err
+	if _, err = s.localSecrets(); err != nil {
+		return nil, err // a bad directory fails at once, then every run reads it again
 	}
+	e.cfg.LocalSecrets = s.localSecrets
 	if e.cfg.NamespacePolicy, err = s.policies(); err != nil {
 		return nil, err
 	}
