@@ -52,6 +52,38 @@
 // PUT of the parent makes its children exactly the ones its body lists. /resources and Resource Graph list tracked
 // resources only (not subnets, rules or other proxy children).
 //
+// Azure Container Registry's data plane (acr.go): WithRegistry(name) serves a registry on its own loopback HTTPS
+// listener (same CA; the certificate also names NAME.azurecr.io), whose login server is RegistryHost(name),
+// "127.0.0.1:PORT". A registry needs a host of its own because OCI clients address a registry by host and reach
+// /v2/ and the token realm at its root; a path prefix on the ARM listener would not do, and NAME.azurecr.io would
+// need every client to resolve it. The OCI distribution API is go-containerregistry's pkg/registry (in memory,
+// referrers on) behind ACR's authentication, as ACR documents it (Azure/acr docs/AAD-OAuth.md):
+//
+//   - GET /v2/ without credentials answers 401 with WWW-Authenticate: Bearer realm="https://HOST/oauth2/token",
+//     service="HOST" (plus scope="repository:NAME:pull" on a repository request) and
+//     {"errors":[{"code":"UNAUTHORIZED",...,"detail":[{"Type":...,"Name":...,"Action":...}]}]}.
+//   - POST /oauth2/exchange (grant_type=access_token, service, tenant, access_token) takes an Entra ID token for ARM
+//     issued by this emulator (checked as ARM checks it: signature, issuer, tenant, audience, expiry) and returns
+//     {"refresh_token":...}, an ACR refresh token (3 hours). Anything but POST answers 404, as ACR does.
+//   - /oauth2/token: POST grant_type=refresh_token (refresh_token, service, scope, repeated or space-separated) or
+//     grant_type=password (username, password), or GET ?service=&scope= with basic credentials, returns
+//     {"access_token":...} (75 minutes). Basic credentials are ACRTokenUsername (the null GUID) with an ACR refresh or
+//     access token, as `az acr login --expose-token` hands them to docker and helm, or a service principal's client
+//     ID and secret. The registry also takes those basic credentials directly on /v2/ requests.
+//   - The access token's "access" claim holds, of the scopes asked for, what RBAC grants at the time of the request,
+//     on the Microsoft.ContainerRegistry/registries resource of the registry's name when ARM holds one, else on the
+//     default subscription: pull needs Microsoft.ContainerRegistry/registries/pull/read (AcrPull, AcrPush, Reader,
+//     Contributor, Owner), push .../push/write (AcrPush, Contributor, Owner), delete .../artifacts/delete (AcrDelete,
+//     Contributor, Owner); registry:catalog:* needs pull. A token without the scope a request needs, an expired or
+//     foreign token, or another registry's token answers 401 UNAUTHORIZED with the challenge (error=
+//     "insufficient_scope" or "invalid_token"). Anonymous pull, the admin user, repository-scoped tokens and ABAC
+//     repository conditions are not modelled.
+//
+// Tests put content in a registry past authentication with PushOCI (any artifact) or PushHelmChart (a packaged
+// chart, as `helm push` stores it, with HelmConfigMediaType and HelmChartLayerMediaType), and mint credentials with
+// IssueRegistryRefreshToken. Registry content is in memory only, also with WithDataFile; /v2/_catalog lists
+// repositories in no particular order and without pagination (go-containerregistry's registry; ACR sorts them).
+//
 // State is in memory; WithDataFile (the command's --data) keeps it, including keys and the CA, in a JSON file
 // written atomically shortly after each change and on Close.
 //

@@ -34,6 +34,7 @@ type options struct {
 	logSize        int
 	seed           uint64
 	flushInterval  time.Duration
+	registries     []string
 }
 
 func defaultOptions() options {
@@ -130,3 +131,10 @@ func WithRequestLogSize(n int) Option { return func(o *options) { o.logSize = n 
 
 // WithSeed makes fault injection deterministic.
 func WithSeed(seed uint64) Option { return func(o *options) { o.seed = seed } }
+
+// WithRegistry serves an Azure Container Registry data plane named name (5 to 50 letters and digits) on its own
+// loopback HTTPS listener, login server RegistryHost(name): an OCI registry behind ACR's token exchange and RBAC
+// (see acr.go). Repeat it for more registries.
+func WithRegistry(name string) Option {
+	return func(o *options) { o.registries = append(o.registries, name) }
+}

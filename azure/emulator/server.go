@@ -58,6 +58,10 @@ type Emulator struct {
 	tcache   *tokenCache
 	persist  *persister
 
+	// registries are the container registries served (WithRegistry), by lower-cased name and in order.
+	registries    map[string]*acrRegistry
+	registryOrder []*acrRegistry
+
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{}
@@ -116,6 +120,9 @@ func New(opts ...Option) (*Emulator, error) {
 	}
 	if err := e.listen(); err != nil {
 		return nil, err
+	}
+	if err := e.startRegistries(); err != nil {
+		return nil, errors.Join(err, e.Close())
 	}
 	if o.dataFile != "" {
 		e.persist = newPersister(e, o.dataFile, o.flushInterval)
@@ -211,7 +218,7 @@ func (e *Emulator) Close() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		err := e.srv.Shutdown(ctx)
+		err := errors.Join(e.srv.Shutdown(ctx), e.closeRegistries(ctx))
 		close(e.done)
 		e.wg.Wait()
 		if e.persist != nil {

@@ -11,7 +11,8 @@ import (
 type Stats struct {
 	Requests int64            `json:"requests"`
 	ByMethod map[string]int64 `json:"byMethod"`
-	// ByType counts by lower-cased ARM type ("identity" for token endpoints, "admin" for the admin API).
+	// ByType counts by lower-cased ARM type ("identity" for token endpoints, "admin" for the admin API, "registry"
+	// for the container registries' data plane).
 	ByType   map[string]int64 `json:"byType"`
 	ByStatus map[int]int64    `json:"byStatus"` // 0 means the connection was reset
 	// ByOperation counts "METHOD type status", e.g. "PUT microsoft.storage/storageaccounts 201".
