@@ -46,13 +46,9 @@ func (r *Reconciler) markInProgress(p *planner.Plan, prior map[string]record.Res
 				s = record.Resource{Namespace: pr.Namespace, Group: pr.Group, Version: pr.Version, Kind: pr.Kind, Name: pr.Name,
 					ARMID: pr.ARMID, APIVersion: pr.APIVersion, File: pr.File, Credential: pr.Credential, Policy: pr.Policy}
 			}
-			gen := s.Generation
-			if pr.Hash != "" && pr.Hash != s.DesiredHash {
-				gen++
-			}
 			cond := record.Condition{Type: record.ConditionReady, Status: record.StatusUnknown, Severity: record.SeverityInfo,
-				Reason: reason, Message: msg, ObservedGeneration: gen}
-			s.Ready, _ = record.MergeCondition(s.Ready, cond, now)
+				Reason: reason, Message: msg}
+			setReady(&s, s.Ready, cond, generation(s, pr.Hash, pr.ARMID), now)
 			if err := w.PutResource(s); err != nil {
 				return err
 			}

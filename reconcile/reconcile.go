@@ -448,20 +448,13 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 	pr := rr.Resource
 	switch rr.Outcome {
 	case executor.Deleted, executor.Detached:
-		for name := range outputNames(prior.Outputs) {
-			if err := w.DeleteExports(pr.Namespace, name); err != nil {
-				return err
-			}
-		}
-		for name := range outputNames(toSet(prior.SecretOutputs)) {
-			if err := w.DeleteSecretExports(pr.Namespace, name); err != nil {
-				return err
-			}
+		if err := dropExports(w, pr.Namespace, prior); err != nil {
+			return err
 		}
 		return w.DeleteResource(rr.Key)
 	}
 	if rr.Outcome == executor.Failed && (pr.Action == planner.Delete) {
-		prior.Ready, _ = record.MergeCondition(prior.Ready, rr.Ready, now)
+		setReady(&prior, prior.Ready, rr.Ready, rr.Ready.ObservedGeneration, now)
 		return w.PutResource(prior)
 	}
 	if pr.MovedFrom != "" && prior.Key() == pr.MovedFrom {
@@ -469,15 +462,8 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 		// that the old key is never planned as a deletion); exports written
 		// for the old namespace go with it.
 		if prior.Namespace != pr.Namespace {
-			for name := range outputNames(prior.Outputs) {
-				if err := w.DeleteExports(prior.Namespace, name); err != nil {
-					return err
-				}
-			}
-			for name := range outputNames(toSet(prior.SecretOutputs)) {
-				if err := w.DeleteSecretExports(prior.Namespace, name); err != nil {
-					return err
-				}
+			if err := dropExports(w, prior.Namespace, prior); err != nil {
+				return err
 			}
 		}
 		if err := w.DeleteResource(pr.MovedFrom); err != nil {
@@ -491,17 +477,11 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 	if pr.Action != planner.Delete && pr.Action != planner.Detach {
 		s.DependsOn = pr.DependsOn
 	}
-	s.UpdatedAt = now
-	// The generation counts changes of the manifest (its desired body), as
-	// Kubernetes' metadata.generation counts spec changes.
 	desired := pr.Hash
 	if desired == "" {
 		desired = rr.Hash
 	}
-	gen := s.Generation
-	if gen == 0 || (desired != "" && desired != prior.DesiredHash) || !strings.EqualFold(prior.ARMID, pr.ARMID) {
-		gen++
-	}
+	gen := generation(prior, desired, pr.ARMID)
 	s.Generation = gen
 	if desired != "" {
 		s.DesiredHash = desired
@@ -518,9 +498,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 	if rr.Outcome == executor.Unchanged {
 		s.Revision = rev
 	}
-	cond := rr.Ready
-	cond.ObservedGeneration = gen
-	s.Ready, _ = record.MergeCondition(prior.Ready, cond, now)
+	setReady(&s, prior.Ready, rr.Ready, gen, now)
 	if rr.Outcome == executor.Applied || rr.Outcome == executor.Observed || rr.Hash != "" {
 		s.Outputs = map[string]string{}
 		s.SecretOutputs = nil

@@ -108,25 +108,12 @@ func (r *Reconciler) recordResumed(w *state.Writer, g *planner.Graph, prior map[
 	gen := max(s.Generation, s.Ready.ObservedGeneration)
 	if o.err != nil {
 		r.log.Warn("resumed operation failed", "resource", key, "method", o.op.Method, "error", o.err)
-		cond := executor.FailedCondition(o.err)
-		cond.ObservedGeneration = gen
-		s.Ready, _ = record.MergeCondition(s.Ready, cond, now)
-		s.UpdatedAt = now
+		setReady(&s, s.Ready, executor.FailedCondition(o.err), gen, now)
 		return w.PutResource(s)
 	}
 	if del {
 		r.log.Info("resumed operation finished", "resource", key, "method", o.op.Method)
-		for name := range outputNames(s.Outputs) {
-			if err := w.DeleteExports(s.Namespace, name); err != nil {
-				return err
-			}
-		}
-		for name := range outputNames(toSet(s.SecretOutputs)) {
-			if err := w.DeleteSecretExports(s.Namespace, name); err != nil {
-				return err
-			}
-		}
-		return w.DeleteResource(key)
+		return forget(w, key, s)
 	}
 	cond := record.Condition{Type: record.ConditionReady, Status: record.StatusTrue, Reason: "Succeeded"}
 	confirmed := false
@@ -140,9 +127,7 @@ func (r *Reconciler) recordResumed(w *state.Writer, g *planner.Graph, prior map[
 		gen = max(gen, s.Generation)
 	}
 	s.Generation = max(s.Generation, gen)
-	cond.ObservedGeneration = gen
-	s.Ready, _ = record.MergeCondition(s.Ready, cond, now)
-	s.UpdatedAt = now
+	setReady(&s, s.Ready, cond, gen, now)
 	r.log.Info("resumed operation finished", "resource", key, "method", o.op.Method, "appliedCurrentManifest", confirmed)
 	return w.PutResource(s)
 }
