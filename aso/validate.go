@@ -227,6 +227,14 @@ func (v *validator) value(f *field, d int, raw any, p *vpath) {
 				v.add(&fp, "required field is missing")
 			}
 		}
+		// The expression compiles against the kind's self, as ASO's webhook
+		// compiles it (cel.go).
+		if s, _ := m["value"].(string); s != "" {
+			if err := CheckExpression(v.k, s); err != nil {
+				fp := vpath{parent: p, name: "value", idx: -1}
+				v.add(&fp, "%v", err)
+			}
+		}
 	}
 	if len(f.enum) > 0 {
 		v.enum(f, raw, p)
