@@ -224,11 +224,21 @@ func (c *Client) requestURL(path, apiVersion string) (string, error) {
 // send runs one request through the pipeline and returns the response with
 // its body read. Transport failures are wrapped with the method and path.
 func (c *Client) send(ctx context.Context, method, rawURL string, body []byte) (*http.Response, []byte, error) {
+	return c.sendWith(ctx, method, rawURL, body, nil)
+}
+
+// sendWith is send with extra request headers.
+func (c *Client) sendWith(ctx context.Context, method, rawURL string, body []byte, header http.Header) (*http.Response, []byte, error) {
 	req, err := runtime.NewRequest(ctx, method, rawURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s %s: %w", method, rawURL, err)
 	}
 	req.Raw().Header.Set("Accept", "application/json")
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Raw().Header.Add(k, v)
+		}
+	}
 	if body != nil {
 		if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body)), "application/json"); err != nil {
 			return nil, nil, fmt.Errorf("%s %s: %w", method, req.Raw().URL.Path, err)
@@ -338,11 +348,32 @@ func (c *Client) write(ctx context.Context, method, id, apiVersion string, body 
 // 202 whose Location (or Azure-AsyncOperation) is polled to the end. A 404,
 // at once or while polling, is success.
 func (c *Client) Delete(ctx context.Context, id, apiVersion string) error {
+	return c.DeleteWith(ctx, id, apiVersion, nil, nil)
+}
+
+// DeleteWith is Delete with extra query parameters (besides api-version) and
+// request headers, e.g. apimanagement's deleteSubscriptions=true and
+// If-Match: *.
+func (c *Client) DeleteWith(ctx context.Context, id, apiVersion string, query url.Values, header http.Header) error {
 	u, err := c.requestURL(id, apiVersion)
 	if err != nil {
 		return err
 	}
-	resp, body, err := c.send(ctx, http.MethodDelete, u, nil)
+	if len(query) > 0 {
+		pu, err := url.Parse(u)
+		if err != nil {
+			return err
+		}
+		q := pu.Query()
+		for k, vs := range query {
+			for _, v := range vs {
+				q.Add(k, v)
+			}
+		}
+		pu.RawQuery = q.Encode()
+		u = pu.String()
+	}
+	resp, body, err := c.sendWith(ctx, http.MethodDelete, u, nil, header)
 	if err != nil {
 		return err
 	}

@@ -62,6 +62,9 @@ func (e *ARMError) Is(target error) bool {
 	return target == ErrNotFound && e.StatusCode == http.StatusNotFound
 }
 
+// HTTPStatusCode is the HTTP status that carried the error (aso.ResponseError).
+func (e *ARMError) HTTPStatusCode() int { return e.StatusCode }
+
 // fatalCodes are the ARM error codes ASO classifies as fatal: no retry can
 // succeed until the desired state changes. See
 // shared/conformance/aso/conversion-rules.md §8. BadRequest and an unknown
