@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/record"
 )
@@ -42,11 +43,19 @@ func retryAfter(err error) time.Duration {
 func failedCondition(err error) record.Condition {
 	c := record.Condition{Type: record.ConditionReady, Status: record.StatusFalse}
 	var se *statusError
+	var ce *aso.ConditionError
 	var ae *azure.ARMError
 	var afe *azidentity.AuthenticationFailedError
 	switch {
 	case errors.As(err, &se):
 		c.Reason, c.Severity, c.Message = se.reason, se.severity, se.msg
+	case errors.As(err, &ce):
+		// A hook's failure with ASO's reason (a key vault to recover in
+		// another resource group, an alias without a subscription).
+		c.Reason, c.Severity, c.Message = ce.Reason, record.SeverityWarning, ce.Message
+		if ce.Fatal {
+			c.Severity = record.SeverityError
+		}
 	case errors.As(err, &ae):
 		c.Reason, c.Message = ae.Code, ae.Message
 		for _, d := range ae.Details {

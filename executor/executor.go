@@ -379,9 +379,10 @@ func (w *walk) delete(ctx context.Context, r *planner.Resource) *ResourceResult 
 	w.e.opts.Logger.InfoContext(ctx, "deleting", "resource", r.ID(), "armId", r.ARMID)
 	rr.Requests++
 	octx, finish := w.track(ctx, r, "DELETE")
-	err = cli.Delete(octx, r.ARMID, r.APIVersion)
+	err = w.deleteResource(octx, cli, r)
 	finish()
 	if err != nil {
+		err = classify(r, err)
 		rr.Outcome, rr.Err, rr.Ready = Failed, err, failedCondition(err)
 		rr.RetryAfter = retryAfter(err)
 		w.e.opts.Logger.WarnContext(ctx, "delete failed", "resource", r.ID(), "error", err)
@@ -401,7 +402,7 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	// which must not reach a log, the state or the API.
 	var secretValues []string
 	fail := func(err error) *ResourceResult {
-		err = scrub(err, secretValues)
+		err = scrub(classify(r, err), secretValues)
 		rr.Outcome, rr.Err, rr.Ready = Failed, err, failedCondition(err)
 		rr.Ready.Message = scrubString(rr.Ready.Message, secretValues)
 		rr.RetryAfter = retryAfter(err)
@@ -459,7 +460,7 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	}
 	secretValues = planner.ValuesAt(body.JSON, body.Secrets)
 	sent := body.JSON
-	if sent, err = w.hooks(ctx, cli, r, sent); err != nil {
+	if sent, err = w.beforePut(ctx, cli, r, rr, sent); err != nil {
 		return fail(err)
 	}
 	red, err := planner.Redact(sent, body.Secrets)
@@ -478,7 +479,9 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	// The hash covers the converted body, as the planner computes it.
 	rr.Hash = planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON)
 	rr.Body = red
-	w.export(ctx, cli, r, rr)
+	if w.afterPut(ctx, cli, r, rr) {
+		w.export(ctx, cli, r, rr)
+	}
 	return rr
 }
 
