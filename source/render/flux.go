@@ -199,6 +199,7 @@ type fluxWalk struct {
 	done    map[string]bool
 	visited []*fluxKustomization
 	bad     map[string]*diag.Error // files that could not be decrypted (SOPS)
+	charts  map[string]bool        // Helm chart directories (their files are no manifests)
 	repos   map[string]string      // GitRepository namespace/name → normalised URL
 	homes   []string               // this repository's normalised URLs (--repo, flux-system's GitRepository)
 	stack   []*fluxKustomization
@@ -296,9 +297,10 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 		bad[e.File] = e
 	}
 	w.bad = bad
+	w.charts = chartDirs(files)
 	for _, f := range dec {
 		w.byPath[f.Path] = f.Data
-		if bad[f.Path] != nil || slices.Contains(kustomizationNames, path.Base(f.Path)) {
+		if bad[f.Path] != nil || slices.Contains(kustomizationNames, path.Base(f.Path)) || inChart(w.charts, f.Path) {
 			continue
 		}
 		for _, d := range splitDocuments(f.Data) {
@@ -364,6 +366,10 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 		}
 	}
 	r.logger.Debug("rendered Flux Kustomizations", "entry", entry, "kustomizations", len(w.done), "objects", w.count, "duration", time.Since(start))
+	out, errs := w.renderHelm(ctx, out) // HelmReleases: helm.go
+	if len(errs) > 0 {
+		return nil, errs
+	}
 	return out, nil
 }
 
@@ -774,7 +780,7 @@ func (w *fluxWalk) generatedResources(dir string) []string {
 			}
 			continue
 		}
-		if !source.IsYAMLFile(p) || !hasObjects(w.byPath[p]) {
+		if !source.IsYAMLFile(p) || inChart(w.charts, p) || !hasObjects(w.byPath[p]) {
 			continue
 		}
 		out = append(out, rel)
@@ -835,7 +841,7 @@ func (w *fluxWalk) annotate(k *fluxKustomization, text string) (string, error) {
 	group := strings.SplitN(scalar(mapValue(root, "apiVersion")), "/", 2)[0]
 	if strings.HasSuffix(group, ".azure.com") && mapValue(ann, annotationPolicy) == nil {
 		switch {
-		case k.spec.Suspend:
+		case k.spec.Suspend || reconcileDisabled(k.obj):
 			setKey(ann, annotationPolicy, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "skip"})
 		case k.spec.Prune != nil && !*k.spec.Prune, scalar(mapValue(ann, fluxPruneAnnotation)) == "disabled":
 			setKey(ann, annotationPolicy, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "detach-on-delete"})

@@ -77,6 +77,22 @@ type Options struct {
 	// flux-system) is refused: it reads another repository.
 	RepositoryURL string
 
+	// Charts fetches the charts of HelmReleases that are not in the
+	// repository (Helm repositories, OCI registries, other Git
+	// repositories); nil refuses such a release (see helm.go).
+	Charts ChartFetcher
+	// OnChart, when set, is called for every chart a render resolved from
+	// outside the repository, so that a new chart version can make a new
+	// revision. It is called from Render's goroutine, after the releases
+	// rendered.
+	OnChart func(ChartUse)
+	// KubeVersion is the Kubernetes version charts see in
+	// .Capabilities.KubeVersion ("v1.31.0"); "" is DefaultKubeVersion.
+	KubeVersion string
+	// HelmAPIVersions are added to the API versions charts see in
+	// .Capabilities.APIVersions ("group/version" or "group/version/Kind").
+	HelmAPIVersions []string
+
 	// Logger receives one debug line per render; nil discards.
 	Logger *slog.Logger
 
@@ -123,11 +139,16 @@ func New(opts Options) (*Renderer, error) {
 			return nil, fmt.Errorf("substitute-from %s: kind must be ConfigMap or Secret", r)
 		}
 	}
+	r := &Renderer{opts: opts, vars: vars}
+	if _, err := r.capabilities(); err != nil {
+		return nil, fmt.Errorf("helm: %w", err)
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Renderer{opts: opts, vars: vars, logger: logger}, nil
+	r.logger = logger
+	return r, nil
 }
 
 // ParseVars reads NAME=VALUE pairs (as given to --substitute) into a map.
@@ -193,9 +214,10 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 		roots, es = t.roots(r.opts.KustomizeDirs)
 		errs = append(errs, es...)
 	}
+	charts := chartDirs(files)
 	for _, f := range files {
-		if r.opts.Kustomize && t.inKustomizeTree(f.Path) {
-			continue
+		if r.opts.Kustomize && t.inKustomizeTree(f.Path) || inChart(charts, f.Path) {
+			continue // kustomize decides what of it is used; a chart's files are not manifests
 		}
 		out = append(out, f)
 		groups = append(groups, nil)

@@ -1,0 +1,548 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/kustomize/api/types"
+
+	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
+	"github.com/gitaso/gitaso/source"
+)
+
+// HelmGroup is the API group of Flux's HelmRelease objects.
+const HelmGroup = "helm.toolkit.fluxcd.io"
+
+// SourceGroup is the API group of Flux's source objects (GitRepository,
+// HelmRepository, OCIRepository, HelmChart, Bucket).
+const SourceGroup = "source.toolkit.fluxcd.io"
+
+// Annotations set on every object rendered from a HelmRelease.
+const (
+	// AnnotationHelmRelease is "namespace/name" of the HelmRelease.
+	AnnotationHelmRelease = "gitaso.io/helm-release"
+	// AnnotationHelmChart is "<chart>@<version>" of the chart rendered.
+	AnnotationHelmChart = "gitaso.io/helm-chart"
+	// AnnotationHelmTemplate is the template that rendered the object,
+	// "<chart>/templates/x.yaml" (a subchart's "<chart>/charts/<sub>/templates/x.yaml").
+	AnnotationHelmTemplate = "gitaso.io/helm-template"
+	// AnnotationHelmHook names the Helm hook events of an object a chart
+	// declares as an install or upgrade hook (kept as an ordinary object).
+	AnnotationHelmHook = "gitaso.io/helm-hook"
+)
+
+// fluxReconcileAnnotation set to "disabled" on a Flux object makes Flux
+// leave it alone (kustomize-controller creates it and never updates it).
+const fluxReconcileAnnotation = "kustomize.toolkit.fluxcd.io/reconcile"
+
+// ErrHelmSource is returned (wrapped in a *diag.Error) when a HelmRelease's
+// chart comes from a source gitaso cannot read (a Bucket, an unknown kind,
+// another repository without a chart fetcher) or that is not in the
+// repository.
+var ErrHelmSource = errors.New("unsupported Helm chart source")
+
+// ErrHelmChart is returned (wrapped in a *diag.Error) when a chart cannot
+// be loaded: no Chart.yaml, an invalid archive, a missing dependency.
+var ErrHelmChart = errors.New("helm chart cannot be loaded")
+
+// ErrHelmValues is returned (wrapped in a *diag.Error) when a HelmRelease's
+// values cannot be composed (a missing valuesFrom object or key, bad YAML).
+var ErrHelmValues = errors.New("helm values cannot be composed")
+
+// ErrHelmRender is returned (wrapped in a *diag.Error) when Helm fails to
+// render a chart: a template error (helm's message names the template and
+// line), a missing required value, output that is not YAML.
+var ErrHelmRender = errors.New("helm chart render failed")
+
+// helmVersions are the HelmRelease versions read.
+var helmVersions = []string{HelmGroup + "/v2", HelmGroup + "/v2beta2", HelmGroup + "/v2beta1"}
+
+// ChartUse is one chart a render resolved from outside the repository
+// (Options.OnChart), so that a caller can make a new chart version a new
+// revision.
+type ChartUse struct {
+	Release string // namespace/name of the HelmRelease
+	Chart   string // chart name
+	Version string // resolved version
+	Digest  string // archive digest, as the fetcher reports it
+	URL     string // where the chart came from
+}
+
+// ChartSource is the Flux source object a chart is fetched from.
+type ChartSource struct {
+	Kind      string         // HelmRepository, OCIRepository or GitRepository
+	Namespace string         // the object's namespace
+	Name      string         // the object's name
+	Spec      map[string]any // the object's spec, as written (after substitution)
+	File      string         // where the object is, for errors
+	Line      int
+}
+
+// ChartRequest asks a ChartFetcher for one chart.
+type ChartRequest struct {
+	Source ChartSource
+	// Secret is the data of the source's spec.secretRef Secret (decoded),
+	// nil when it names none.
+	Secret map[string]string
+	// Chart is the chart name (HelmRepository) or path (GitRepository);
+	// "" for an OCIRepository (the artifact is the chart).
+	Chart string
+	// Version is a semver range ("" or "*" for the latest); "" for an
+	// OCIRepository (its spec.ref decides).
+	Version string
+}
+
+// FetchedChart is a chart archive a ChartFetcher returned.
+type FetchedChart struct {
+	Name, Version, Digest, URL string
+	Archive                    []byte // the .tgz
+	Cached                     bool   // served from the fetcher's cache
+}
+
+// ChartFetcher fetches charts that are not in the repository gitaso reads:
+// from Helm repositories (HTTP index or OCI), OCI registries and other Git
+// repositories. It must be safe for concurrent use. ChartsFetcher adapts
+// package source/charts' Fetcher.
+type ChartFetcher interface {
+	// Fetch resolves and fetches the chart a HelmRelease (or HelmChart)
+	// names.
+	Fetch(ctx context.Context, req ChartRequest) (*FetchedChart, error)
+	// FetchURL fetches a chart dependency from a repository URL
+	// (https://... or oci://...) as "helm dependency build" does; secret
+	// may be nil.
+	FetchURL(ctx context.Context, repoURL, name, version string, secret map[string]string) (*FetchedChart, error)
+}
+
+// DefaultKubeVersion is the Kubernetes version templates see in
+// .Capabilities.KubeVersion unless Options.KubeVersion says otherwise: the
+// version of the Kubernetes client libraries gitaso is built with (what the
+// helm binary built from the same Helm SDK reports for "helm template"),
+// or Helm's built-in default when that is unknown. Flux's helm-controller
+// reports the cluster's version; set Options.KubeVersion to it.
+var DefaultKubeVersion = defaultKubeVersion()
+
+func defaultKubeVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path != "k8s.io/client-go" {
+				continue
+			}
+			// client-go v0.N.x is Kubernetes v1.N.
+			parts := strings.Split(strings.TrimPrefix(d.Version, "v"), ".")
+			if len(parts) >= 2 && parts[0] == "0" {
+				return "v1." + parts[1] + ".0"
+			}
+		}
+	}
+	return "v1.20.0" // chartutil.DefaultCapabilities without build flags
+}
+
+// hrSpec is the part of a HelmRelease's spec gitaso reads (v2, v2beta2,
+// v2beta1 alike).
+type hrSpec struct {
+	Chart *struct {
+		Spec chartSpec `json:"spec"`
+	} `json:"chart"`
+	ChartRef *struct {
+		Kind      string `json:"kind"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"chartRef"`
+	ReleaseName     string `json:"releaseName"`
+	TargetNamespace string `json:"targetNamespace"`
+	Suspend         bool   `json:"suspend"`
+	DependsOn       []struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"dependsOn"`
+	ValuesFrom []struct {
+		Kind       string `json:"kind"`
+		Name       string `json:"name"`
+		ValuesKey  string `json:"valuesKey"`
+		TargetPath string `json:"targetPath"`
+		Optional   bool   `json:"optional"`
+	} `json:"valuesFrom"`
+	PostRenderers []struct {
+		Kustomize *kustomizePostRenderer `json:"kustomize"`
+	} `json:"postRenderers"`
+	Install *struct {
+		DisableSchemaValidation bool `json:"disableSchemaValidation"`
+	} `json:"install"`
+}
+
+// kustomizePostRenderer is a HelmRelease's spec.postRenderers[].kustomize.
+type kustomizePostRenderer struct {
+	Patches               []types.Patch  `json:"patches"`
+	PatchesStrategicMerge []any          `json:"patchesStrategicMerge"` // v2beta
+	PatchesJSON6902       []fluxJSON6902 `json:"patchesJson6902"`       // v2beta
+	Images                []types.Image  `json:"images"`
+}
+
+// chartSpec is spec.chart.spec of a HelmRelease, or the spec of a HelmChart.
+type chartSpec struct {
+	Chart     string `json:"chart"`
+	Version   string `json:"version"`
+	SourceRef struct {
+		Kind      string `json:"kind"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"sourceRef"`
+	ValuesFiles              []string `json:"valuesFiles"`
+	ValuesFile               string   `json:"valuesFile"` // v2beta1
+	IgnoreMissingValuesFiles bool     `json:"ignoreMissingValuesFiles"`
+	ReconcileStrategy        string   `json:"reconcileStrategy"`
+}
+
+// helmRelease is one HelmRelease found in rendered output.
+type helmRelease struct {
+	obj    manifest.Object // File and Line: where the user wrote it
+	id     string          // namespace/name
+	spec   hrSpec
+	values map[string]any // spec.values as parsed (JSON-compatible)
+	fi, di int            // file index in the output, document index in it
+
+	// Results.
+	docs    []string // rendered objects' YAML, origin comment first
+	uses    []ChartUse
+	errs    diag.List
+	version string // chart@version
+}
+
+func (h *helmRelease) err(field string, cause error, format string, args ...any) *diag.Error {
+	return &diag.Error{File: h.obj.File, Line: h.obj.Line, Object: h.obj.ID(), Field: field, Err: cause, Msg: fmt.Sprintf(format, args...)}
+}
+
+// suspended reports whether Flux leaves the release alone: spec.suspend,
+// or the kustomize.toolkit.fluxcd.io/reconcile: disabled annotation.
+func (h *helmRelease) suspended() bool {
+	return h.spec.Suspend || reconcileDisabled(h.obj)
+}
+
+// reconcileDisabled reports whether a Flux object carries
+// kustomize.toolkit.fluxcd.io/reconcile: disabled.
+func reconcileDisabled(o manifest.Object) bool {
+	return o.Annotations()[fluxReconcileAnnotation] == "disabled" || o.Labels()[fluxReconcileAnnotation] == "disabled"
+}
+
+// releaseName is helm-controller's release name: spec.releaseName, else
+// [<targetNamespace>-]<name>, shortened to 53 characters with a hash when
+// longer (helm-controller's release.ShortenName).
+func (h *helmRelease) releaseName() string {
+	name := h.spec.ReleaseName
+	if name == "" {
+		name = h.obj.Name()
+		if h.spec.TargetNamespace != "" {
+			name = h.spec.TargetNamespace + "-" + name
+		}
+	}
+	return shortenReleaseName(name)
+}
+
+// shortenReleaseName returns a name longer than 53 characters (Helm's
+// limit) as its first 40 characters, "-" and the first 12 hex digits of
+// its SHA-256, as Flux does.
+func shortenReleaseName(name string) string {
+	const maxLen, hashLen = 53, 12
+	if len(name) <= maxLen {
+		return name
+	}
+	return name[:maxLen-hashLen-1] + "-" + sha256Hex([]byte(name))[:hashLen]
+}
+
+// releaseNamespace is spec.targetNamespace, else the HelmRelease's namespace.
+func (h *helmRelease) releaseNamespace() string {
+	if h.spec.TargetNamespace != "" {
+		return h.spec.TargetNamespace
+	}
+	return h.obj.Namespace()
+}
+
+// chartDirs finds the Helm chart directories among files: each directory
+// holding a Chart.yaml (source.ChartFile).
+func chartDirs(files []source.File) map[string]bool {
+	var dirs map[string]bool
+	for _, f := range files {
+		if path.Base(f.Path) == source.ChartFile {
+			if dirs == nil {
+				dirs = map[string]bool{}
+			}
+			dirs[dirOf(f.Path)] = true
+		}
+	}
+	return dirs
+}
+
+// inChart reports whether a file is inside one of the chart directories:
+// such files are chart sources, never manifests.
+func inChart(dirs map[string]bool, p string) bool {
+	if len(dirs) == 0 {
+		return false
+	}
+	for d := dirOf(p); ; d = dirOf(d) {
+		if dirs[d] {
+			return true
+		}
+		if d == "" {
+			return false
+		}
+	}
+}
+
+// findReleases parses the HelmRelease objects of one output file.
+func findReleases(fi int, f source.File, docs []document) ([]*helmRelease, diag.List) {
+	var out []*helmRelease
+	var errs diag.List
+	for di, d := range docs {
+		if !strings.Contains(d.text, HelmGroup) || !strings.Contains(d.text, "HelmRelease") {
+			continue
+		}
+		parsed, err := source.ParseFile(f.Path, []byte(d.text))
+		if err != nil {
+			continue // the parser reports it with the snapshot
+		}
+		for _, o := range parsed {
+			if o.Group() != HelmGroup || o.Kind() != "HelmRelease" {
+				continue
+			}
+			switch fl, l, ok := originOf(d.text); {
+			case o.File != f.Path: // the parser read the origin comment
+			case ok:
+				o.File, o.Line = fl, l
+			case f.Generated:
+				o.Line = 0
+			default:
+				o.Line += d.line - 1
+			}
+			h := &helmRelease{obj: o, id: o.Namespace() + "/" + o.Name(), fi: fi, di: di}
+			if !slices.Contains(helmVersions, o.APIVersion()) {
+				errs = append(errs, h.err("apiVersion", nil, "%s is not supported (gitaso reads %s)", o.APIVersion(), strings.Join(helmVersions, ", ")))
+				continue
+			}
+			spec, _ := o.Content["spec"].(map[string]any)
+			b, _ := json.Marshal(spec)
+			if err := json.Unmarshal(b, &h.spec); err != nil {
+				field := "spec"
+				var te *json.UnmarshalTypeError
+				if errors.As(err, &te) && te.Field != "" {
+					field = "spec." + te.Field
+				}
+				errs = append(errs, h.err(field, nil, "invalid: %v", err))
+				continue
+			}
+			if v, ok := spec["values"].(map[string]any); ok {
+				h.values = v
+			} else if spec["values"] != nil {
+				errs = append(errs, h.err("spec.values", ErrHelmValues, "must be a mapping"))
+				continue
+			}
+			switch {
+			case h.spec.Chart == nil && h.spec.ChartRef == nil:
+				errs = append(errs, h.err("spec.chart", nil, "one of spec.chart and spec.chartRef is required"))
+				continue
+			case h.spec.Chart != nil && h.spec.ChartRef != nil:
+				errs = append(errs, h.err("spec.chartRef", nil, "spec.chart and spec.chartRef are mutually exclusive"))
+				continue
+			}
+			out = append(out, h)
+		}
+	}
+	return out, errs
+}
+
+// renderHelm renders every HelmRelease among the output files as Flux's
+// helm-controller would and puts the chart's objects in its place (see
+// the package documentation, "Helm"). It returns the new output files.
+func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.File, diag.List) {
+	start := time.Now()
+	var releases []*helmRelease
+	var errs diag.List
+	docs := make([][]document, len(out))
+	for i, f := range out {
+		if !bytes.Contains(f.Data, []byte(HelmGroup)) {
+			continue
+		}
+		docs[i] = splitDocuments(f.Data)
+		rs, es := findReleases(i, f, docs[i])
+		releases = append(releases, rs...)
+		errs = append(errs, es...)
+	}
+	if len(releases) == 0 {
+		return out, errs
+	}
+	run := newHelmRun(w)
+	for _, level := range releaseLevels(releases, w.r.logger) {
+		workers := min(runtime.GOMAXPROCS(0), len(level))
+		next := make(chan *helmRelease)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for h := range next {
+					run.release(ctx, h)
+				}
+			})
+		}
+		for _, h := range level {
+			if ctx.Err() != nil {
+				break
+			}
+			next <- h
+		}
+		close(next)
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return nil, diag.List{{Msg: "helm render", Err: err}}
+		}
+		// What a level rendered is there for the valuesFrom of the next.
+		for _, h := range level {
+			run.index.add(h.docs)
+		}
+	}
+	objects := 0
+	for _, h := range releases {
+		for _, e := range h.errs {
+			if data, ok := w.byPath[e.File]; ok && e.Line > 0 && strings.HasPrefix(e.Field, "spec") {
+				e.Line = fieldLine(data, e.Line, e.Field)
+			}
+		}
+		errs = append(errs, h.errs...)
+		objects += len(h.docs)
+		if w.r.opts.OnChart != nil {
+			for _, u := range h.uses {
+				w.r.opts.OnChart(u)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+
+	// Each HelmRelease's document gives way to its objects: in generated
+	// text in place; in a file as written, it is blanked (the other
+	// documents keep their lines) and its objects go to generated text
+	// named after the file.
+	byFile := map[int][]*helmRelease{}
+	for _, h := range releases {
+		byFile[h.fi] = append(byFile[h.fi], h)
+	}
+	var added []source.File
+	for fi, hs := range byFile {
+		f := out[fi]
+		repl := map[int][]string{} // document index → objects rendered in its place
+		for _, h := range hs {
+			repl[h.di] = append(repl[h.di], h.docs...) // a List of HelmReleases: all of them
+		}
+		var b strings.Builder
+		var gen []string
+		for di, d := range docs[fi] {
+			rendered, ok := repl[di]
+			if !ok {
+				b.WriteString(d.text)
+				continue
+			}
+			if f.Generated {
+				if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+					b.WriteByte('\n')
+				}
+				for _, r := range rendered {
+					if b.Len() > 0 {
+						b.WriteString("---\n")
+					}
+					b.WriteString(r)
+				}
+				continue
+			}
+			b.WriteString(blankDocument(d.text))
+			gen = append(gen, rendered...)
+		}
+		out[fi].Data = []byte(b.String())
+		if len(gen) > 0 {
+			added = append(added, source.File{Path: f.Path, Generated: true, Data: []byte(strings.Join(gen, "---\n"))})
+		}
+	}
+	out = append(out, added...)
+	w.r.logger.Debug("rendered HelmReleases", "releases", len(releases), "objects", objects,
+		"charts", run.charts(), "duration", time.Since(start))
+	return out, nil
+}
+
+// blankDocument returns a document with every line but its "---" marker
+// emptied, so that the documents after it keep their lines.
+func blankDocument(text string) string {
+	var b strings.Builder
+	for l := range strings.Lines(text) {
+		if isDocStart([]byte(l)) {
+			b.WriteString(l)
+			continue
+		}
+		if strings.HasSuffix(l, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// releaseLevels orders releases by spec.dependsOn: each level renders
+// after the levels before it (the objects they render are known to its
+// valuesFrom), its releases concurrently. A dependsOn naming a HelmRelease
+// that was not found is logged (Flux would wait for it); a cycle keeps the
+// releases in it in the level where it was found.
+func releaseLevels(rs []*helmRelease, log interface {
+	Warn(msg string, args ...any)
+}) [][]*helmRelease {
+	byID := map[string]*helmRelease{}
+	for _, h := range rs {
+		if _, dup := byID[h.id]; !dup {
+			byID[h.id] = h
+		}
+	}
+	level := map[*helmRelease]int{}
+	state := map[*helmRelease]int{}
+	var place func(h *helmRelease) int
+	place = func(h *helmRelease) int {
+		switch state[h] {
+		case 1:
+			return -1 // a cycle: no ordering edge
+		case 2:
+			return level[h]
+		}
+		state[h] = 1
+		l := 0
+		for _, d := range h.spec.DependsOn {
+			ns := d.Namespace
+			if ns == "" {
+				ns = h.obj.Namespace()
+			}
+			dep, ok := byID[ns+"/"+d.Name]
+			if !ok {
+				log.Warn("HelmRelease depends on a HelmRelease gitaso did not render (Flux would wait for it)",
+					"helmRelease", h.id, "file", h.obj.File, "dependsOn", ns+"/"+d.Name)
+				continue
+			}
+			if dep != h {
+				l = max(l, place(dep)+1)
+			}
+		}
+		state[h], level[h] = 2, l
+		return l
+	}
+	var out [][]*helmRelease
+	for _, h := range rs {
+		l := place(h)
+		for len(out) <= l {
+			out = append(out, nil)
+		}
+		out[l] = append(out[l], h)
+	}
+	return out
+}

@@ -1,0 +1,466 @@
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/strvals"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
+	"github.com/gitaso/gitaso/source"
+)
+
+// helmOriginLabels are the labels helm-controller's origin post-renderer
+// sets on every object of a release.
+const (
+	helmLabelName      = HelmGroup + "/name"
+	helmLabelNamespace = HelmGroup + "/namespace"
+)
+
+// kustomizeMu serialises post-render kustomize builds, as helm-controller
+// does (kustomize's builtin plugins have shared state).
+var kustomizeMu sync.Mutex
+
+// capabilities are what templates see as .Capabilities: Helm's defaults
+// with the Kubernetes version of Options.KubeVersion (DefaultKubeVersion)
+// and Options.HelmAPIVersions added to the API versions.
+func (r *Renderer) capabilities() (*chartutil.Capabilities, error) {
+	v := r.opts.KubeVersion
+	if v == "" {
+		v = DefaultKubeVersion
+	}
+	kv, err := chartutil.ParseKubeVersion(v)
+	if err != nil {
+		return nil, fmt.Errorf("kube version %q: %w", v, err)
+	}
+	caps := chartutil.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kv
+	if len(r.opts.HelmAPIVersions) > 0 {
+		caps.APIVersions = append(slices.Clone(caps.APIVersions), r.opts.HelmAPIVersions...)
+	}
+	return caps, nil
+}
+
+// release renders one HelmRelease into h.docs (or h.errs).
+func (run *helmRun) release(ctx context.Context, h *helmRelease) {
+	r, err := run.chart(ctx, h)
+	if err != nil {
+		h.errs = append(h.errs, diag.AsList(err)...)
+		return
+	}
+	h.uses = r.uses
+	vals, derr := run.values(h)
+	if derr != nil {
+		h.errs = append(h.errs, derr)
+		return
+	}
+	h.docs, h.errs = run.render(h, r, vals)
+}
+
+// values composes a release's values as helm-controller does: the
+// spec.valuesFrom ConfigMaps and Secrets (of the HelmRelease's namespace,
+// from the repository) in order, each one's valuesKey (default
+// values.yaml) merged in, or set at targetPath as helm --set would; then
+// spec.values on top. The chart's defaults (values.yaml, or
+// spec.chart.spec.valuesFiles) lie below when Helm coalesces them.
+func (run *helmRun) values(h *helmRelease) (map[string]any, *diag.Error) {
+	result := map[string]any{}
+	ns := h.obj.Namespace()
+	for i, ref := range h.spec.ValuesFrom {
+		field := fmt.Sprintf("spec.valuesFrom[%d]", i)
+		if ref.Kind != "ConfigMap" && ref.Kind != "Secret" {
+			return nil, h.err(field+".kind", ErrHelmValues, "%q: want ConfigMap or Secret", ref.Kind)
+		}
+		o, ok := run.index.get(ref.Kind, ns, ref.Name)
+		if !ok {
+			if ref.Optional {
+				continue
+			}
+			return nil, h.err(field+".name", ErrHelmValues, "no %s %s/%s in the repository (set optional: true if it may be absent)", ref.Kind, ns, ref.Name)
+		}
+		var data map[string]string
+		var err error
+		if ref.Kind == "Secret" {
+			data, err = manifest.SecretData(o)
+		} else {
+			data, err = manifest.ConfigMapData(o)
+		}
+		if err != nil {
+			return nil, h.err(field+".name", ErrHelmValues, "%s %s/%s (%s:%d): %v", ref.Kind, ns, ref.Name, o.File, o.Line, err)
+		}
+		key := ref.ValuesKey
+		if key == "" {
+			key = chartutil.ValuesfileName
+		}
+		v, ok := data[key]
+		if !ok {
+			if ref.Optional {
+				continue
+			}
+			return nil, h.err(field+".valuesKey", ErrHelmValues, "%s %s/%s (%s:%d) has no key %q", ref.Kind, ns, ref.Name, o.File, o.Line, key)
+		}
+		if ref.TargetPath != "" {
+			if err := replacePathValue(result, ref.TargetPath, v); err != nil {
+				return nil, h.err(field+".targetPath", ErrHelmValues, "%q: %v", ref.TargetPath, err)
+			}
+			continue
+		}
+		vals, err := chartutil.ReadValues([]byte(v))
+		if err != nil {
+			return nil, h.err(field, ErrHelmValues, "%s %s/%s key %q: %v", ref.Kind, ns, ref.Name, key, err)
+		}
+		result = mergeMaps(result, vals)
+	}
+	// spec.values as helm-controller sees them: through JSON (numbers are
+	// float64, as in any values file Helm reads).
+	var inline map[string]any
+	if h.values != nil {
+		b, err := json.Marshal(h.values)
+		if err == nil {
+			err = json.Unmarshal(b, &inline)
+		}
+		if err != nil {
+			return nil, h.err("spec.values", ErrHelmValues, "%v", err)
+		}
+	}
+	return mergeMaps(result, inline), nil
+}
+
+// replacePathValue sets value at a --set path (helm-controller's
+// ReplacePathValue): a quoted value is a string, anything else is typed
+// as helm --set types it.
+func replacePathValue(values map[string]any, p, value string) error {
+	if len(value) >= 2 && (value[0] == '"' && value[len(value)-1] == '"' || value[0] == '\'' && value[len(value)-1] == '\'') {
+		return strvals.ParseIntoString(p+"="+strings.Trim(value, `"'`), values)
+	}
+	return strvals.ParseInto(p+"="+value, values)
+}
+
+// renderItem is one object Helm rendered.
+type renderItem struct {
+	template string // chart/templates/x.yaml
+	hook     string // hook events, for kept hooks
+	text     string
+}
+
+// render runs Helm's engine over a release's chart and values as
+// helm-controller's install does and returns the objects' documents.
+func (run *helmRun) render(h *helmRelease, r *resolved, vals map[string]any) ([]string, diag.List) {
+	c := r.c
+	h.version = c.Name() + "@" + c.Metadata.Version
+	fail := func(field string, err error, format string, args ...any) ([]string, diag.List) {
+		e := h.err(field, err, format, args...)
+		e.Msg = fmt.Sprintf("HelmRelease %s, chart %s: %s", h.id, h.version, e.Msg)
+		return nil, diag.List{e}
+	}
+	if c.Metadata.Type == "library" {
+		return fail(r.field, ErrHelmChart, "library charts are not installable")
+	}
+	caps := run.caps
+	if c.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(c.Metadata.KubeVersion, caps.KubeVersion.String()) {
+		return fail(r.field, ErrHelmRender, "chart requires kubeVersion: %s which is incompatible with Kubernetes %s (gitaso's --helm-kube-version)", c.Metadata.KubeVersion, caps.KubeVersion.String())
+	}
+	if err := chartutil.ProcessDependenciesWithMerge(c, vals); err != nil {
+		return fail("spec.values", ErrHelmRender, "dependencies: %v", err)
+	}
+	ns := h.releaseNamespace()
+	opts := chartutil.ReleaseOptions{Name: h.releaseName(), Namespace: ns, Revision: 1, IsInstall: true}
+	skipSchema := h.spec.Install != nil && h.spec.Install.DisableSchemaValidation
+	rv, err := chartutil.ToRenderValuesWithSchemaValidation(c, vals, opts, caps, skipSchema)
+	if err != nil {
+		return fail("spec.values", ErrHelmRender, "%v", err)
+	}
+	files, err := engine.Engine{}.Render(c, rv)
+	if err != nil {
+		field := r.field
+		if s := err.Error(); strings.Contains(s, "execution error") || strings.Contains(s, "executing") {
+			field = "spec.values" // what the templates were given made them fail
+		}
+		return fail(field, ErrHelmRender, "%v", err)
+	}
+	for k := range files {
+		if strings.HasSuffix(k, "NOTES.txt") {
+			delete(files, k)
+		}
+	}
+	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return fail(r.field, ErrHelmRender, "%v", err)
+	}
+	var pre, post []renderItem
+	for _, hk := range hooks {
+		if keep, events := keptHook(hk); keep {
+			it := renderItem{template: hk.Path, hook: events, text: hk.Manifest}
+			if strings.HasPrefix(events, "pre-") {
+				pre = append(pre, it)
+			} else {
+				post = append(post, it)
+			}
+			continue
+		}
+		run.w.r.logger.Debug("helm hook skipped (it never runs on install or upgrade, or is deleted once it succeeded)",
+			"helmRelease", h.id, "template", hk.Path, "kind", hk.Kind, "name", hk.Name)
+	}
+	items := pre
+	for _, m := range manifests {
+		items = append(items, renderItem{template: m.Name, text: m.Content})
+	}
+	items = append(items, post...)
+
+	var texts []string
+	var kustomized bool
+	for i, p := range h.spec.PostRenderers {
+		if p.Kustomize == nil {
+			continue
+		}
+		if !kustomized {
+			// The template travels through kustomize as an annotation.
+			texts = make([]string, 0, len(items))
+			for _, it := range items {
+				t, err := setAnnotations(it.text, map[string]string{AnnotationHelmTemplate: it.template, AnnotationHelmHook: it.hook})
+				if err != nil {
+					return fail(r.field, ErrHelmRender, "%s: output is not YAML: %v", it.template, err)
+				}
+				if t != "" {
+					texts = append(texts, t)
+				}
+			}
+			kustomized = true
+		}
+		if len(texts) == 0 {
+			break
+		}
+		texts, err = postRenderKustomize(texts, p.Kustomize)
+		if err != nil {
+			return fail(fmt.Sprintf("spec.postRenderers[%d].kustomize", i), ErrHelmRender, "%v", err)
+		}
+	}
+	if kustomized {
+		items = items[:0]
+		for _, t := range texts {
+			items = append(items, renderItem{text: t})
+		}
+	}
+
+	ann := map[string]string{
+		AnnotationHelmRelease: h.id,
+		AnnotationHelmChart:   h.version,
+	}
+	if k := h.obj.Annotations()[AnnotationFluxKustomization]; k != "" {
+		ann[AnnotationFluxKustomization] = k
+	}
+	origin := source.OriginComment(h.obj.File, h.obj.Line)
+	out := make([]string, 0, len(items))
+	var errs diag.List
+	for _, it := range items {
+		t, err := run.finish(h, it, ns, ann)
+		if err != nil {
+			tpl := it.template
+			if tpl == "" {
+				tpl = "post-rendered output"
+			}
+			errs = append(errs, h.err(r.field, ErrHelmRender, "HelmRelease %s, chart %s: %s: output is not YAML: %v", h.id, h.version, tpl, err))
+			continue
+		}
+		if t != "" {
+			out = append(out, origin+t)
+		}
+	}
+	return out, errs
+}
+
+// keptHook decides what becomes of a Helm hook. helm-controller runs hooks
+// around an install or upgrade and deletes them per their delete policy;
+// gitaso has no "around": install and upgrade hooks become ordinary
+// objects (so an ASO resource a chart creates in a pre-install hook
+// exists), unless deleted once they succeed (hook-succeeded: a Job that
+// runs once, not a resource to keep). Test, delete and rollback hooks never
+// run on install or upgrade and are dropped.
+func keptHook(h *release.Hook) (bool, string) {
+	var events []string
+	for _, e := range h.Events {
+		switch e {
+		case release.HookPreInstall, release.HookPostInstall, release.HookPreUpgrade, release.HookPostUpgrade:
+			events = append(events, string(e))
+		}
+	}
+	if len(events) == 0 || slices.Contains(h.DeletePolicies, release.HookSucceeded) {
+		return false, ""
+	}
+	return true, strings.Join(events, ",")
+}
+
+// clusterScoped are Kubernetes kinds without a namespace (Helm applies
+// the others in the release namespace).
+var clusterScoped = map[string]bool{
+	"Namespace": true, "Node": true, "PersistentVolume": true, "ClusterRole": true, "ClusterRoleBinding": true,
+	"CustomResourceDefinition": true, "StorageClass": true, "PriorityClass": true, "IngressClass": true,
+	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true, "APIService": true,
+	"RuntimeClass": true, "CSIDriver": true, "CSINode": true, "VolumeAttachment": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
+}
+
+// finish sets what helm-controller and gitaso set on each object: the
+// release namespace when it has none, Flux's origin labels, gitaso's
+// provenance annotations, and reconcile-policy: skip on ASO objects of a
+// suspended release. "" for an empty document.
+func (run *helmRun) finish(h *helmRelease, it renderItem, ns string, ann map[string]string) (string, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(it.text), &doc); err != nil {
+		return "", err
+	}
+	if len(doc.Content) == 0 {
+		return "", nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return it.text, nil // the parser says what is wrong with it
+	}
+	str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
+	mapping := func(parent *yaml.Node, key string) *yaml.Node {
+		n := mapValue(parent, key)
+		if n == nil || n.Kind != yaml.MappingNode {
+			n = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			setKey(parent, key, n)
+		}
+		return n
+	}
+	meta := mapping(root, "metadata")
+	kind := scalar(mapValue(root, "kind"))
+	if scalar(mapValue(meta, "namespace")) == "" && !clusterScoped[kind] {
+		setKey(meta, "namespace", str(ns))
+	}
+	labels := mapping(meta, "labels")
+	setKey(labels, helmLabelName, str(h.obj.Name()))
+	setKey(labels, helmLabelNamespace, str(h.obj.Namespace()))
+	a := mapping(meta, "annotations")
+	all := maps.Clone(ann)
+	if it.template != "" {
+		all[AnnotationHelmTemplate] = it.template
+	}
+	if it.hook != "" {
+		all[AnnotationHelmHook] = it.hook
+	}
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		setKey(a, k, str(all[k]))
+	}
+	group := strings.SplitN(scalar(mapValue(root, "apiVersion")), "/", 2)[0]
+	if h.suspended() && strings.HasSuffix(group, ".azure.com") && mapValue(a, annotationPolicy) == nil {
+		setKey(a, annotationPolicy, str("skip"))
+	}
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return "", err
+	}
+	_ = enc.Close()
+	return b.String(), nil
+}
+
+// setAnnotations sets annotations (empty values skipped) on one document;
+// "" for an empty document.
+func setAnnotations(text string, ann map[string]string) (string, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
+		return "", err
+	}
+	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return "", nil
+	}
+	root := doc.Content[0]
+	meta := mapValue(root, "metadata")
+	if meta == nil || meta.Kind != yaml.MappingNode {
+		meta = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		setKey(root, "metadata", meta)
+	}
+	a := mapValue(meta, "annotations")
+	if a == nil || a.Kind != yaml.MappingNode {
+		a = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		setKey(meta, "annotations", a)
+	}
+	for _, k := range slices.Sorted(maps.Keys(ann)) {
+		if ann[k] != "" {
+			setKey(a, k, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ann[k]})
+		}
+	}
+	b, err := yaml.Marshal(&doc)
+	return string(b), err
+}
+
+// postRenderKustomize runs one spec.postRenderers[].kustomize over the
+// rendered objects as helm-controller's Kustomize post-renderer does: a
+// kustomization whose one resource is the output, with the patches
+// (strategic merge or JSON 6902, with target), v2beta's
+// patchesStrategicMerge and patchesJson6902, and images.
+func postRenderKustomize(texts []string, pr *kustomizePostRenderer) ([]string, error) {
+	fs := filesys.MakeFsInMemory()
+	const input = "helm-output.yaml"
+	if err := fs.WriteFile("/"+input, []byte(strings.Join(texts, "\n---\n"))); err != nil {
+		return nil, err
+	}
+	kus := types.Kustomization{Resources: []string{input}, Images: pr.Images}
+	kus.APIVersion, kus.Kind = types.KustomizationVersion, types.KustomizationKind
+	kus.Patches = append(kus.Patches, pr.Patches...)
+	for i, p := range pr.PatchesStrategicMerge {
+		b, err := sigyaml.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("patchesStrategicMerge[%d]: %w", i, err)
+		}
+		kus.Patches = append(kus.Patches, types.Patch{Patch: string(b)})
+	}
+	for i, p := range pr.PatchesJSON6902 {
+		b, err := json.Marshal(p.Patch)
+		if err != nil {
+			return nil, fmt.Errorf("patchesJson6902[%d]: %w", i, err)
+		}
+		tg := p.Target
+		kus.Patches = append(kus.Patches, types.Patch{Patch: string(b), Target: &tg})
+	}
+	for i, p := range kus.Patches {
+		if p.Path != "" {
+			return nil, fmt.Errorf("patches[%d]: path %q: a post-renderer patch is inline (patch), never a file", i, p.Path)
+		}
+	}
+	kb, err := sigyaml.Marshal(&kus)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.WriteFile("/kustomization.yaml", kb); err != nil {
+		return nil, err
+	}
+	kustomizeMu.Lock()
+	m, err := krusty.MakeKustomizer(&krusty.Options{
+		Reorder:          krusty.ReorderOptionNone,
+		LoadRestrictions: types.LoadRestrictionsRootOnly,
+		PluginConfig:     types.DisabledPluginConfig(),
+	}).Run(fs, "/")
+	kustomizeMu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, m.Size())
+	for _, r := range m.Resources() {
+		y, err := r.AsYAML()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, string(y))
+	}
+	return out, nil
+}
