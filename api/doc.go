@@ -70,7 +70,7 @@
 //	                                                  an approval (outcome held), or were held back in an applied run
 //	                                                  (a parent whose cascade would take unmanaged resources)
 //
-// trigger is startup, interval, resync, retry, api (POST /api/v1/sync or an
+// trigger is startup, interval, refresh, retry, api (POST /api/v1/sync or an
 // approval) or webhook.
 //
 // Error (every 4xx/5xx of the JSON API):

@@ -18,7 +18,7 @@ import (
 // Observed is what ARM holds now, keyed by lower-cased ARM ID. A resource
 // that was read and not found maps to nil; a resource that was not read is
 // absent from the map. A nil Observed means "no ARM reads" (offline plans and
-// plans between resyncs).
+// plans between refreshes).
 type Observed map[string]json.RawMessage
 
 // Input is everything Plan compares the graph with.

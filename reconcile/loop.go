@@ -77,7 +77,7 @@ const (
 // changes (polled every Interval; resources new to state are read from Azure
 // then, so that one that already exists shows as adopt), when triggered
 // (coalesced, and no sooner than MinTriggerInterval after the previous run),
-// when resources are due for a resync (SyncPeriod, per namespace or kind),
+// when resources are due for a refresh (SyncPeriod, per namespace or kind),
 // and after a back-off when a run left resources failed with a retryable
 // error (honouring ARM's Retry-After).
 func (r *Reconciler) Loop(ctx context.Context) error {
@@ -162,7 +162,7 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 			run("retry", false, false)
 		case <-tick.C:
 			if due := r.nextDue; !due.IsZero() && !time.Now().Before(due) {
-				run("resync", true, false)
+				run("refresh", true, false)
 				continue
 			}
 			runIfNew("interval")

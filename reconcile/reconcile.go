@@ -75,7 +75,7 @@ type Reconciler struct {
 	lastRefresh time.Time
 	readMu      sync.Mutex
 	lastRead    map[string]time.Time // node key → last time Azure was read for it
-	nextDue     time.Time            // when the next resource is due for a resync
+	nextDue     time.Time            // when the next resource is due for a refresh
 	// reportedIgnored is the revision whose ignored objects were logged.
 	reportedIgnored string
 	// reportedHeld is the revision whose hold was logged.
@@ -107,7 +107,7 @@ func New(src source.Source, db *state.DB, clients *azure.Clients, cfg Config, lo
 
 // Options for one run.
 type Options struct {
-	Trigger string // startup, interval, api, resync, cli
+	Trigger string // startup, interval, api, refresh, retry, cli
 	// Refresh reads Azure back to detect drift and adoption: every resource
 	// when All is set, otherwise only those whose sync period has elapsed.
 	Refresh bool
@@ -256,15 +256,15 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 			}
 		}
 		if rep.Run.Outcome == record.OutcomeRefused && r.lastGood != nil && opts.Refresh && !opts.DryRun {
-			// Keep the last good revision in force: resync it.
-			r.log.WarnContext(ctx, "revision refused; resyncing the last good revision", "revision", rep.Run.Revision, "lastGood", r.lastGood.Revision)
-			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, &Report{Run: record.Run{Trigger: "resync", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}}, opts))
+			// Keep the last good revision in force: refresh it.
+			r.log.WarnContext(ctx, "revision refused; refreshing the last good revision", "revision", rep.Run.Revision, "lastGood", r.lastGood.Revision)
+			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}}, opts))
 		}
 		return rep, err
 	}
 	rep.Graph = g
 	if snap.Revision != r.reportedIgnored {
-		// Reported once per revision, not on every resync of it.
+		// Reported once per revision, not on every refresh of it.
 		r.reportedIgnored = snap.Revision
 		for _, o := range snap.Ignored {
 			r.log.InfoContext(ctx, "ignoring object of a kind gitaso does not manage", "file", o.File, "object", o.ID(), "apiVersion", o.APIVersion())
@@ -289,7 +289,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	in := planner.Input{Prior: prior, Outputs: outputs, BuiltInRoles: r.builtInRoles(ctx, g)}
 	var p *planner.Plan
 	if opts.Refresh && r.clients != nil {
-		p, err = r.observe(ctx, g, in, opts.All, opts.DryRun)
+		p, err = r.refresh(ctx, g, in, opts.All, opts.DryRun)
 	} else {
 		p, err = g.Plan(in)
 	}
@@ -366,7 +366,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if opts.Refresh {
 		r.lastRefresh = time.Now()
 	}
-	r.nextDue = r.nextResync(g)
+	r.nextDue = r.nextRefresh(g)
 	if rep.Run.Outcome == record.OutcomeSucceeded {
 		r.lastErr.Store("")
 	} else {

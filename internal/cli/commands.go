@@ -193,7 +193,7 @@ func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	var nsPeriods, kindPeriods, allowedHosts []string
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Run the daemon: follow the branch, apply every new revision, resync Azure, serve status",
+		Short: "Run the daemon: follow the branch, apply every new revision, refresh from Azure, serve status",
 		Long: `serve polls the branch every --interval and applies every new revision; every --sync-period it also
 reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
 

@@ -139,7 +139,7 @@ func benchResync(b *testing.B, e *resyncEnv, kind, from, to string) {
 	var req, wr, dreq, dwr, corrected int
 	for b.Loop() {
 		e.emu.ResetStats()
-		rep, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true, All: true})
+		rep, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "refresh", Refresh: true, All: true})
 		if err != nil || rep.Plan.HasChanges() {
 			b.Fatalf("unchanged resync: %v %v", err, rep.Plan.Summary())
 		}
@@ -149,7 +149,7 @@ func benchResync(b *testing.B, e *resyncEnv, kind, from, to string) {
 		driftKind(b, e, 10, kind, from, to)
 		e.emu.ResetStats()
 		b.StartTimer()
-		rep, err = e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true, All: true})
+		rep, err = e.rec.Once(context.Background(), reconcile.Options{Trigger: "refresh", Refresh: true, All: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -170,7 +170,7 @@ func TestResyncReadsInBulk(t *testing.T) {
 	}
 	e := newResyncEnv(t, 100)
 	e.emu.ResetStats()
-	rep, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true, All: true})
+	rep, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "refresh", Refresh: true, All: true})
 	if err != nil || rep.Plan.HasChanges() {
 		t.Fatalf("unchanged resync: %v %v", err, rep.Plan.Summary())
 	}
@@ -187,7 +187,7 @@ func TestResyncReadsInBulk(t *testing.T) {
 	}
 	drift(t, e, 3)
 	e.emu.ResetStats()
-	rep, err = e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true, All: true})
+	rep, err = e.rec.Once(context.Background(), reconcile.Options{Trigger: "refresh", Refresh: true, All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,13 +199,13 @@ func TestResyncReadsInBulk(t *testing.T) {
 	}
 	// The next period finds nothing to do.
 	e.emu.ResetStats()
-	rep, _ = e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true, All: true})
+	rep, _ = e.rec.Once(context.Background(), reconcile.Options{Trigger: "refresh", Refresh: true, All: true})
 	if rep.Plan.HasChanges() {
 		t.Errorf("drift not corrected: %v", rep.Plan.Summary())
 	}
 	// Sync periods: nothing is due right after a read.
 	e.emu.ResetStats()
-	if _, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "resync", Refresh: true}); err != nil {
+	if _, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "refresh", Refresh: true}); err != nil {
 		t.Fatal(err)
 	}
 	if req, _ := armRequests(e.emu); req != 0 {
