@@ -636,6 +636,9 @@ func (e *Emulator) serveAction(w http.ResponseWriter, r *http.Request, p armPath
 	} else if strings.EqualFold(p.Tail, "listKeys") {
 		out, ok = e.listKeys(res)
 	}
+	if !ok && res != nil {
+		out, ok = e.exportAction(res, p.Tail) // exports_*.go
+	}
 	e.mu.RUnlock()
 	if aerr != nil {
 		e.writeErr(w, info, aerr)

@@ -120,6 +120,9 @@ func (e *Emulator) removeResource(key string) {
 	parents := map[string]bool{}
 	for _, r := range e.store.remove(key) {
 		e.unindexResource(r)
+		if f := typeRemoves[r.typeKey]; f != nil {
+			f(e, r)
+		}
 		if r.typeKey == vaultTypeKey {
 			e.softDeleteVault(r)
 		}

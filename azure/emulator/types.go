@@ -223,6 +223,11 @@ func writeARMError(w http.ResponseWriter, status int, code, msg string) {
 // prepareTypeSpecific validates and completes the body of types with special rules. old is the previous body
 // (nil on create). Caller holds e.mu (write).
 func (e *Emulator) prepareTypeSpecific(p armPath, typeKey string, body, old map[string]any) *armError {
+	if f := typePrepares[typeKey]; f != nil {
+		if err := f(e, p, body, old); err != nil {
+			return err
+		}
+	}
 	switch typeKey {
 	case raTypeKey:
 		_, err := e.prepareRoleAssignment(p, body, old)
