@@ -18,7 +18,8 @@ import (
 //     properties.authorizationPolicies or, when it sets none, Azure's five default policies;
 //   - Machine Learning workspace: listKeys → userStorageKey, appInsightsInstrumentationKey,
 //     containerRegistryCredentials {location, username, passwords [password, password2]}, notebookAccessKeys;
-//   - Notification Hubs namespace and hub authorization rules (created with their parent, as Azure does:
+//   - Notification Hubs namespace (properties.serviceBusEndpoint https://{name}.servicebus.windows.net:443/) and hub
+//     authorization rules (created with their parent, as Azure does:
 //     RootManageSharedAccessKey; DefaultFullSharedAccessSignature and DefaultListenSharedAccessSignature):
 //     listKeys → {keyName, primaryKey, secondaryKey, primaryConnectionString, secondaryConnectionString};
 //   - Search service: listAdminKeys → {primaryKey, secondaryKey}; listQueryKeys → {"value": [{name: null,
@@ -88,6 +89,8 @@ func init() {
 			return map[string]any{"value": []any{map[string]any{"name": nil, "key": searchKey(e, r, "query-default")}}, "nextLink": nil}
 		},
 	})
+	typeDefaults["microsoft.notificationhubs/namespaces"] = append(typeDefaults["microsoft.notificationhubs/namespaces"],
+		fieldDefault{"properties.serviceBusEndpoint", "https://{name}.servicebus.windows.net:443/"})
 	nhRule := func(name string, rights ...any) defaultChild {
 		return defaultChild{segment: "AuthorizationRules", name: name, location: true, props: map[string]any{"rights": rights}}
 	}
