@@ -1,0 +1,543 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/gitaso/gitaso/internal/diag"
+)
+
+// chartArchive builds a chart archive (.tgz) as "helm package" would.
+func chartArchive(t testing.TB, name, version, values string, templates map[string]string, files map[string]string) []byte {
+	t.Helper()
+	c := &chart.Chart{
+		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: version},
+		Raw:      []*chart.File{{Name: chartutil.ValuesfileName, Data: []byte(values)}},
+	}
+	vals, err := chartutil.ReadValues([]byte(values))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Values = vals
+	for _, n := range slices.Sorted(func(yield func(string) bool) {
+		for k := range templates {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		c.Templates = append(c.Templates, &chart.File{Name: "templates/" + n, Data: []byte(templates[n])})
+	}
+	for n, d := range files {
+		c.Files = append(c.Files, &chart.File{Name: n, Data: []byte(d)})
+	}
+	p, err := chartutil.Save(c, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fakeFetcher serves chart archives by source kind and name.
+type fakeFetcher struct {
+	archives map[string]*FetchedChart // "Kind/namespace/name" → chart
+	mu       sync.Mutex
+	requests []ChartRequest
+}
+
+func (f *fakeFetcher) Fetch(_ context.Context, req ChartRequest) (*FetchedChart, error) {
+	f.mu.Lock()
+	f.requests = append(f.requests, req)
+	f.mu.Unlock()
+	c, ok := f.archives[req.Source.Kind+"/"+req.Source.Namespace+"/"+req.Source.Name]
+	if !ok {
+		return nil, fmt.Errorf("no chart %s in %s %s/%s", req.Chart, req.Source.Kind, req.Source.Namespace, req.Source.Name)
+	}
+	return c, nil
+}
+
+func (f *fakeFetcher) FetchURL(_ context.Context, repoURL, name, version string, _ map[string]string) (*FetchedChart, error) {
+	return nil, fmt.Errorf("no %s %s in %s", name, version, repoURL)
+}
+
+var remoteTemplates = map[string]string{
+	"rg.yaml": `apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  location: {{ .Values.location }}
+`,
+	"identity.yaml": `apiVersion: managedidentity.azure.com/v1api20230131
+kind: UserAssignedIdentity
+metadata:
+  name: {{ .Release.Name }}-id
+spec:
+  location: {{ .Values.location }}
+  owner:
+    name: {{ .Release.Name }}
+`,
+}
+
+// remoteRepo holds HelmReleases of charts from outside the repository:
+// chartRef to an OCIRepository and to a HelmChart, chart.spec from a
+// HelmRepository (twice, the same chart: fetched once).
+var remoteRepo = map[string]string{
+	"apps/sources.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: acr
+  namespace: team-a
+spec:
+  type: oci
+  url: oci://contoso.azurecr.io/charts
+  secretRef:
+    name: acr-creds
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: acr-creds
+  namespace: team-a
+stringData:
+  username: u
+  password: p
+---
+apiVersion: source.toolkit.fluxcd.io/v1beta2
+kind: OCIRepository
+metadata:
+  name: infra
+  namespace: team-a
+spec:
+  url: oci://contoso.azurecr.io/charts/infra
+  ref:
+    semver: 2.x
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata:
+  name: shared
+  namespace: team-a
+spec:
+  chart: infra
+  version: ">=2.0.0"
+  sourceRef:
+    kind: HelmRepository
+    name: acr
+  valuesFiles:
+    - values.yaml
+    - values-prod.yaml
+`,
+	"apps/releases.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: by-oci
+  namespace: team-a
+spec:
+  chartRef:
+    kind: OCIRepository
+    name: infra
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: by-helmchart
+  namespace: team-a
+spec:
+  chartRef:
+    kind: HelmChart
+    name: shared
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: by-repo-1
+  namespace: team-a
+spec:
+  chart:
+    spec:
+      chart: infra
+      version: 2.x
+      sourceRef:
+        kind: HelmRepository
+        name: acr
+  values:
+    location: ${LOCATION}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: by-repo-2
+  namespace: team-a
+spec:
+  chart:
+    spec:
+      chart: infra
+      version: 2.x
+      sourceRef:
+        kind: HelmRepository
+        name: acr
+  values:
+    location: northeurope
+`,
+}
+
+func remoteFetcher(t testing.TB) *fakeFetcher {
+	a := chartArchive(t, "infra", "2.1.0", "location: westus\n", remoteTemplates, map[string]string{"values-prod.yaml": "location: eastus\n"})
+	fc := func(url string) *FetchedChart {
+		return &FetchedChart{Name: "infra", Version: "2.1.0", Digest: "sha256:abc", URL: url, Archive: a}
+	}
+	return &fakeFetcher{archives: map[string]*FetchedChart{
+		"HelmRepository/team-a/acr":  fc("oci://contoso.azurecr.io/charts/infra:2.1.0"),
+		"OCIRepository/team-a/infra": fc("oci://contoso.azurecr.io/charts/infra:2.1.0"),
+	}}
+}
+
+// TestHelmRemoteCharts: charts from a HelmRepository, an OCIRepository
+// (chartRef) and a HelmChart (chartRef) come through the ChartFetcher,
+// with the source's spec and secret; one request is fetched once; OnChart
+// hears of every release's chart; valuesFiles of a packaged chart are
+// relative to the chart.
+func TestHelmRemoteCharts(t *testing.T) {
+	f := remoteFetcher(t)
+	var mu sync.Mutex
+	var uses []ChartUse
+	files := withFiles(remoteRepo)
+	snap, err := helmFetch(t, files, Options{Charts: f, OnChart: func(u ChartUse) {
+		mu.Lock()
+		defer mu.Unlock()
+		uses = append(uses, u)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, loc := range map[string]string{
+		"team-a/ResourceGroup/by-oci":       "westus",      // chart default
+		"team-a/ResourceGroup/by-helmchart": "eastus",      // HelmChart valuesFiles
+		"team-a/ResourceGroup/by-repo-1":    "uksouth",     // ${LOCATION} substituted by the Kustomization
+		"team-a/ResourceGroup/by-repo-2":    "northeurope", // its own values
+	} {
+		o := findID(t, snap.Objects, id)
+		if got := field(o, "spec", "location"); got != loc {
+			t.Errorf("%s location = %v, want %s", id, got, loc)
+		}
+		if got := o.Annotations()[AnnotationHelmChart]; got != "infra@2.1.0" {
+			t.Errorf("%s chart annotation %q", id, got)
+		}
+	}
+	// HelmRepository acr (by-repo-1 and -2, and the HelmChart's own
+	// version): two requests; OCIRepository: one.
+	var got []string
+	for _, r := range f.requests {
+		got = append(got, fmt.Sprintf("%s/%s %s@%s secret=%v spec.url=%v", r.Source.Kind, r.Source.Name, r.Chart, r.Version, r.Secret["username"] != "", r.Source.Spec["url"]))
+	}
+	slices.Sort(got)
+	want := []string{
+		"HelmRepository/acr infra@2.x secret=true spec.url=oci://contoso.azurecr.io/charts",
+		"HelmRepository/acr infra@>=2.0.0 secret=true spec.url=oci://contoso.azurecr.io/charts",
+		"OCIRepository/infra @ secret=false spec.url=oci://contoso.azurecr.io/charts/infra",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("fetch requests (-want +got):\n%s", diff)
+	}
+	slices.SortFunc(uses, func(a, b ChartUse) int { return strings.Compare(a.Release, b.Release) })
+	wantUses := []ChartUse{
+		{Release: "team-a/by-helmchart", Chart: "infra", Version: "2.1.0", Digest: "sha256:abc", URL: "oci://contoso.azurecr.io/charts/infra:2.1.0"},
+		{Release: "team-a/by-oci", Chart: "infra", Version: "2.1.0", Digest: "sha256:abc", URL: "oci://contoso.azurecr.io/charts/infra:2.1.0"},
+		{Release: "team-a/by-repo-1", Chart: "infra", Version: "2.1.0", Digest: "sha256:abc", URL: "oci://contoso.azurecr.io/charts/infra:2.1.0"},
+		{Release: "team-a/by-repo-2", Chart: "infra", Version: "2.1.0", Digest: "sha256:abc", URL: "oci://contoso.azurecr.io/charts/infra:2.1.0"},
+	}
+	if diff := cmp.Diff(wantUses, uses); diff != "" {
+		t.Errorf("OnChart (-want +got):\n%s", diff)
+	}
+
+	// Without a fetcher, such a release is refused, naming it.
+	_, err = helmFetch(t, files, Options{})
+	if err == nil || !errors.Is(err, ErrHelmSource) || !strings.Contains(err.Error(), "apps/releases.yaml:8: team-a/HelmRelease/by-oci: spec.chartRef: the chart is in OCIRepository team-a/infra (apps/sources.yaml:21), outside the repository") {
+		t.Errorf("without a fetcher: %v", err)
+	}
+}
+
+// TestHelmPostRenderers: spec.postRenderers[].kustomize patches (strategic
+// merge, JSON 6902 with a target, v2beta1's patchesStrategicMerge and
+// patchesJson6902) are applied to the chart's output; the template
+// annotation survives.
+func TestHelmPostRenderers(t *testing.T) {
+	files := withFiles(map[string]string{"apps/team-b.yaml": "", "apps/team-a.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: team-a
+  namespace: team-a
+spec:
+  chart:
+    spec:
+      chart: ./charts/infra
+      sourceRef:
+        kind: GitRepository
+        name: flux-system
+        namespace: flux-system
+  postRenderers:
+    - kustomize:
+        patches:
+          - patch: |
+              apiVersion: resources.azure.com/v1api20200601
+              kind: ResourceGroup
+              metadata:
+                name: team-a-rg
+              spec:
+                location: francecentral
+          - target:
+              kind: UserAssignedIdentity
+            patch: |
+              - op: replace
+                path: /spec/location
+                value: swedencentral
+---
+apiVersion: helm.toolkit.fluxcd.io/v2beta1
+kind: HelmRelease
+metadata:
+  name: old
+  namespace: team-a
+spec:
+  chart:
+    spec:
+      chart: ./charts/infra
+      sourceRef:
+        kind: GitRepository
+        name: flux-system
+        namespace: flux-system
+  postRenderers:
+    - kustomize:
+        patchesStrategicMerge:
+          - apiVersion: resources.azure.com/v1api20200601
+            kind: ResourceGroup
+            metadata:
+              name: old-rg
+            spec:
+              location: norwayeast
+        patchesJson6902:
+          - target:
+              kind: UserAssignedIdentity
+              name: old-identity
+            patch:
+              - op: add
+                path: /spec/tags
+                value:
+                  patched: "yes"
+`})
+	snap, err := helmFetch(t, files, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id     string
+		fields []string
+		want   any
+	}{
+		{"team-a/ResourceGroup/team-a-rg", []string{"spec", "location"}, "francecentral"},
+		{"team-a/ResourceGroup/team-a-rg", []string{"metadata", "annotations", AnnotationHelmTemplate}, "infra/templates/resourcegroup.yaml"},
+		{"team-a/ResourceGroup/team-a-pre", []string{"metadata", "annotations", AnnotationHelmHook}, "pre-install,pre-upgrade"},
+		{"team-a/UserAssignedIdentity/team-a-identity", []string{"spec", "location"}, "swedencentral"},
+		{"team-a/ResourceGroup/old-rg", []string{"spec", "location"}, "norwayeast"},
+		{"team-a/UserAssignedIdentity/old-identity", []string{"spec", "tags"}, map[string]any{"patched": "yes"}},
+		{"team-a/UserAssignedIdentity/old-identity", []string{"spec", "location"}, "westeurope"},
+	} {
+		o := findID(t, snap.Objects, c.id)
+		if diff := cmp.Diff(c.want, field(o, c.fields...)); diff != "" {
+			t.Errorf("%s %v (-want +got):\n%s", c.id, c.fields, diff)
+		}
+		if o.File != "apps/team-a.yaml" || o.Line == 0 {
+			t.Errorf("%s at %s:%d", c.id, o.File, o.Line)
+		}
+	}
+}
+
+// TestHelmSuspend: spec.suspend and kustomize.toolkit.fluxcd.io/reconcile:
+// disabled on a HelmRelease (or a Kustomization) make its ASO objects
+// read-only (reconcile-policy: skip) unless they set a policy; nothing
+// is dropped.
+func TestHelmSuspend(t *testing.T) {
+	hr := helmRepo["apps/team-b.yaml"]
+	files := withFiles(map[string]string{
+		"apps/team-b.yaml": strings.Replace(hr, "  releaseName: team-b-infra\n", "  releaseName: team-b-infra\n  suspend: true\n", 1),
+		"apps/team-a.yaml": strings.Replace(helmRepo["apps/team-a.yaml"], "  name: team-a\n  namespace: team-a\nspec:\n  interval: 10m\n",
+			"  name: team-a\n  namespace: team-a\n  annotations:\n    kustomize.toolkit.fluxcd.io/reconcile: disabled\nspec:\n  interval: 10m\n", 1),
+	})
+	snap, err := helmFetch(t, files, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]any{
+		"team-b/ResourceGroup/team-b-infra-rg":                    "skip",
+		"team-b/UserAssignedIdentity/team-b-infra-identity":       "skip",
+		"team-b/ConfigMap/team-b-infra-rendered":                  nil, // not ASO
+		"team-a/ResourceGroup/team-a-rg":                          "skip",
+		"team-c-prod/UserAssignedIdentity/team-c-prod-c-identity": nil,
+	} {
+		if got := field(findID(t, snap.Objects, id), "metadata", "annotations", annotationPolicy); got != want {
+			t.Errorf("%s reconcile-policy = %v, want %v", id, got, want)
+		}
+	}
+
+	// The annotation on the Kustomization: its objects, and so its
+	// HelmReleases' (their annotation), stay as Flux first applied them.
+	files = withFiles(map[string]string{"apps/ks-rg.yaml": `apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: plain
+  namespace: team-a
+spec:
+  location: uksouth
+`, "clusters/snd/apps.yaml": strings.Replace(helmRepo["clusters/snd/apps.yaml"], "  namespace: flux-system\n", "  namespace: flux-system\n  annotations:\n    kustomize.toolkit.fluxcd.io/reconcile: disabled\n", 1)})
+	snap, err = helmFetch(t, files, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := field(findID(t, snap.Objects, "team-a/ResourceGroup/plain"), "metadata", "annotations", annotationPolicy); got != "skip" {
+		t.Errorf("Kustomization with reconcile: disabled: policy %v, want skip", got)
+	}
+}
+
+// TestHelmRenderErrors: a failing template names the HelmRelease (file,
+// line, object, field) and helm's template and line, and refuses the
+// revision; so do sources gitaso cannot read.
+func TestHelmRenderErrors(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		is    error
+		want  []string
+	}{{
+		name: "required value",
+		files: map[string]string{"charts/infra/templates/required.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: req
+data:
+  x: {{ required "spec.values.mustSet is required" .Values.mustSet }}
+`},
+		is: ErrHelmRender,
+		want: []string{
+			"apps/team-a.yaml:65: team-a/HelmRelease/team-a: spec.values: HelmRelease team-a/team-a, chart infra@1.2.3",
+			"infra/templates/required.yaml:6:",
+			"spec.values.mustSet is required",
+		},
+	}, {
+		name:  "template syntax",
+		files: map[string]string{"charts/infra/templates/bad.yaml": "a: {{ .Values.x \n"},
+		is:    ErrHelmRender,
+		want:  []string{"apps/team-a.yaml:37: team-a/HelmRelease/team-a: spec.chart.spec: ", "infra/templates/bad.yaml:1"},
+	}, {
+		name:  "output not YAML",
+		files: map[string]string{"charts/infra/templates/bad.yaml": "a: [b\n"},
+		is:    ErrHelmRender,
+		want:  []string{"team-a/HelmRelease/team-a: spec.chart.spec: ", "infra/templates/bad.yaml"},
+	}, {
+		name:  "missing valuesFrom",
+		files: map[string]string{"apps/team-a.yaml": strings.Replace(helmRepo["apps/team-a.yaml"], "      name: absent\n      optional: true\n", "      name: absent\n", 1)},
+		is:    ErrHelmValues,
+		want:  []string{"team-a/HelmRelease/team-a: spec.valuesFrom[4].name: no ConfigMap team-a/absent in the repository"},
+	}, {
+		name:  "bucket",
+		files: map[string]string{"apps/team-b.yaml": strings.Replace(helmRepo["apps/team-b.yaml"], "kind: GitRepository", "kind: Bucket", 1)},
+		is:    ErrHelmSource,
+		want:  []string{"apps/team-b.yaml:13: flux-system/HelmRelease/infra: spec.chart.spec.sourceRef.kind: Bucket flux-system"},
+	}, {
+		name:  "missing library",
+		files: map[string]string{"charts/aso-lib/Chart.yaml": ""},
+		is:    ErrHelmChart,
+		want:  []string{"spec.chart.spec.chart: ", `dependency aso-lib (file://../aso-lib): "charts/aso-lib": no Chart.yaml there`},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := helmFetch(t, withFiles(c.files), Options{})
+			if err == nil {
+				t.Fatal("rendered")
+			}
+			if !errors.Is(err, c.is) {
+				t.Errorf("not %v: %v", c.is, err)
+			}
+			if l := diag.AsList(err); len(l) == 0 {
+				t.Errorf("not a diag.List: %v", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+// TestHelmEntryRelease: a HelmRelease in a file of the entry path renders
+// too; the file's other documents keep their lines.
+func TestHelmEntryRelease(t *testing.T) {
+	files := withFiles(map[string]string{"clusters/snd/apps.yaml": "", "clusters/snd/infra.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: entry
+  namespace: platform
+spec:
+  chart:
+    spec:
+      chart: charts/infra
+      sourceRef:
+        kind: GitRepository
+        name: flux-system
+        namespace: flux-system
+---
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: after
+  namespace: platform
+spec:
+  location: uksouth
+`})
+	snap, err := helmFetch(t, files, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := findID(t, snap.Objects, "platform/ResourceGroup/after"); o.File != "clusters/snd/infra.yaml" || o.Line != 15 {
+		t.Errorf("after at %s:%d, want clusters/snd/infra.yaml:15", o.File, o.Line)
+	}
+	if o := findID(t, snap.Objects, "platform/ResourceGroup/entry-rg"); o.File != "clusters/snd/infra.yaml" || o.Line != 1 || o.Annotations()[AnnotationFluxKustomization] != "" {
+		t.Errorf("entry-rg at %s:%d %v", o.File, o.Line, o.Annotations())
+	}
+	for _, o := range snap.Ignored {
+		if o.Kind() == "HelmRelease" {
+			t.Errorf("HelmRelease %s left in the output", o.ID())
+		}
+	}
+}
+
+func TestShortenReleaseName(t *testing.T) {
+	long := "some-front-appended-namespace-release-with-a-very-long-name"
+	got := shortenReleaseName(long)
+	if len(got) != 53 || !strings.HasPrefix(got, long[:40]+"-") || got[41:] != sha256Hex([]byte(long))[:12] {
+		t.Errorf("shortenReleaseName = %q", got)
+	}
+	if got := shortenReleaseName("short"); got != "short" {
+		t.Errorf("short name changed: %q", got)
+	}
+	h := &helmRelease{}
+	h.obj.Content = map[string]any{"metadata": map[string]any{"name": "app", "namespace": "flux-system"}}
+	h.spec.TargetNamespace = "team-with-a-rather-long-namespace-name"
+	h.obj.Content["metadata"].(map[string]any)["name"] = "and-a-long-release-name"
+	if got := h.releaseName(); got != shortenReleaseName("team-with-a-rather-long-namespace-name-and-a-long-release-name") || len(got) != 53 {
+		t.Errorf("releaseName = %q", got)
+	}
+}
