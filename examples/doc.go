@@ -8,4 +8,8 @@
 //     post-build substitution variables (${SUBSCRIPTION_ID}, ...) defined in the ConfigMap
 //     onboarding/platform/platform-vars.yaml (fake values; `make demo` writes the emulator's): run gitaso with
 //     --substitute-from platform/platform-vars --substitute-strict. See onboarding/README.md.
+//   - flux-helm/: a Flux repository in the seeds' shape (gitaso --flux --path clusters/snd): a platform
+//     Kustomization substituting from the ConfigMap platform-vars renders a team's HelmRelease of an
+//     infrastructure chart (charts/team-infra) built on a library chart of ASO templates (charts/aso-library),
+//     pulled from an Azure Container Registry (HelmRepository type oci, provider azure). See flux-helm/README.md.
 package examples

@@ -39,14 +39,15 @@ func renderer(t *testing.T) *render.Renderer {
 	return r
 }
 
-// fetch reads the examples as gitaso does (source.Dir), with the variables left as written when r is nil.
+// fetch reads the onboarding example as gitaso does (source.Dir), with the variables left as written when r
+// is nil. (flux-helm/ is a Flux repository of its own, read with --flux: fluxhelm_test.go.)
 func fetch(t *testing.T, r source.Renderer) *manifest.Snapshot {
 	t.Helper()
 	var opts []source.DirOption
 	if r != nil {
 		opts = append(opts, source.WithRenderer(r))
 	}
-	snap, err := source.NewDir(".", "", opts...).Fetch(t.Context())
+	snap, err := source.NewDir(".", "onboarding", opts...).Fetch(t.Context())
 	if err != nil {
 		t.Fatalf("parse examples: %v", err)
 	}
