@@ -2,6 +2,11 @@ package examples_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +23,7 @@ import (
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
+	"github.com/gitaso/gitaso/source/render"
 )
 
 // fluxHelmDir is the Flux repository of the HelmRelease example.
@@ -187,6 +193,74 @@ func TestFluxHelmChartsRender(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("chart does not render %s (rendered: %v)", w, kinds)
+		}
+	}
+}
+
+// archiveFetcher is a render.ChartFetcher serving packaged charts from memory, newest version first, for tests
+// that check rendering without a registry.
+type archiveFetcher struct {
+	charts map[string][]byte // "name@version" → .tgz
+	reqs   []render.ChartRequest
+}
+
+func (f *archiveFetcher) Fetch(_ context.Context, req render.ChartRequest) (*render.FetchedChart, error) {
+	f.reqs = append(f.reqs, req)
+	for _, v := range []string{"1.1.0", "1.0.0"} {
+		if b, ok := f.charts[req.Chart+"@"+v]; ok {
+			sum := sha256.Sum256(b)
+			return &render.FetchedChart{Name: req.Chart, Version: v, Digest: "sha256:" + hex.EncodeToString(sum[:]), Archive: b}, nil
+		}
+	}
+	return nil, fmt.Errorf("no chart %s %s", req.Chart, req.Version)
+}
+
+func (f *archiveFetcher) FetchURL(context.Context, string, string, string, map[string]string) (*render.FetchedChart, error) {
+	return nil, errors.New("no dependencies are fetched")
+}
+
+// TestFluxHelmRender reads the example as `gitaso --flux --path clusters/snd` does, with the packaged chart served
+// by a fetcher in memory: the services Kustomization substitutes platform-vars into the HelmRepository and the
+// HelmRelease, the release renders the chart's ASO objects into team-a, each says which Kustomization, release and
+// chart made it, and the plan has them all.
+func TestFluxHelmRender(t *testing.T) {
+	f := &archiveFetcher{charts: map[string][]byte{"team-infra@1.0.0": packageChart(t, "team-infra", nil)}}
+	var uses []render.ChartUse
+	r, err := render.New(render.Options{Kustomize: true, Flux: true, FluxPath: "clusters/snd", Strict: true,
+		Charts: f, OnChart: func(u render.ChartUse) { uses = append(uses, u) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := source.NewDir(fluxHelmDir, "", source.WithRenderer(r)).Fetch(t.Context())
+	if err != nil {
+		t.Fatalf("render the Flux repository:\n%v", err)
+	}
+	if len(f.reqs) != 1 {
+		t.Fatalf("chart requests: %+v", f.reqs)
+	}
+	req := f.reqs[0]
+	if req.Source.Kind != "HelmRepository" || req.Source.Name != "platform-charts" || req.Chart != "team-infra" || req.Version != "1.x" ||
+		req.Source.Spec["url"] != "oci://sndplatformcr01.azurecr.io/helm" || req.Source.Spec["provider"] != "azure" || req.Source.Spec["type"] != "oci" {
+		t.Errorf("chart request: %+v", req)
+	}
+	if len(uses) != 1 || uses[0].Release != "team-a/claims-infra" || uses[0].Version != "1.0.0" {
+		t.Errorf("OnChart: %+v", uses)
+	}
+	g, err := planner.Build(snap, planner.Options{SubscriptionID: "00000000-0000-0000-0000-000000000000"})
+	if err != nil {
+		t.Fatalf("planner.Build:\n%v", err)
+	}
+	if len(g.Nodes) != 8 {
+		t.Errorf("%d ASO resources, want the chart's 8", len(g.Nodes))
+	}
+	for _, o := range snap.Objects {
+		if !o.IsASO() {
+			continue
+		}
+		a := o.Annotations()
+		if o.Namespace() != "team-a" || a[render.AnnotationHelmRelease] != "team-a/claims-infra" ||
+			a[render.AnnotationHelmChart] != "team-infra@1.0.0" || a[render.AnnotationFluxKustomization] != "config-cluster-flux/services" {
+			t.Errorf("%s (%s:%d): annotations %v", o, o.File, o.Line, a)
 		}
 	}
 }
