@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/source"
 )
 
 // chartArchive builds a chart archive (.tgz) as "helm package" would.
@@ -539,5 +540,47 @@ func TestShortenReleaseName(t *testing.T) {
 	h.obj.Content["metadata"].(map[string]any)["name"] = "and-a-long-release-name"
 	if got := h.releaseName(); got != shortenReleaseName("team-with-a-rather-long-namespace-name-and-a-long-release-name") || len(got) != 53 {
 		t.Errorf("releaseName = %q", got)
+	}
+}
+
+// TestHelmFinishShapes: the metadata gitaso adds lands in every shape of
+// metadata a template may write (block, flow, existing keys, comments).
+func TestHelmFinishShapes(t *testing.T) {
+	h := &helmRelease{}
+	h.obj.Content = map[string]any{"metadata": map[string]any{"name": "rel", "namespace": "flux-system"}}
+	for _, c := range []struct {
+		name, text, ns string
+	}{
+		{"block", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    app: x\n  annotations:\n    keep: \"1\"\ndata:\n  k: v\n", "rel-ns"},
+		{"no labels", "# a comment\napiVersion: v1\nkind: ConfigMap\nmetadata:\n    name: a   # trailing\ndata:\n  k: v", "rel-ns"},
+		{"flow", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: {app: x}}\n", "rel-ns"},
+		{"empty labels", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {}\n", "rel-ns"},
+		{"own namespace", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: mine\n  name: a\n", "mine"},
+		{"key present", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    gitaso.io/helm-template: stale\n", "rel-ns"},
+		{"cluster-scoped", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n", "default"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := (&helmRun{}).finish(h, renderItem{template: "c/templates/a.yaml", text: c.text}, "rel-ns", map[string]string{AnnotationHelmRelease: "flux-system/rel"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := source.ParseFile("x.yaml", []byte(out))
+			if err != nil || len(objs) != 1 {
+				t.Fatalf("%v %v\n%s", objs, err, out)
+			}
+			o := objs[0]
+			if o.Namespace() != c.ns {
+				t.Errorf("namespace %q, want %q\n%s", o.Namespace(), c.ns, out)
+			}
+			if o.Annotations()[AnnotationHelmTemplate] != "c/templates/a.yaml" || o.Annotations()[AnnotationHelmRelease] != "flux-system/rel" {
+				t.Errorf("annotations %v\n%s", o.Annotations(), out)
+			}
+			if o.Labels()[helmLabelName] != "rel" || o.Labels()[helmLabelNamespace] != "flux-system" {
+				t.Errorf("labels %v\n%s", o.Labels(), out)
+			}
+			if strings.Contains(c.text, "app: x") && o.Labels()["app"] != "x" {
+				t.Errorf("label app lost\n%s", out)
+			}
+		})
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -198,29 +200,11 @@ func (run *helmRun) render(h *helmRelease, r *resolved, vals map[string]any) ([]
 			delete(files, k)
 		}
 	}
-	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
-	if err != nil {
-		return fail(r.field, ErrHelmRender, "%v", err)
-	}
-	var pre, post []renderItem
-	for _, hk := range hooks {
-		if keep, events := keptHook(hk); keep {
-			it := renderItem{template: hk.Path, hook: events, text: hk.Manifest}
-			if strings.HasPrefix(events, "pre-") {
-				pre = append(pre, it)
-			} else {
-				post = append(post, it)
-			}
-			continue
-		}
+	items, skipped := splitRendered(files)
+	for _, sk := range skipped {
 		run.w.r.logger.Debug("helm hook skipped (it never runs on install or upgrade, or is deleted once it succeeded)",
-			"helmRelease", h.id, "template", hk.Path, "kind", hk.Kind, "name", hk.Name)
+			"helmRelease", h.id, "template", sk)
 	}
-	items := pre
-	for _, m := range manifests {
-		items = append(items, renderItem{template: m.Name, text: m.Content})
-	}
-	items = append(items, post...)
 
 	var texts []string
 	var kustomized bool
@@ -284,22 +268,78 @@ func (run *helmRun) render(h *helmRelease, r *resolved, vals map[string]any) ([]
 	return out, errs
 }
 
-// keptHook decides what becomes of a Helm hook. helm-controller runs hooks
+// splitRendered splits the engine's output into objects, as Helm's
+// releaseutil.SortManifests does (partials and empty documents skipped),
+// in template order; install and upgrade hooks kept (see keptHook) come
+// first (pre-) or last (post-). skipped names the hooks dropped.
+func splitRendered(files map[string]string) (items []renderItem, skipped []string) {
+	var pre, post []renderItem
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if strings.HasPrefix(path.Base(name), "_") || strings.TrimSpace(files[name]) == "" {
+			continue
+		}
+		docs := releaseutil.SplitManifests(files[name])
+		keys := slices.Collect(maps.Keys(docs))
+		sort.Sort(releaseutil.BySplitManifestsOrder(keys))
+		for _, k := range keys {
+			text := docs[k]
+			it := renderItem{template: name, text: text}
+			if !strings.Contains(text, release.HookAnnotation) {
+				items = append(items, it)
+				continue
+			}
+			var head struct {
+				Metadata struct {
+					Annotations map[string]string `json:"annotations"`
+				} `json:"metadata"`
+			}
+			if err := sigyaml.Unmarshal([]byte(text), &head); err != nil {
+				items = append(items, it) // finish reports it
+				continue
+			}
+			a := head.Metadata.Annotations
+			if a[release.HookAnnotation] == "" {
+				items = append(items, it)
+				continue
+			}
+			keep, events := keptHook(a[release.HookAnnotation], a[release.HookDeleteAnnotation])
+			switch {
+			case !keep:
+				skipped = append(skipped, name)
+			case strings.HasPrefix(events, "pre-"):
+				it.hook = events
+				pre = append(pre, it)
+			default:
+				it.hook = events
+				post = append(post, it)
+			}
+		}
+	}
+	return append(append(pre, items...), post...), skipped
+}
+
+// keptHook decides what becomes of a Helm hook (its helm.sh/hook and
+// helm.sh/hook-delete-policy annotations). helm-controller runs hooks
 // around an install or upgrade and deletes them per their delete policy;
 // gitaso has no "around": install and upgrade hooks become ordinary
 // objects (so an ASO resource a chart creates in a pre-install hook
 // exists), unless deleted once they succeed (hook-succeeded: a Job that
 // runs once, not a resource to keep). Test, delete and rollback hooks never
 // run on install or upgrade and are dropped.
-func keptHook(h *release.Hook) (bool, string) {
+func keptHook(hooks, deletePolicy string) (bool, string) {
 	var events []string
-	for _, e := range h.Events {
-		switch e {
+	for _, e := range strings.Split(hooks, ",") {
+		switch e = strings.TrimSpace(e); release.HookEvent(e) {
 		case release.HookPreInstall, release.HookPostInstall, release.HookPreUpgrade, release.HookPostUpgrade:
-			events = append(events, string(e))
+			events = append(events, e)
 		}
 	}
-	if len(events) == 0 || slices.Contains(h.DeletePolicies, release.HookSucceeded) {
+	for _, p := range strings.Split(deletePolicy, ",") {
+		if release.HookDeletePolicy(strings.TrimSpace(p)) == release.HookSucceeded {
+			return false, ""
+		}
+	}
+	if len(events) == 0 {
 		return false, ""
 	}
 	return true, strings.Join(events, ",")
@@ -331,6 +371,33 @@ func (run *helmRun) finish(h *helmRelease, it renderItem, ns string, ann map[str
 	if root.Kind != yaml.MappingNode {
 		return it.text, nil // the parser says what is wrong with it
 	}
+	kind := scalar(mapValue(root, "kind"))
+	setNS := ""
+	if meta := mapValue(root, "metadata"); scalar(mapValue(meta, "namespace")) == "" && !clusterScoped[kind] {
+		setNS = ns
+	}
+	labels := [][2]string{{helmLabelName, h.obj.Name()}, {helmLabelNamespace, h.obj.Namespace()}}
+	all := maps.Clone(ann)
+	if it.template != "" {
+		all[AnnotationHelmTemplate] = it.template
+	}
+	if it.hook != "" {
+		all[AnnotationHelmHook] = it.hook
+	}
+	group := strings.SplitN(scalar(mapValue(root, "apiVersion")), "/", 2)[0]
+	if h.suspended() && strings.HasSuffix(group, ".azure.com") && mapValue(mapValue(mapValue(root, "metadata"), "annotations"), annotationPolicy) == nil {
+		all[annotationPolicy] = "skip"
+	}
+	annotations := make([][2]string, 0, len(all))
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		annotations = append(annotations, [2]string{k, all[k]})
+	}
+	if out, ok := insertMetadata(it.text, root, setNS, labels, annotations); ok {
+		return out, nil
+	}
+
+	// Anything but block-style metadata: set the fields and write the
+	// document again.
 	str := func(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v} }
 	mapping := func(parent *yaml.Node, key string) *yaml.Node {
 		n := mapValue(parent, key)
@@ -341,27 +408,16 @@ func (run *helmRun) finish(h *helmRelease, it renderItem, ns string, ann map[str
 		return n
 	}
 	meta := mapping(root, "metadata")
-	kind := scalar(mapValue(root, "kind"))
-	if scalar(mapValue(meta, "namespace")) == "" && !clusterScoped[kind] {
-		setKey(meta, "namespace", str(ns))
+	if setNS != "" {
+		setKey(meta, "namespace", str(setNS))
 	}
-	labels := mapping(meta, "labels")
-	setKey(labels, helmLabelName, str(h.obj.Name()))
-	setKey(labels, helmLabelNamespace, str(h.obj.Namespace()))
+	l := mapping(meta, "labels")
+	for _, kv := range labels {
+		setKey(l, kv[0], str(kv[1]))
+	}
 	a := mapping(meta, "annotations")
-	all := maps.Clone(ann)
-	if it.template != "" {
-		all[AnnotationHelmTemplate] = it.template
-	}
-	if it.hook != "" {
-		all[AnnotationHelmHook] = it.hook
-	}
-	for _, k := range slices.Sorted(maps.Keys(all)) {
-		setKey(a, k, str(all[k]))
-	}
-	group := strings.SplitN(scalar(mapValue(root, "apiVersion")), "/", 2)[0]
-	if h.suspended() && strings.HasSuffix(group, ".azure.com") && mapValue(a, annotationPolicy) == nil {
-		setKey(a, annotationPolicy, str("skip"))
+	for _, kv := range annotations {
+		setKey(a, kv[0], str(kv[1]))
 	}
 	var b strings.Builder
 	enc := yaml.NewEncoder(&b)
@@ -371,6 +427,105 @@ func (run *helmRun) finish(h *helmRelease, it renderItem, ns string, ann map[str
 	}
 	_ = enc.Close()
 	return b.String(), nil
+}
+
+// insertMetadata adds metadata fields to a document's text without writing
+// it again (yaml.v3's encoder is most of a render's time): a namespace
+// (unless ""), labels and annotations, each as a line inserted after the
+// line of its mapping's key. ok is false, and the caller writes the
+// document from its nodes, unless metadata, and labels and annotations
+// where present, are non-empty block mappings that hold none of the keys.
+func insertMetadata(text string, root *yaml.Node, ns string, labels, annotations [][2]string) (string, bool) {
+	block := func(n *yaml.Node) bool {
+		return n != nil && n.Kind == yaml.MappingNode && n.Style&yaml.FlowStyle == 0 && len(n.Content) >= 2 && n.Content[0].Line > 0
+	}
+	var metaKey *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == "metadata" {
+			metaKey = root.Content[i]
+		}
+	}
+	meta := mapValue(root, "metadata")
+	if root.Style&yaml.FlowStyle != 0 || metaKey == nil || !block(meta) || meta.Content[0].Line <= metaKey.Line {
+		return "", false
+	}
+	type insertion struct {
+		after int // line (1-based) after which the lines go
+		lines []string
+	}
+	var ins []insertion
+	indent := strings.Repeat(" ", meta.Content[0].Column-1)
+	var top []string
+	if ns != "" {
+		top = append(top, indent+"namespace: "+quoteYAML(ns))
+	}
+	for _, f := range []struct {
+		key string
+		kvs [][2]string
+	}{{"labels", labels}, {"annotations", annotations}} {
+		var key *yaml.Node
+		for i := 0; i+1 < len(meta.Content); i += 2 {
+			if meta.Content[i].Value == f.key {
+				key = meta.Content[i]
+			}
+		}
+		if key == nil {
+			top = append(top, indent+f.key+":")
+			for _, kv := range f.kvs {
+				top = append(top, indent+"  "+kv[0]+": "+quoteYAML(kv[1]))
+			}
+			continue
+		}
+		m := mapValue(meta, f.key)
+		if !block(m) || m.Content[0].Line <= key.Line {
+			return "", false
+		}
+		in := strings.Repeat(" ", m.Content[0].Column-1)
+		var lines []string
+		for _, kv := range f.kvs {
+			if mapValue(m, kv[0]) != nil {
+				return "", false
+			}
+			lines = append(lines, in+kv[0]+": "+quoteYAML(kv[1]))
+		}
+		ins = append(ins, insertion{after: key.Line, lines: lines})
+	}
+	if len(top) > 0 {
+		ins = append(ins, insertion{after: metaKey.Line, lines: top})
+	}
+	var b strings.Builder
+	b.Grow(len(text) + 512)
+	line := 0
+	rest := text
+	for rest != "" || line == 0 {
+		var l string
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			l, rest = rest[:i+1], rest[i+1:]
+		} else {
+			l, rest = rest+"\n", ""
+		}
+		line++
+		b.WriteString(l)
+		for _, in := range ins {
+			if in.after == line {
+				for _, x := range in.lines {
+					b.WriteString(x)
+					b.WriteByte('\n')
+				}
+			}
+		}
+		if rest == "" {
+			break
+		}
+	}
+	return b.String(), true
+}
+
+// quoteYAML writes a string as a YAML double-quoted scalar (JSON's string
+// syntax is YAML's).
+func quoteYAML(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // setAnnotations sets annotations (empty values skipped) on one document;
