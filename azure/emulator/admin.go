@@ -36,6 +36,7 @@ type faultsWire struct {
 //	POST /_admin/roleassignments   {"principalId","role","scope"}
 //	POST /_admin/serviceaccounttoken {"issuer","subject","audiences":[…],"lifetime":"1h"} → {"token","issuer"}
 //	GET  /_admin/info              endpoints and IDs
+//	PATCH /_admin/resource         {"id","properties":{…}} merged into a stored resource (SetResourceProperties)
 func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	ip := net.ParseIP(host)
@@ -83,6 +84,8 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		}
 		e.SetFaults(f)
 		writeJSON(w, http.StatusOK, fw)
+	case "PATCH /_admin/resource":
+		e.serveAdminResource(w, decode)
 	case "GET /_admin/stats":
 		writeJSON(w, http.StatusOK, e.Stats())
 	case "POST /_admin/reset":

@@ -99,6 +99,9 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, info *reqInf
 			return
 		}
 	}
+	if e.serveBehaviour(w, r, p, claims, info) { // hooks.go
+		return
+	}
 	switch p.Kind {
 	case pathSubList:
 		e.serveSubscriptionList(w, r, claims)
@@ -356,6 +359,9 @@ func (e *Emulator) put(p armPath, in map[string]any, patch bool, apiVersion stri
 		return 0, nil, nil, newARMError(http.StatusConflict, "InvalidResourceLocation",
 			"The resource '%s' already exists in location '%s'%s. A resource with the same name cannot be created in location '%s'. Please select a new resource name.",
 			p.Name, normalizeRegion(existing.Location), where, normalizeRegion(loc))
+	}
+	if aerr := e.prepareBehaviour(p, typeKey, body, old); aerr != nil { // hooks.go
+		return 0, nil, nil, aerr
 	}
 	if aerr := e.prepareTypeSpecific(p, typeKey, body, old); aerr != nil {
 		return 0, nil, nil, aerr
@@ -655,7 +661,7 @@ func (e *Emulator) serveAction(w http.ResponseWriter, r *http.Request, p armPath
 func (e *Emulator) subscriptionJSON(s *subscription) map[string]any {
 	return map[string]any{
 		"id": "/subscriptions/" + s.ID, "authorizationSource": "RoleBased", "managedByTenants": []any{},
-		"subscriptionId": s.ID, "tenantId": e.tenantID, "displayName": s.DisplayName, "state": "Enabled",
+		"subscriptionId": s.ID, "tenantId": e.tenantID, "displayName": s.DisplayName, "state": firstNonEmpty(s.State, "Enabled"),
 		"subscriptionPolicies": map[string]any{"locationPlacementId": "Public_2014-09-01", "quotaId": "PayAsYouGo_2014-09-01", "spendingLimit": "Off"},
 	}
 }

@@ -71,6 +71,7 @@ type Emulator struct {
 type subscription struct {
 	ID          string `json:"id"`
 	DisplayName string `json:"displayName"`
+	State       string `json:"state,omitempty"` // "" is Enabled; Disabled once cancelled (hooks_subscription.go)
 }
 
 // New starts an emulator serving HTTPS on a loopback port (see WithAddr). One tenant and one subscription exist;
