@@ -584,3 +584,71 @@ func TestHelmFinishShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestHelmOutputLimit: a release whose chart renders more than the file
+// size limit is refused with a LimitError naming the release.
+func TestHelmOutputLimit(t *testing.T) {
+	files := withFiles(map[string]string{"charts/infra/templates/big.yaml": `{{- range until 400 }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: big-{{ . }}
+data:
+  padding: "................................................................"
+{{- end }}
+`})
+	_, err := helmFetch(t, files, Options{Limits: source.Limits{MaxFileSize: 16 << 10}})
+	if !errors.Is(err, source.ErrLimit) || !strings.Contains(err.Error(), "team-a/HelmRelease/team-a: spec.chart.spec: HelmRelease team-a/team-a, chart infra@1.2.3: ") {
+		t.Fatalf("want a limit error naming the release, got %v", err)
+	}
+}
+
+// TestHelmDependsOn: a HelmRelease renders after those its dependsOn
+// names, so its valuesFrom finds a ConfigMap one of them renders.
+func TestHelmDependsOn(t *testing.T) {
+	hr := func(name, extra string) string {
+		return fmt.Sprintf(`apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: %s
+  namespace: team-z
+spec:
+  chart:
+    spec:
+      chart: charts/infra
+      sourceRef:
+        kind: GitRepository
+        name: flux-system
+        namespace: flux-system
+%s`, name, extra)
+	}
+	files := withFiles(map[string]string{
+		"apps/team-a.yaml": "",
+		"apps/team-b.yaml": hr("consumer", `  dependsOn:
+    - name: producer
+  valuesFrom:
+    - kind: ConfigMap
+      name: exported
+`) + "---\n" + hr("producer", `  values:
+    export: true
+`),
+		"charts/infra/templates/export.yaml": `{{- if .Values.export }}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: exported
+data:
+  values.yaml: |
+    fromConfigMap: exported-by-producer
+{{- end }}
+`,
+	})
+	snap, err := helmFetch(t, files, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := field(findID(t, snap.Objects, "team-z/ConfigMap/consumer-rendered"), "data", "fromConfigMap"); got != "exported-by-producer" {
+		t.Errorf("consumer fromConfigMap = %v", got)
+	}
+}

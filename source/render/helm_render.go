@@ -58,8 +58,16 @@ func (r *Renderer) capabilities() (*chartutil.Capabilities, error) {
 	return caps, nil
 }
 
-// release renders one HelmRelease into h.docs (or h.errs).
+// release renders one HelmRelease into h.docs (or h.errs). A panic in
+// Helm's engine or a template function is an error of the release, never
+// a crash of the daemon.
 func (run *helmRun) release(ctx context.Context, h *helmRelease) {
+	defer func() {
+		if p := recover(); p != nil {
+			h.docs = nil
+			h.errs = append(h.errs, h.err("spec.chart", ErrHelmRender, "HelmRelease %s: helm panicked: %v", h.id, p))
+		}
+	}()
 	r, err := run.chart(ctx, h)
 	if err != nil {
 		h.errs = append(h.errs, diag.AsList(err)...)
@@ -167,7 +175,11 @@ func (run *helmRun) render(h *helmRelease, r *resolved, vals map[string]any) ([]
 	h.version = c.Name() + "@" + c.Metadata.Version
 	fail := func(field string, err error, format string, args ...any) ([]string, diag.List) {
 		e := h.err(field, err, format, args...)
-		e.Msg = fmt.Sprintf("HelmRelease %s, chart %s: %s", h.id, h.version, e.Msg)
+		if e.Msg == "" {
+			e.Msg = fmt.Sprintf("HelmRelease %s, chart %s", h.id, h.version)
+		} else {
+			e.Msg = fmt.Sprintf("HelmRelease %s, chart %s: %s", h.id, h.version, e.Msg)
+		}
 		return nil, diag.List{e}
 	}
 	if c.Metadata.Type == "library" {
@@ -195,10 +207,17 @@ func (run *helmRun) render(h *helmRelease, r *resolved, vals map[string]any) ([]
 		}
 		return fail(field, ErrHelmRender, "%v", err)
 	}
-	for k := range files {
+	var size int64
+	for k, v := range files {
 		if strings.HasSuffix(k, "NOTES.txt") {
 			delete(files, k)
+			continue
 		}
+		size += int64(len(v))
+	}
+	if lim := run.w.lim; size > lim.MaxFileSize {
+		return fail(r.field, &source.LimitError{Limit: "file-size", Max: lim.MaxFileSize,
+			What: fmt.Sprintf("the chart rendered %d bytes for this release", size)}, "")
 	}
 	items, skipped := splitRendered(files)
 	for _, sk := range skipped {
