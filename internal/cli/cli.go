@@ -58,6 +58,8 @@ type settings struct {
 	substituteFrom                    []string
 	sopsAgeKeyFile                    string
 	sourceLimits                      source.Limits // --source-limit
+	helmKubeVersion                   string        // --helm-kube-version
+	helmAPIVersions                   []string      // --helm-api-versions
 	maxDeletions                      int
 	maxDeletionFraction               float64
 }
@@ -80,6 +82,9 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringArrayVar(&s.substituteFrom, "substitute-from", nil, "take ${VAR} values from a ConfigMap or Secret in the repository: [ConfigMap/|Secret/]NAMESPACE/NAME[,optional] (repeatable, later wins)")
 	fs.BoolVar(&s.substituteStrict, "substitute-strict", false, "a ${VAR} with no value and no default is an error (Flux's strict substitution)")
 	fs.StringVar(&s.sopsAgeKeyFile, "sops-age-key-file", "", "age identities file that decrypts SOPS-encrypted manifests, as Flux's sops decryption (default $SOPS_AGE_KEY_FILE)")
+	// Helm charts of Flux HelmReleases (render/helm.go).
+	fs.StringVar(&s.helmKubeVersion, "helm-kube-version", "", "Kubernetes version charts see as .Capabilities.KubeVersion, e.g. v1.31.0 (Flux's helm-controller reports the cluster's; default "+render.DefaultKubeVersion+")")
+	fs.StringSliceVar(&s.helmAPIVersions, "helm-api-versions", nil, "API versions charts see in .Capabilities.APIVersions besides Kubernetes' own, e.g. resources.azure.com/v1api20200601 (repeatable)")
 	// Input limits (source.Limits, see source/doc.go).
 	fs.Var(&s.sourceLimits, "source-limit", "change an input limit, NAME=VALUE (repeatable or comma-separated): file-size (32MiB), total-size (128MiB), yaml-nodes (4000000), total-yaml-nodes (16000000), yaml-depth (128), kustomize-objects (10000); -1 for none")
 	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -259,7 +264,8 @@ func (s *settings) readPath() string {
 // substitution, Flux Kustomizations).
 func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log, Limits: s.sourceLimits,
-		Flux: s.flux, FluxPath: s.path, RepositoryURL: s.repo}
+		Flux: s.flux, FluxPath: s.path, RepositoryURL: s.repo,
+		KubeVersion: s.helmKubeVersion, HelmAPIVersions: s.helmAPIVersions}
 	if len(s.substitute) > 0 || len(s.substituteFrom) > 0 || s.substituteStrict {
 		o.Substitute = true
 	}
