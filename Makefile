@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X github.com/gitaso/gitaso/internal/cli.Version=$(VERSION)
 TAGS    := kustomize_disable_go_plugin_support
 SHARED  ?= $(abspath ../shared)
 
-.PHONY: all build test test-short lint bench fuzz demo catalog clean reliability
+.PHONY: all build test test-short lint bench fuzz demo catalog roles clean reliability
 
 all: build
 
@@ -49,6 +49,19 @@ fuzz:
 ## catalog: regenerate the embedded ASO catalog from ../shared/aso-schema
 catalog:
 	$(GO) run ./aso/gen -schema $(SHARED)/aso-schema -out aso/catalog/catalog.json.gz
+
+## roles: regenerate aso/roles/builtin-roles.json, Azure's built-in roles (aso/roles.go), from a role list:
+## ROLES_FROM is a directory of `az role definition list` files (github.com/easimon/azure-builtin-roles azure-roles/),
+## that list as one file, or ARM's GET /providers/Microsoft.Authorization/roleDefinitions answer; ROLES_SOURCE says
+## where it came from; ROLES_CROSSCHECK optionally names a second list (the AVM cache role_definitions.tf.json)
+ROLES_SUPPLEMENT        ?= aso/gen/roles/supplement.json
+ROLES_SUPPLEMENT_SOURCE ?= github.com/MicrosoftDocs/azure-docs, articles/role-based-access-control/built-in-roles.md at commit 00a583295ba737a5caf885472cb3bca3624e9cde (ms.date 04/09/2026), the only roles of its index (all compared) missing from -from
+roles:
+	@test -n "$(ROLES_FROM)" -a -n "$(ROLES_SOURCE)" || { echo "make roles ROLES_FROM=<dir or file> ROLES_SOURCE='<repo, path, commit, date>' [ROLES_CROSSCHECK=<file> ROLES_CROSSCHECK_SOURCE='...']"; exit 2; }
+	$(GO) run ./aso/gen/roles -from '$(ROLES_FROM)' -source '$(ROLES_SOURCE)' \
+		-supplement '$(ROLES_SUPPLEMENT)' -supplement-source '$(ROLES_SUPPLEMENT_SOURCE)' \
+		$(if $(ROLES_CROSSCHECK),-crosscheck '$(ROLES_CROSSCHECK)' -crosscheck-source '$(ROLES_CROSSCHECK_SOURCE)') \
+		-out aso/roles/builtin-roles.json
 
 ## demo: local Azure emulator + gitaso daemon on a Git repo made from examples/ (Ctrl-C to stop)
 demo: build
