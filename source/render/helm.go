@@ -179,6 +179,10 @@ type hrSpec struct {
 	Install *struct {
 		DisableSchemaValidation bool `json:"disableSchemaValidation"`
 	} `json:"install"`
+	CommonMetadata *struct {
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+	} `json:"commonMetadata"`
 }
 
 // kustomizePostRenderer is a HelmRelease's spec.postRenderers[].kustomize.

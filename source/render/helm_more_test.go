@@ -291,6 +291,11 @@ spec:
         kind: GitRepository
         name: flux-system
         namespace: flux-system
+  commonMetadata:
+    labels:
+      cost-center: "42"
+    annotations:
+      contact: team-a@contoso.com
   postRenderers:
     - kustomize:
         patches:
@@ -353,6 +358,8 @@ spec:
 		{"team-a/ResourceGroup/team-a-rg", []string{"metadata", "annotations", AnnotationHelmTemplate}, "infra/templates/resourcegroup.yaml"},
 		{"team-a/ResourceGroup/team-a-pre", []string{"metadata", "annotations", AnnotationHelmHook}, "pre-install,pre-upgrade"},
 		{"team-a/UserAssignedIdentity/team-a-identity", []string{"spec", "location"}, "swedencentral"},
+		{"team-a/UserAssignedIdentity/team-a-identity", []string{"metadata", "labels", "cost-center"}, "42"}, // commonMetadata
+		{"team-a/ResourceGroup/team-a-rg", []string{"metadata", "annotations", "contact"}, "team-a@contoso.com"},
 		{"team-a/ResourceGroup/old-rg", []string{"spec", "location"}, "norwayeast"},
 		{"team-a/UserAssignedIdentity/old-identity", []string{"spec", "tags"}, map[string]any{"patched": "yes"}},
 		{"team-a/UserAssignedIdentity/old-identity", []string{"spec", "location"}, "westeurope"},

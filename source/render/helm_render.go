@@ -395,8 +395,20 @@ func (run *helmRun) finish(h *helmRelease, it renderItem, ns string, ann map[str
 	if meta := mapValue(root, "metadata"); scalar(mapValue(meta, "namespace")) == "" && !clusterScoped[kind] {
 		setNS = ns
 	}
-	labels := [][2]string{{helmLabelName, h.obj.Name()}, {helmLabelNamespace, h.obj.Namespace()}}
-	all := maps.Clone(ann)
+	all := map[string]string{}
+	if cm := h.spec.CommonMetadata; cm != nil {
+		maps.Copy(all, cm.Labels)
+	}
+	all[helmLabelName], all[helmLabelNamespace] = h.obj.Name(), h.obj.Namespace()
+	labels := make([][2]string, 0, len(all))
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		labels = append(labels, [2]string{k, all[k]})
+	}
+	all = maps.Clone(ann)
+	if cm := h.spec.CommonMetadata; cm != nil {
+		maps.Copy(all, cm.Annotations)
+		maps.Copy(all, ann)
+	}
 	if it.template != "" {
 		all[AnnotationHelmTemplate] = it.template
 	}
