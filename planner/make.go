@@ -251,6 +251,17 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 		observed, observedRead = in.Observed[strings.ToLower(n.ARMID)]
 	}
 
+	// Fields ASO's payload hooks rewrite (a vault's createMode) show what
+	// ARM will receive, or known after apply where only the apply can tell;
+	// the hash stays on the converted body, which the executor hashes too.
+	planned, err := aso.PlanPayload(n.Kind.Group, n.Kind.Kind, red, observedRead && observed != nil)
+	if err != nil {
+		return nil, err
+	}
+	red = planned.JSON
+	body.Unknown = append(body.Unknown[:len(body.Unknown):len(body.Unknown)], planned.Unknown...)
+	r.KnownAfterApply = body.Unknown
+
 	if n.Policy == PolicySkip {
 		r.Action = Observe
 		r.Reason = "reconcile-policy skip: read only"
@@ -267,6 +278,9 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	}
 	for _, s := range body.Unknown {
 		skip[s] = true
+	}
+	for _, s := range planned.Instructions {
+		skip[s] = true // ARM takes it as an instruction and does not report it back
 	}
 	if wellKnown != "" {
 		// The built-in roles are not known (offline): the name becomes its ID
