@@ -257,8 +257,12 @@ type fluxWalk struct {
 //     kustomize.toolkit.fluxcd.io/prune: disabled is detach-on-delete too.
 //     Neither is inherited by child Kustomizations (Flux reconciles each
 //     on its own). kustomize.toolkit.fluxcd.io/reconcile: disabled (Flux
-//     creates the object but never updates it) has no ASO policy to map to
-//     and is not read.
+//     creates the object but never updates it) on a Kustomization is read
+//     as suspend; on other objects it has no ASO policy to map to and is
+//     not read.
+//   - HelmReleases in the output are rendered with Helm (renderHelm in
+//     helm.go) and replaced by the chart's objects; files of chart
+//     directories (a directory holding Chart.yaml) are never manifests.
 //   - dependsOn: Kustomizations found together render after those they
 //     depend on (so a substituteFrom finds a ConfigMap a dependency
 //     generates); otherwise information only (apply order follows ASO

@@ -365,8 +365,103 @@ func findReleases(fi int, f source.File, docs []document) ([]*helmRelease, diag.
 }
 
 // renderHelm renders every HelmRelease among the output files as Flux's
-// helm-controller would and puts the chart's objects in its place (see
-// the package documentation, "Helm"). It returns the new output files.
+// helm-controller would and puts the chart's objects in its place. It
+// returns the new output files. How Flux's behaviour is translated:
+//
+//   - Which: with Options.Flux, every helm.toolkit.fluxcd.io/v2, v2beta2
+//     or v2beta1 HelmRelease in the entry path's output and in the output
+//     of every Flux Kustomization followed, after that Kustomization's
+//     postBuild substitution (so ${VARS} in spec.values are substituted);
+//     the chart's output is not substituted. The HelmRelease itself leaves
+//     the output (in a file as written its lines are blanked, so the other
+//     documents keep theirs); its objects take its place.
+//   - Chart: spec.chart.spec (chart, version, sourceRef, valuesFiles) or
+//     spec.chartRef (an OCIRepository, or a source.toolkit.fluxcd.io
+//     HelmChart resolved like a chart.spec in its own namespace). Source
+//     objects are looked up among the repository's objects (sourceRef's
+//     namespace defaulting to the HelmRelease's); a spec.secretRef Secret
+//     must be in the repository too and its data goes to the fetcher.
+//     A GitRepository that is this repository (matched by URL as
+//     Kustomizations are; one whose URL is unknown is taken to be this
+//     one) gives the chart directory at spec.chart.spec.chart (relative to
+//     the repository root), loaded from the revision's files with its
+//     .helmignore, its charts/ subcharts and its dependencies: file://
+//     ones relative to the chart directory, in the repository (as
+//     source-controller builds a chart from Git; version constraints
+//     checked), https:// and oci:// ones through Options.Charts. For such
+//     a chart spec.chart.spec.version is not matched and reconcileStrategy
+//     Revision adds no "+<revision>" to the version: the chart's own
+//     version is used. HelmRepository (HTTP or type: oci), OCIRepository
+//     and other repositories' GitRepository charts come through
+//     Options.Charts (refused without one); Bucket is refused
+//     (ErrHelmSource). Each chart is loaded once per Render (by directory,
+//     by request and by archive digest), however many releases use it;
+//     each release renders a copy.
+//   - valuesFiles (and v2beta1's valuesFile) replace the chart's
+//     values.yaml with their merge, later ones winning, as source-controller
+//     does: paths relative to the repository root for a chart from Git,
+//     relative to the chart for a packaged one ("values.yaml" is the
+//     chart's own); ignoreMissingValuesFiles is honoured.
+//   - Values, helm-controller's order: spec.valuesFrom in order (ConfigMaps
+//     and Secrets of the HelmRelease's namespace in the repository,
+//     SOPS-decrypted ones included, or rendered by a release it depends on;
+//     valuesKey default values.yaml; targetPath sets the value as
+//     helm --set does, quoted values as strings; optional ones may be
+//     missing), then spec.values merged on top; the chart's defaults below
+//     them when Helm coalesces.
+//   - Release: spec.releaseName, else [<targetNamespace>-]<name>, shortened
+//     to 53 characters with a hash as Flux does; namespace
+//     spec.targetNamespace, else the HelmRelease's. Objects without a
+//     namespace get the release namespace (Helm applies them there;
+//     cluster-scoped Kubernetes kinds excepted).
+//   - Render: Helm's engine as "helm install" runs it (strict mode off,
+//     values.schema.json checked unless spec.install.disableSchemaValidation,
+//     the chart's kubeVersion checked, library charts refused,
+//     condition/tags/import-values processed). .Release.IsInstall is true,
+//     IsUpgrade false and Revision 1 on every render: helm-controller
+//     installs once and upgrades after (IsUpgrade true, Revision n+1), but
+//     gitaso keeps no release history and a revision must render the same
+//     whatever was applied before; a template that branches on IsUpgrade
+//     renders as for an install. .Capabilities are Helm's defaults with
+//     Options.KubeVersion (DefaultKubeVersion) and Options.HelmAPIVersions.
+//     lookup returns an empty map, as in "helm template" (a label taking
+//     its value from it is then empty: the parser makes that "").
+//   - Output: NOTES.txt is dropped, and so are CRDs (crds/, which Helm
+//     installs apart from the release; gitaso applies ASO kinds only).
+//     Hooks: pre/post-install and pre/post-upgrade hooks become ordinary
+//     objects (gitaso.io/helm-hook names their events) unless their delete
+//     policy is hook-succeeded (a run-once Job, not a resource to keep);
+//     test, delete and rollback hooks are dropped. spec.postRenderers'
+//     kustomize patches (strategic merge or JSON 6902 with a target, and
+//     v2beta's patchesStrategicMerge and patchesJson6902) and images run
+//     over the objects with kustomize, in order; then Flux's origin labels
+//     (helm.toolkit.fluxcd.io/name and namespace) and spec.commonMetadata.
+//     Objects of kinds gitaso does not apply are reported as ignored.
+//   - Provenance: every object carries gitaso.io/helm-release
+//     (namespace/name), gitaso.io/helm-chart (chart@version),
+//     gitaso.io/helm-template (chart/templates/x.yaml) and, when the
+//     HelmRelease came from a Kustomization, gitaso.io/flux-kustomization;
+//     its file and line are the HelmRelease's (an origin comment), so plans
+//     and errors point at it. A render error (a template error, with helm's
+//     template:line:col, a missing required value, output that is not YAML,
+//     more output than the file-size limit, a panic) is a *diag.Error naming
+//     the HelmRelease's file, line, ID and field (spec.values for template
+//     execution errors, spec.chart... otherwise) and refuses the revision.
+//   - spec.suspend: true, or kustomize.toolkit.fluxcd.io/reconcile: disabled
+//     on the HelmRelease: Flux leaves the release alone, so its ASO objects
+//     get reconcile-policy: skip unless they set a policy (as a suspended
+//     Kustomization's). A parent Kustomization's suspend or prune is not
+//     inherited (helm-controller reconciles the release on its own).
+//   - spec.dependsOn: releases render in levels, each after the releases it
+//     depends on (concurrently within a level, on GOMAXPROCS goroutines), so
+//     that a valuesFrom finds a ConfigMap or Secret a dependency renders; a
+//     dependsOn naming a release that was not rendered is logged.
+//   - Options.OnChart hears of every chart a release took from outside the
+//     repository (its dependencies too), after all releases rendered.
+//
+// Not read: spec.chart.spec.verify, spec.kubeConfig, spec.serviceAccountName,
+// spec.storageNamespace, spec.install/upgrade CRD policies and remediation,
+// spec.driftDetection (gitaso corrects drift of ASO resources itself).
 func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.File, diag.List) {
 	start := time.Now()
 	var releases []*helmRelease
