@@ -11,13 +11,19 @@
 // Values known only after apply (a RoleAssignment's principalIdFromConfig
 // fed by an identity's operatorSpec.configMaps) are resolved by converting
 // the resource again, with the exports produced so far, just before its PUT.
-// ASO's payload hooks run after conversion: RoleAssignment wellKnownName,
-// Key Vault createMode, and the child collections (subnets, security rules,
-// routes, inbound NAT rules) that VNet/NSG/route table/load balancer PUTs
-// must keep. After a write, operatorSpec exports are computed from ARM's
-// answer (and the kind's listKeys-style call for secrets), including
-// configMapExpressions/secretExpressions in CEL. docs/hooks.md lists every
-// ASO hook and what gitaso does with it.
+// ASO's per-kind hooks come from aso's registry (aso.HooksFor): before a
+// PUT, the pre-reconcile checks read the resource or its owner and hold the
+// PUT that ARM would refuse (Ready False, ReconciliationBlocked, a Warning
+// retried by the next run), then the payload modifiers rewrite the body
+// (Key Vault createMode, the child collections VNet/NSG/route table/load
+// balancer/scale set PUTs must keep); after it, the post-reconcile check
+// keeps Ready False while the resource waits for something outside the PUT
+// (PostReconciliationFailure) and the success handler runs; deletions use
+// the kind's custom delete; ARM errors are classified per kind (retryable:
+// Warning, fatal: Error). After a write, operatorSpec exports are computed
+// from ARM's answer (and the kind's listKeys-style call for secrets),
+// including configMapExpressions/secretExpressions in CEL. docs/hooks.md
+// lists every ASO hook and what gitaso does with it.
 //
 // The executor returns a Result; the reconcile loop records it in state in
 // one transaction.
