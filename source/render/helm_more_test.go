@@ -659,3 +659,37 @@ data:
 		t.Errorf("consumer fromConfigMap = %v", got)
 	}
 }
+
+// TestHelmValuesFromSOPS: valuesFrom reads a SOPS-encrypted Secret of the
+// repository, decrypted.
+func TestHelmValuesFromSOPS(t *testing.T) {
+	files := withFiles(map[string]string{
+		"apps/team-a.yaml":             "",
+		"platform/aso-credential.yaml": readFixture(t, "aso-credential.sops.yaml"),
+		"apps/team-b.yaml": `apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: p
+  namespace: platform
+spec:
+  chart:
+    spec:
+      chart: charts/infra
+      sourceRef:
+        kind: GitRepository
+        name: flux-system
+        namespace: flux-system
+  valuesFrom:
+    - kind: Secret
+      name: aso-credential
+      valuesKey: AZURE_TENANT_ID
+      targetPath: identity.clientId
+`})
+	snap, err := helmFetch(t, files, Options{AgeIdentities: testIdentities(t, "test-only.agekey")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := field(findID(t, snap.Objects, "platform/ConfigMap/p-rendered"), "data", "clientId"); got != "00000000-0000-0000-0000-0000000000aa" {
+		t.Errorf("clientId from the decrypted Secret = %v", got)
+	}
+}
