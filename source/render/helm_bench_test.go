@@ -122,3 +122,56 @@ func countDocs(files []source.File) int {
 	}
 	return n
 }
+
+// BenchmarkHelmRelease100Remote is BenchmarkHelmRelease100 with the chart
+// from a HelmRepository (a ChartFetcher serving the archive): one fetch and
+// one archive load per Render.
+func BenchmarkHelmRelease100Remote(b *testing.B) {
+	templates := map[string]string{}
+	var values string
+	for p, d := range benchChart() {
+		switch {
+		case strings.HasPrefix(p, "charts/bench/templates/"):
+			templates[strings.TrimPrefix(p, "charts/bench/templates/")] = d
+		case strings.HasSuffix(p, "values.yaml"):
+			values = d
+		}
+	}
+	f := &fakeFetcher{archives: map[string]*FetchedChart{"HelmRepository/flux-system/charts": {
+		Name: "bench", Version: "1.0.0", Digest: "sha256:bench", URL: "https://charts.example/bench-1.0.0.tgz",
+		Archive: chartArchive(b, "bench", "1.0.0", values, templates, nil)}}}
+	var files []source.File
+	for _, fl := range helmBenchFiles(100) {
+		if strings.HasPrefix(fl.Path, "charts/") {
+			continue
+		}
+		if fl.Path == "clusters/snd/releases.yaml" {
+			fl.Data = []byte(strings.ReplaceAll(strings.ReplaceAll(string(fl.Data), "chart: charts/bench", "chart: bench"), "kind: GitRepository", "kind: HelmRepository"))
+			fl.Data = []byte(strings.ReplaceAll(string(fl.Data), "name: flux-system\n        namespace", "name: charts\n        namespace"))
+			fl.Data = append(fl.Data, "---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: charts\n  namespace: flux-system\nspec:\n  url: https://charts.example\n"...)
+		}
+		files = append(files, fl)
+	}
+	r, err := New(Options{Flux: true, FluxPath: "clusters/snd", Kustomize: true, Charts: f})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	out, err := r.Render(ctx, files)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n := countDocs(out); n < 3000 {
+		b.Fatalf("%d documents rendered, want 3,000", n)
+	}
+	if len(f.requests) != 1 {
+		b.Fatalf("%d fetches for one chart, want 1", len(f.requests))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Render(ctx, files); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(f.requests))/float64(b.N+1), "fetches/op")
+}

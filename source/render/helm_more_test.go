@@ -693,3 +693,30 @@ spec:
 		t.Errorf("clientId from the decrypted Secret = %v", got)
 	}
 }
+
+// TestHelmChartInsideKustomizationPath: a chart directory below a
+// Kustomization's path (and below the entry) is a chart, not manifests:
+// its templates are not in the generated kustomization.
+func TestHelmChartInsideKustomizationPath(t *testing.T) {
+	files := map[string]string{}
+	for p, c := range helmRepo {
+		if strings.HasPrefix(p, "charts/") {
+			p = "apps/" + p
+		}
+		files[p] = strings.ReplaceAll(c, "chart: ./charts/infra", "chart: ./apps/charts/infra")
+	}
+	files["apps/team-b.yaml"] = strings.ReplaceAll(files["apps/team-b.yaml"], "chart: charts/infra", "chart: apps/charts/infra")
+	files["apps/team-a.yaml"] = strings.ReplaceAll(files["apps/team-a.yaml"], "- charts/infra/values", "- apps/charts/infra/values")
+	files["clusters/snd/charts/entry/Chart.yaml"] = "apiVersion: v2\nname: entry\nversion: 0.1.0\n"
+	files["clusters/snd/charts/entry/templates/x.yaml"] = "{{ .Values.not.yaml }\n"
+	snap, err := helmFetch(t, files, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	findID(t, snap.Objects, "team-a/ResourceGroup/team-a-rg")
+	for _, o := range append(snap.Objects, snap.Ignored...) {
+		if strings.Contains(o.File, "/charts/") {
+			t.Errorf("%s parsed from a chart's file %s", o.ID(), o.File)
+		}
+	}
+}
