@@ -34,16 +34,6 @@ type Resolver interface {
 	ConfigMap(name, key string) (string, error)
 }
 
-// RoleDefinitionResolver is optionally implemented by a Resolver to resolve a
-// RoleAssignment's roleDefinitionReference.wellKnownName (a built-in role name
-// such as "Reader") to the role definition's ARM ID, as ASO's RoleAssignment
-// hook does by listing role definitions. It may return ErrUnknown. Without it
-// the well-known name is written as is, as ASO's generated conversion does
-// before the hook runs.
-type RoleDefinitionResolver interface {
-	RoleDefinitionID(wellKnownName string) (string, error)
-}
-
 // Body is a converted ARM request body.
 type Body struct {
 	JSON    []byte   // compact JSON exactly as ASO's Go encoding/json sends it (field order, HTML escaping)
@@ -66,7 +56,7 @@ func Convert(k *Kind, spec map[string]any, azureName string, r Resolver) (*Body,
 	if r == nil {
 		r = noResolver{}
 	}
-	c := converter{k: k, r: r}
+	c := converter{k: k, r: r, spec: spec}
 	obj, err := c.object(td, spec, newPath("spec"))
 	if err != nil {
 		return nil, err
@@ -141,8 +131,9 @@ func (p *fpath) String() string {
 }
 
 type converter struct {
-	k *Kind
-	r Resolver
+	k    *Kind
+	r    Resolver
+	spec map[string]any // the whole spec (a RoleAssignment's wellKnownName needs its owner)
 }
 
 func (c *converter) errf(p *fpath, format string, a ...any) error {
@@ -411,17 +402,7 @@ func (c *converter) reference(f *field, raw any, p *fpath) (any, error) {
 		}
 		return id, nil
 	case ref.WellKnownName != "" && f.t == ftWellKnownRef:
-		if rr, ok := c.r.(RoleDefinitionResolver); ok && c.k.Kind == "RoleAssignment" && c.k.Group == "authorization.azure.com" {
-			id, err := rr.RoleDefinitionID(ref.WellKnownName)
-			if err != nil {
-				if errors.Is(err, ErrUnknown) {
-					return unknownVal{}, nil
-				}
-				return nil, &diag.Error{Field: p.String(), Msg: "well-known role " + strconv.Quote(ref.WellKnownName), Err: err}
-			}
-			return id, nil
-		}
-		return ref.WellKnownName, nil
+		return c.wellKnownRole(ref.WellKnownName, p) // RoleAssignment: the built-in role's ID (roles.go)
 	}
 	if f.t == ftWellKnownRef {
 		return nil, c.errf(p, "reference needs armId, wellKnownName or group, kind and name")

@@ -9,16 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// roleResolver adds the RoleAssignment wellKnownName hook.
-type roleResolver struct{ fixedResolver }
-
-func (roleResolver) RoleDefinitionID(name string) (string, error) {
-	if name == "Reader" {
-		return "/subscriptions/" + zeroSub + "/providers/Microsoft.Authorization/roleDefinitions/acdd72a7-3385-48ef-bd42-f606fba81ae7", nil
-	}
-	return "", errors.New("no such built-in role")
-}
-
 func TestConvert(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -118,21 +108,49 @@ spec:
   principalIdFromConfig: {name: cm, key: principalId}
   roleDefinitionReference: {wellKnownName: Reader}
 `,
-			want:     `{"name":"NAME","properties":{"principalId":"(known after apply)","roleDefinitionId":"Reader"}}`,
+			want:     `{"name":"NAME","properties":{"principalId":"(known after apply)","roleDefinitionId":"/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Authorization/roleDefinitions/acdd72a7-3385-48ef-bd42-f606fba81ae7"}}`,
 			unknowns: []string{"/properties/principalId"},
 		},
 		{
-			name: "wellKnownName resolved by the RoleAssignment hook",
+			name: "wellKnownName is the built-in role's ID in the owner's subscription (ASO's RoleAssignment hook)",
 			yaml: `
 apiVersion: authorization.azure.com/v1api20220401
 kind: RoleAssignment
 spec:
-  owner: {group: resources.azure.com, kind: ResourceGroup, name: rg}
+  owner: {armId: /subscriptions/11111111-2222-3333-4444-555555555555/resourceGroups/rg}
+  principalId: p
+  roleDefinitionReference: {wellKnownName: storage blob data CONTRIBUTOR}
+`,
+			want: `{"name":"NAME","properties":{"principalId":"p","roleDefinitionId":"/subscriptions/11111111-2222-3333-4444-555555555555/providers/Microsoft.Authorization/roleDefinitions/ba92f5b4-2d11-453d-a403-e96b0029c9fe"}}`,
+		},
+		{
+			name: "wellKnownName of an assignment owned by a resource known only after apply is known after apply",
+			yaml: `
+apiVersion: authorization.azure.com/v1api20200801preview
+kind: RoleAssignment
+spec:
+  owner: {group: storage.azure.com, kind: StorageAccount, name: sa}
   principalId: p
   roleDefinitionReference: {wellKnownName: Reader}
 `,
-			r:    roleResolver{},
-			want: `{"name":"NAME","properties":{"principalId":"p","roleDefinitionId":"/subscriptions/00000000-0000-0000-0000-000000000000/providers/Microsoft.Authorization/roleDefinitions/acdd72a7-3385-48ef-bd42-f606fba81ae7"}}`,
+			r:        unknownOwner{},
+			want:     `{"name":"NAME","properties":{"principalId":"p","roleDefinitionId":"(known after apply)"}}`,
+			unknowns: []string{"/properties/roleDefinitionId"},
+		},
+		{
+			name: "a container app's identityReference wellKnownName (system) is not a role",
+			yaml: `
+apiVersion: app.azure.com/v1api20250101
+kind: ContainerApp
+spec:
+  owner: {name: rg}
+  location: westeurope
+  configuration:
+    registries:
+      - server: r.azurecr.io
+        identityReference: {wellKnownName: system}
+`,
+			want: `{"location":"westeurope","name":"NAME","properties":{"configuration":{"registries":[{"identity":"system","server":"r.azurecr.io"}]}}}`,
 		},
 		{
 			name: "secret maps are listed; a wrongly cased key (oAuth2GrantType) is dropped as the API server would",
@@ -174,6 +192,11 @@ spec:
 	}
 }
 
+// unknownOwner knows no resource's ARM ID before apply.
+type unknownOwner struct{ fixedResolver }
+
+func (unknownOwner) ResourceID(group, kind, name string) (string, error) { return "", ErrUnknown }
+
 type failingResolver struct{ fixedResolver }
 
 func (failingResolver) Secret(name, key string) (string, error) {
@@ -214,6 +237,16 @@ apiVersion: storage.azure.com/v1api20230101
 kind: StorageAccount
 spec: {owner: {name: rg}, identity: {type: UserAssigned, userAssignedIdentities: [{}]}}
 `, "spec.identity.userAssignedIdentities[0].reference", "reference is required"},
+		{"misspelt built-in role", `
+apiVersion: authorization.azure.com/v1api20220401
+kind: RoleAssignment
+spec: {owner: {armId: /subscriptions/s/resourceGroups/rg}, principalId: p, roleDefinitionReference: {wellKnownName: Contributer}}
+`, "spec.roleDefinitionReference.wellKnownName", `unknown built-in role "Contributer": did you mean "Contributor"?`},
+		{"built-in role at a scope that is no ARM ID", `
+apiVersion: authorization.azure.com/v1api20220401
+kind: RoleAssignment
+spec: {owner: {armId: /resourceGroups/rg}, principalId: p, roleDefinitionReference: {wellKnownName: Reader}}
+`, "spec.owner", `cannot take the subscription from the scope "/resourceGroups/rg"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

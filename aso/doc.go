@@ -38,7 +38,8 @@
 // with their golden error text.
 //
 // Behaviour that lives in ASO's hand-written hooks (kinds.json "hooks") is not
-// part of the conversion, except RoleAssignment's wellKnownName, which is
-// resolved when the Resolver implements RoleDefinitionResolver and otherwise
-// passed through as ASO's generated code does.
+// part of the conversion, except RoleAssignment's wellKnownName, which the
+// conversion resolves as ASO's hook does, from the embedded table of Azure's
+// built-in roles (roles.go): the body holds the role definition's ID in the
+// owner's subscription, offline too, and a misspelt name is refused.
 package aso

@@ -402,6 +402,8 @@ func (v *validator) reference(f *field, raw any, p *vpath) {
 	case armID != "" && !strings.HasPrefix(armID, "/"):
 		fp := vpath{parent: p, name: "armId", idx: -1}
 		v.add(&fp, "%q is not an ARM ID (it must start with /subscriptions/ or /providers/)", armID)
+	case wk != "" && f.t == ftWellKnownRef:
+		v.checkWellKnownRole(wk, p) // RoleAssignment: one of Azure's built-in roles (roles.go)
 	case name != "" && f.t != ftKnownRef:
 		g, _ := m["group"].(string)
 		kd, _ := m["kind"].(string)

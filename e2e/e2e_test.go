@@ -376,9 +376,10 @@ spec:
 	}
 }
 
-// TestWellKnownRoleInPlan: with Azure reachable, a RoleAssignment's
-// wellKnownName is shown in the plan as the role's ID (as the executor will
-// send it) and a misspelt name refuses the commit before anything is sent.
+// TestWellKnownRoleInPlan: a RoleAssignment's wellKnownName is shown in the
+// plan as the role's ID (from aso's table of built-in roles, as ARM
+// receives it) and a misspelt name refuses the commit before anything is
+// sent, with the role's own spelling suggested.
 func TestWellKnownRoleInPlan(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
@@ -397,7 +398,7 @@ func TestWellKnownRoleInPlan(t *testing.T) {
 	e.emu.ResetStats()
 	e.commit("typo", map[string]string{"identity.yaml": strings.Replace(identity, "wellKnownName: Contributor", "wellKnownName: Contributer", 1)})
 	_, err = e.rec.Once(context.Background(), reconcile.Options{Trigger: "test"})
-	if !errors.Is(err, reconcile.ErrRefused) || !strings.Contains(err.Error(), `spec.roleDefinitionReference.wellKnownName: no built-in role is named "Contributer" (did you mean "contributor"?)`) {
+	if !errors.Is(err, reconcile.ErrRefused) || !strings.Contains(err.Error(), `spec.roleDefinitionReference.wellKnownName: unknown built-in role "Contributer": did you mean "Contributor"?`) {
 		t.Fatalf("typo: %v", err)
 	}
 	if w := e.writes(); len(w) != 0 {
