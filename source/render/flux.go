@@ -178,9 +178,9 @@ func (r *Renderer) fluxHint(files []source.File) {
 		return
 	}
 	for _, f := range files {
-		if bytes.Contains(f.Data, []byte(FluxGroup)) && bytes.Contains(f.Data, []byte("Kustomization")) {
+		if bytes.Contains(f.Data, []byte(FluxGroup)) && bytes.Contains(f.Data, []byte("Kustomization")) || bytes.Contains(f.Data, []byte(HelmGroup)) {
 			if !r.hinted.Swap(true) {
-				r.logger.Info("the files hold Flux Kustomization objects: they are ignored; --flux follows them as Flux's kustomize-controller does", "file", f.Path)
+				r.logger.Info("the files hold Flux Kustomization or HelmRelease objects: they are ignored; --flux follows them as Flux's kustomize- and helm-controller do", "file", f.Path)
 			}
 			return
 		}
