@@ -52,6 +52,17 @@
 // PUT of the parent makes its children exactly the ones its body lists. /resources and Resource Graph list tracked
 // resources only (not subnets, rules or other proxy children).
 //
+// The behaviour ASO's per-kind hooks guard against (hooks*.go): an AKS cluster or agent pool whose provisioningState
+// is not terminal refuses writes to itself and its pools (409 OperationNotAllowed), as do a PostgreSQL flexible
+// server whose state is not Ready (409 ServerIsBusy, OperationNotAllowed when Stopped) for itself, its databases and
+// firewall rules, a Kusto cluster in a non-terminal state for itself and its databases, and a Cosmos DB account
+// being deleted (409 Conflict); a private endpoint's manual connections stay Pending until
+// SetPrivateEndpointConnectionStatus approves them; a subnet keeps its read-only ipConfigurations across PUTs; a
+// backup instance reports protectionStatus (POST {id}/sync clears a ProtectionError); an API Management product
+// with subscriptions cannot be deleted without ?deleteSubscriptions=true (400 ValidationError); a subscription
+// alias creates a subscription, and POST /subscriptions/{id}/providers/Microsoft.Subscription/cancel disables it.
+// SetResourceProperties (PATCH /_admin/resource) puts any stored resource into the state a test needs.
+//
 // Azure Container Registry's data plane (acr.go): WithRegistry(name) serves a registry on its own loopback HTTPS
 // listener (same CA; the certificate also names NAME.azurecr.io), whose login server is RegistryHost(name),
 // "127.0.0.1:PORT". A registry needs a host of its own because OCI clients address a registry by host and reach
