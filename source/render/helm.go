@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -126,27 +125,12 @@ type ChartFetcher interface {
 
 // DefaultKubeVersion is the Kubernetes version templates see in
 // .Capabilities.KubeVersion unless Options.KubeVersion says otherwise: the
-// version of the Kubernetes client libraries gitaso is built with (what the
-// helm binary built from the same Helm SDK reports for "helm template"),
-// or Helm's built-in default when that is unknown. Flux's helm-controller
-// reports the cluster's version; set Options.KubeVersion to it.
-var DefaultKubeVersion = defaultKubeVersion()
-
-func defaultKubeVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path != "k8s.io/client-go" {
-				continue
-			}
-			// client-go v0.N.x is Kubernetes v1.N.
-			parts := strings.Split(strings.TrimPrefix(d.Version, "v"), ".")
-			if len(parts) >= 2 && parts[0] == "0" {
-				return "v1." + parts[1] + ".0"
-			}
-		}
-	}
-	return "v1.20.0" // chartutil.DefaultCapabilities without build flags
-}
+// version of the Kubernetes client libraries gitaso is built with (k8s.io/
+// client-go v0.37 in go.mod, checked by a test), which is what the helm
+// binary built from the same libraries reports for "helm template". Flux's
+// helm-controller reports the cluster's version: set Options.KubeVersion
+// (gitaso --helm-kube-version) to it when charts look at it.
+const DefaultKubeVersion = "v1.37.0"
 
 // hrSpec is the part of a HelmRelease's spec gitaso reads (v2, v2beta2,
 // v2beta1 alike).

@@ -720,3 +720,22 @@ func TestHelmChartInsideKustomizationPath(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultKubeVersion: DefaultKubeVersion follows the client-go of go.mod.
+func TestDefaultKubeVersion(t *testing.T) {
+	b, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && f[0] == "k8s.io/client-go" {
+			parts := strings.Split(strings.TrimPrefix(f[1], "v"), ".")
+			if want := "v1." + parts[1] + ".0"; DefaultKubeVersion != want {
+				t.Errorf("DefaultKubeVersion %s, but go.mod has k8s.io/client-go %s: set it to %s", DefaultKubeVersion, f[1], want)
+			}
+			return
+		}
+	}
+	t.Error("no k8s.io/client-go in go.mod")
+}
