@@ -20,14 +20,14 @@ import (
 const roleDefinitionsAPIVersion = "2022-04-01"
 
 // target is what aso's hooks know of r: its ARM place, its manifest's spec
-// and its owner as the plan declares it.
+// and, for kinds that check their owner, the owner as the plan declares it.
 func (w *walk) target(r *planner.Resource) aso.Target {
 	t := aso.Target{
 		Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, AzureName: r.AzureName,
 		ARMID: r.ARMID, APIVersion: r.APIVersion,
 	}
 	t.Spec, _ = r.Manifest["spec"].(map[string]any)
-	if r.Owner != "" {
+	if r.Owner != "" && aso.HooksFor(r.Group, r.Kind).PreReconcileOwner != nil {
 		if o := w.plan.Get(r.Owner); o != nil {
 			t.OwnerName, t.OwnerARMID, t.OwnerAPIVersion = o.Name, o.ARMID, o.APIVersion
 		}
