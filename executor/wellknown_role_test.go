@@ -16,9 +16,10 @@ import (
 // knows, a RoleAssignment naming it by wellKnownName (in another case, owned
 // by a resource group given by name) is planned with the role's ID from
 // aso's table, in the owner's subscription; the executor sends exactly the
-// planned body, and the emulator, which knows its built-in roles by GUID,
-// creates the assignment with that role. An offline plan (no subscription
-// named) shows the same ID in its placeholder subscription.
+// planned body (and a plan read back from JSON rebuilds it), and the
+// emulator, which knows its built-in roles by GUID, creates the assignment
+// with that role. An offline plan (no subscription named) shows the same ID
+// in its placeholder subscription.
 func TestWellKnownRolePlanAgreesWithApply(t *testing.T) {
 	m := newEmu(t)
 	sp, err := m.e.AddServicePrincipal("team-app")
@@ -72,6 +73,29 @@ spec:
 	}
 	if len(planned) != len(roles) {
 		t.Fatalf("%d assignments planned, want %d", len(planned), len(roles))
+	}
+
+	// A plan read back from JSON rebuilds the same bodies (the owner's ARM
+	// ID, which gives the subscription, is among the recorded inputs).
+	js, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back planner.Plan
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range back.Resources {
+		if r.Kind != "RoleAssignment" {
+			continue
+		}
+		b, err := planner.Resolve(r, planner.Values{})
+		if err != nil {
+			t.Fatalf("%s: %v", r.Name, err)
+		}
+		if string(b.JSON) != string(planned[r.Name]) {
+			t.Errorf("%s read back from JSON: %s, planned %s", r.Name, b.JSON, planned[r.Name])
+		}
 	}
 
 	res := m.apply(t, docs...)
