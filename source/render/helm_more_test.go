@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/gitaso/gitaso/internal/diag"
@@ -738,4 +739,53 @@ func TestDefaultKubeVersion(t *testing.T) {
 		}
 	}
 	t.Error("no k8s.io/client-go in go.mod")
+}
+
+// TestHelmExampleFluxHelm renders examples/flux-helm (the repository the
+// end-to-end test plans and applies) with its chart served by a fake
+// fetcher as the registry would hold it (packaged, aso-library vendored).
+func TestHelmExampleFluxHelm(t *testing.T) {
+	const dir = "../../examples/flux-helm"
+	if _, err := os.Stat(dir + "/charts/team-infra/Chart.yaml"); err != nil {
+		t.Skip("no example:", err)
+	}
+	app, err := loader.LoadDir(dir + "/charts/team-infra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := loader.LoadDir(dir + "/charts/aso-library")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app.AddDependency(lib)
+	p, err := chartutil.Save(app, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeFetcher{archives: map[string]*FetchedChart{"HelmRepository/config-cluster-flux/platform-charts": {
+		Name: "team-infra", Version: app.Metadata.Version, Digest: "sha256:x", URL: "oci://sndplatformcr01.azurecr.io/helm/team-infra", Archive: archive}}}
+	snap, err := fluxFetch(t, dir, "clusters/snd", Options{Strict: true, Charts: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aso []string
+	for _, o := range snap.Objects {
+		if o.IsASO() {
+			aso = append(aso, o.ID())
+			if o.Annotations()[AnnotationHelmRelease] != "team-a/claims-infra" || o.File != "services/team-a/claims-infra.yaml" {
+				t.Errorf("%s: %s:%d %v", o.ID(), o.File, o.Line, o.Annotations())
+			}
+		}
+	}
+	if len(aso) < 5 {
+		t.Errorf("ASO objects: %v", aso)
+	}
+	if len(f.requests) != 1 || f.requests[0].Version != "1.x" || f.requests[0].Source.Spec["url"] != "oci://sndplatformcr01.azurecr.io/helm" {
+		t.Errorf("requests %+v", f.requests)
+	}
+	t.Logf("%d ASO objects: %v", len(aso), aso)
 }
