@@ -57,8 +57,10 @@ func chartArchive(t testing.TB, name, version, values string, templates map[stri
 // fakeFetcher serves chart archives by source kind and name.
 type fakeFetcher struct {
 	archives map[string]*FetchedChart // "Kind/namespace/name" → chart
+	urls     map[string]*FetchedChart // "repoURL name" → chart
 	mu       sync.Mutex
 	requests []ChartRequest
+	fetchURL []string
 }
 
 func (f *fakeFetcher) Fetch(_ context.Context, req ChartRequest) (*FetchedChart, error) {
@@ -73,6 +75,12 @@ func (f *fakeFetcher) Fetch(_ context.Context, req ChartRequest) (*FetchedChart,
 }
 
 func (f *fakeFetcher) FetchURL(_ context.Context, repoURL, name, version string, _ map[string]string) (*FetchedChart, error) {
+	f.mu.Lock()
+	f.fetchURL = append(f.fetchURL, repoURL+" "+name+"@"+version)
+	f.mu.Unlock()
+	if c, ok := f.urls[repoURL+" "+name]; ok {
+		return c, nil
+	}
 	return nil, fmt.Errorf("no %s %s in %s", name, version, repoURL)
 }
 
@@ -788,4 +796,76 @@ func TestHelmExampleFluxHelm(t *testing.T) {
 		t.Errorf("requests %+v", f.requests)
 	}
 	t.Logf("%d ASO objects: %v", len(aso), aso)
+}
+
+// TestHelmRepositoryDependency: a chart of the repository whose
+// dependency lives in a Helm repository gets it through the fetcher, and
+// OnChart hears of it; another Git repository's chart comes through the
+// fetcher too.
+func TestHelmRepositoryDependency(t *testing.T) {
+	lib := chartArchive(t, "net-lib", "1.4.0", "", map[string]string{"_net.tpl": `{{- define "net-lib.vnet" -}}
+apiVersion: network.azure.com/v1api20201101
+kind: VirtualNetwork
+metadata:
+  name: {{ .Release.Name }}-vnet
+spec:
+  location: {{ .Values.location }}
+  owner:
+    name: {{ .Release.Name }}-rg
+{{- end -}}
+`}, nil)
+	other := chartArchive(t, "other", "0.9.0", "location: westus\n", remoteTemplates, nil)
+	f := &fakeFetcher{
+		urls:     map[string]*FetchedChart{"https://charts.example/net net-lib": {Name: "net-lib", Version: "1.4.0", Digest: "sha256:net", URL: "https://charts.example/net/net-lib-1.4.0.tgz", Archive: lib}},
+		archives: map[string]*FetchedChart{"GitRepository/flux-system/other-repo": {Name: "other", Version: "0.9.0", Digest: "sha256:other", URL: "https://github.com/contoso/other.git", Archive: other}},
+	}
+	files := withFiles(map[string]string{
+		"apps/team-a.yaml":                 "",
+		"charts/infra/Chart.yaml":          helmRepo["charts/infra/Chart.yaml"] + "  - name: net-lib\n    version: 1.x\n    repository: https://charts.example/net\n",
+		"charts/infra/templates/vnet.yaml": "{{ include \"net-lib.vnet\" . }}\n",
+		"apps/other.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: other-repo
+  namespace: flux-system
+spec:
+  url: https://github.com/contoso/other.git
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: other
+  namespace: team-o
+spec:
+  chart:
+    spec:
+      chart: ./charts/other
+      sourceRef:
+        kind: GitRepository
+        name: other-repo
+        namespace: flux-system
+`,
+	})
+	var uses []ChartUse
+	snap, err := helmFetch(t, files, Options{Charts: f, OnChart: func(u ChartUse) { uses = append(uses, u) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	findID(t, snap.Objects, "team-b/VirtualNetwork/team-b-infra-vnet")
+	findID(t, snap.Objects, "team-o/ResourceGroup/other")
+	if diff := cmp.Diff([]string{"https://charts.example/net net-lib@1.x"}, f.fetchURL); diff != "" {
+		t.Errorf("dependency fetched once per Render (-want +got):\n%s", diff)
+	}
+	slices.SortFunc(uses, func(a, b ChartUse) int { return strings.Compare(a.Release, b.Release) })
+	want := []ChartUse{
+		{Release: "flux-system/infra", Chart: "net-lib", Version: "1.4.0", Digest: "sha256:net", URL: "https://charts.example/net/net-lib-1.4.0.tgz"},
+		{Release: "team-c/c", Chart: "net-lib", Version: "1.4.0", Digest: "sha256:net", URL: "https://charts.example/net/net-lib-1.4.0.tgz"},
+		{Release: "team-o/other", Chart: "other", Version: "0.9.0", Digest: "sha256:other", URL: "https://github.com/contoso/other.git"},
+	}
+	if diff := cmp.Diff(want, uses); diff != "" {
+		t.Errorf("OnChart (-want +got):\n%s", diff)
+	}
+	if len(f.requests) != 1 || f.requests[0].Chart != "./charts/other" {
+		t.Errorf("requests %+v", f.requests)
+	}
 }
