@@ -58,7 +58,7 @@ func CheckFiles(ctx context.Context, files []File, lim Limits) error {
 
 func totalSizeError(file string, max int64) *diag.Error {
 	return &diag.Error{File: file, Err: &LimitError{Limit: "total-size", Max: max,
-		What: "the *.yaml/*.yml files read up to this one are larger together than the limit"}}
+		What: "the files read up to this one (*.yaml/*.yml, and the files of Helm charts) are larger together than the limit"}}
 }
 
 // isTotal reports whether an error is about a revision's total.
