@@ -42,4 +42,23 @@
 // conversion resolves as ASO's hook does, from the embedded table of Azure's
 // built-in roles (roles.go): the body holds the role definition's ID in the
 // owner's subscription, offline too, and a misspelt name is refused.
+//
+// The other hooks are a registry keyed by group/kind (hooks*.go), one type
+// per phase, read from ASO's api/*/customizations: payload modifiers (Key
+// Vault createMode, the child collections a VNet/NSG/route table/load
+// balancer/scale set PUT keeps), pre-reconcile checks of the resource and its
+// owner, post-reconcile checks, custom deletes, per-kind error classifiers
+// and success handlers. The checks and classifiers are pure functions of
+// ARM's answers; the phases that need Azure take an ARM. The executor runs
+// them through ModifyPayload, PreReconcile, PostReconcile, Delete,
+// ClassifyError and Succeeded:
+//
+//	c, err := aso.PreReconcile(ctx, arm, t)   // GETs the owner/resource for kinds with checks
+//	if c.Action != aso.Proceed { /* Ready False, c.Reason(), c.Message; retry next run */ }
+//	body, err = aso.ModifyPayload(ctx, arm, t, body)
+//	// PUT body …
+//	post, err := aso.PostReconcile(ctx, arm, t, response)
+//
+// PlanPayload shows in a plan what those payload modifiers will send (a
+// vault's createMode), or UnknownValue where only the apply can tell.
 package aso
