@@ -75,10 +75,3 @@ func (w *walk) exportFailed(ctx context.Context, rr *ResourceResult, severity st
 	rr.Ready = failedCondition(&statusError{reason: "FailedWritingAdditionalKubernetesObjects", severity: severity, msg: err.Error(), err: err})
 	w.e.opts.Logger.WarnContext(ctx, "exports failed", "resource", rr.Resource.ID(), "error", err)
 }
-
-// CheckExpression reports whether text is a valid operatorSpec expression.
-//
-// Deprecated: call aso.CheckExpression, which also types self for a kind;
-// aso.Validate (and so planner.Build and gitaso validate) already checks
-// every expression of a manifest.
-func CheckExpression(text string) error { return aso.CheckExpression(nil, text) }

@@ -273,26 +273,6 @@ spec:
 	}
 }
 
-func TestCheckExpression(t *testing.T) {
-	for _, tc := range []struct {
-		expr string
-		ok   bool
-	}{
-		{`self.status.principalId`, true},
-		{`{"a": self.status.x}`, true},
-		{`self.spec.location.upperAscii()`, true},
-		{`"a" + `, false},
-		{`1 + 2`, false},
-		{`[self.status.x]`, false},
-		{`self.status.x == "y"`, false},
-	} {
-		err := executor.CheckExpression(tc.expr)
-		if (err == nil) != tc.ok {
-			t.Errorf("CheckExpression(%q) = %v, want ok=%v", tc.expr, err, tc.ok)
-		}
-	}
-}
-
 // TestObservedResourceExports: reconcile-policy skip only reads the resource,
 // and its exports are still written from what ARM holds.
 func TestObservedResourceExports(t *testing.T) {

@@ -175,27 +175,8 @@ func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 	if err != nil {
 		return snap, nil, err
 	}
-	// CEL export expressions compile before anything is sent (the planner
-	// cannot import the executor's CEL environment).
-	var errs diag.List
-	for _, n := range g.Nodes {
-		for _, ex := range n.Exports {
-			if !ex.Expr {
-				continue
-			}
-			if err := executor.CheckExpression(ex.Source); err != nil {
-				field := "spec.operatorSpec.configMapExpressions"
-				if ex.Secret {
-					field = "spec.operatorSpec.secretExpressions"
-				}
-				errs = append(errs, &diag.Error{File: n.Object.File, Line: n.Object.Line, Object: n.ID(), Field: field,
-					Msg: fmt.Sprintf("expression for %s/%s: %v", ex.Name, ex.Key, err)})
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return snap, nil, errs
-	}
+	// CEL export expressions were compiled by planner.Build, against each
+	// kind's typed self (aso.Validate → aso.CheckExpression).
 	return snap, g, nil
 }
 
@@ -286,7 +267,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 			return fmt.Errorf("resume operations: %w", err)
 		}
 	}
-	in := planner.Input{Prior: prior, Outputs: outputs, BuiltInRoles: r.builtInRoles(ctx, g)}
+	in := planner.Input{Prior: prior, Outputs: outputs}
 	var p *planner.Plan
 	if opts.Refresh && r.clients != nil {
 		p, err = r.refresh(ctx, g, in, opts.All, opts.DryRun)
@@ -575,55 +556,3 @@ func (c *clientsFor) client(name string) (*azure.Client, error) {
 	return c.r.clients.For(cred)
 }
 
-// builtInRoles lists Azure's built-in role definitions once per process
-// (they are the same in every tenant) when the graph has a RoleAssignment
-// naming its role by wellKnownName, so that the plan shows the role's ID and
-// a misspelt name is refused before anything is sent. It returns nil
-// (names resolved only at apply) offline or when the list cannot be read.
-func (r *Reconciler) builtInRoles(ctx context.Context, g *planner.Graph) map[string]string {
-	if r.roles != nil || r.clients == nil {
-		return r.roles
-	}
-	cred := ""
-	for _, n := range g.Nodes {
-		if ref, ok := n.Spec["roleDefinitionReference"].(map[string]any); ok && n.Kind.Kind == "RoleAssignment" {
-			if _, wk := ref["wellKnownName"]; wk {
-				cred = n.Credential
-				break
-			}
-		}
-	}
-	if cred == "" {
-		return nil
-	}
-	if r.cfg.Global != nil {
-		cred = "global"
-	}
-	cli, err := (&clientsFor{r: r, g: g}).client(cred)
-	if err != nil {
-		return nil
-	}
-	items, err := cli.List(ctx, "/providers/Microsoft.Authorization/roleDefinitions", "2022-04-01")
-	if err != nil {
-		r.log.WarnContext(ctx, "listing built-in roles failed; wellKnownName is resolved at apply", "error", err)
-		return nil
-	}
-	roles := map[string]string{}
-	for _, it := range items {
-		var rd struct {
-			Name       string `json:"name"`
-			Properties struct {
-				RoleName string `json:"roleName"`
-				Type     string `json:"type"`
-			} `json:"properties"`
-		}
-		if json.Unmarshal(it, &rd) == nil && rd.Properties.RoleName != "" &&
-			(rd.Properties.Type == "" || strings.EqualFold(rd.Properties.Type, "BuiltInRole")) {
-			roles[strings.ToLower(rd.Properties.RoleName)] = rd.Name
-		}
-	}
-	if len(roles) > 0 {
-		r.roles = roles
-	}
-	return r.roles
-}
