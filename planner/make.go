@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -29,10 +28,6 @@ type Input struct {
 	Observed Observed
 	// Outputs are exported values known from earlier applies.
 	Outputs Outputs
-	// BuiltInRoles maps lower-cased built-in role names to their GUIDs, when
-	// known (read from ARM), so that wellKnownName shows as the role's ID and
-	// a misspelt name is an error before anything is sent.
-	BuiltInRoles map[string]string
 }
 
 // Plan decides an action for every resource of the graph and for every
@@ -221,25 +216,6 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	if len(body.Unknown) == 0 {
 		r.Hash = hashRequest(path, body.JSON)
 	}
-	// A RoleAssignment's wellKnownName: show the role's ID as the executor's
-	// hook will send it when the built-in roles are known (the hash stays on
-	// the converted body, which the executor hashes too).
-	wellKnown := ""
-	if n.Kind.Group == "authorization.azure.com" && n.Kind.Kind == "RoleAssignment" {
-		if v := gjsonString(body.JSON, "properties", "roleDefinitionId"); v != "" && !strings.HasPrefix(v, "/") {
-			wellKnown = v
-		}
-	}
-	if wellKnown != "" && in.BuiltInRoles != nil {
-		id, err := roleDefinitionID(in.BuiltInRoles, wellKnown, n.ARMID)
-		if err != nil {
-			return nil, err
-		}
-		old, _ := json.Marshal(wellKnown)
-		repl, _ := json.Marshal(id)
-		red = bytes.Replace(red, append([]byte(`"roleDefinitionId":`), old...), append([]byte(`"roleDefinitionId":`), repl...), 1)
-		wellKnown = ""
-	}
 	prior, hasPrior := in.Prior[n.Key()]
 	if movedFrom != "" {
 		// The state of the key the ARM ID leaves is this resource's.
@@ -281,11 +257,6 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	}
 	for _, s := range planned.Instructions {
 		skip[s] = true // ARM takes it as an instruction and does not report it back
-	}
-	if wellKnown != "" {
-		// The built-in roles are not known (offline): the name becomes its ID
-		// only in the executor's hook, so ARM's ID cannot be compared.
-		skip["/properties/roleDefinitionId"] = true
 	}
 	desiredDoc, err := decode(red)
 	if err != nil {
@@ -429,24 +400,3 @@ func gjsonString(body []byte, path ...string) string {
 	return s
 }
 
-// roleDefinitionID resolves a built-in role's name as ASO's hook does: the
-// role's ID in the assignment's subscription.
-func roleDefinitionID(roles map[string]string, name, assignmentID string) (string, error) {
-	guid, ok := roles[strings.ToLower(name)]
-	if !ok {
-		names := make([]string, 0, len(roles))
-		for n := range roles {
-			names = append(names, n)
-		}
-		msg := fmt.Sprintf("no built-in role is named %q", name)
-		if best := nearest(strings.ToLower(name), names); best != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", best)
-		}
-		return "", &diag.Error{Field: "spec.roleDefinitionReference.wellKnownName", Msg: msg}
-	}
-	sub := ""
-	if parts := strings.Split(assignmentID, "/"); len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
-		sub = parts[2]
-	}
-	return "/subscriptions/" + sub + "/providers/Microsoft.Authorization/roleDefinitions/" + guid, nil
-}
