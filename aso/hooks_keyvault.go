@@ -42,8 +42,12 @@ func vaultCreateMode(ctx context.Context, arm ARM, t Target, body []byte) ([]byt
 	}
 	location := stringAt(body, "location")
 	if location == "" {
-		return nil, &ConditionError{Reason: ReasonFailed, Fatal: true,
-			Message: fmt.Sprintf("createMode %s needs the vault's location to look for a soft-deleted vault", mode)}
+		// ASO cannot look for a soft-deleted vault: createOrRecover fails
+		// (a Warning), purgeThenCreate assumes there is none.
+		if mode == CreateModeCreateOrRecover {
+			return nil, fmt.Errorf("error checking for existence of soft-deleted KeyVault: unable to determine location of KeyVault %s", t.AzureName)
+		}
+		return setPath(body, createModePath, marshalJSON(CreateModeDefault))
 	}
 	deletedPath := DeletedVaultPath(t.ARMID, location, t.AzureName)
 	deleted, err := arm.Get(ctx, deletedPath, KeyVaultAPIVersion)

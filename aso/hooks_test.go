@@ -317,3 +317,46 @@ func TestPreReconcileReads(t *testing.T) {
 		t.Errorf("kinds without checks read nothing: %v", f.calls)
 	}
 }
+
+func TestVaultCreateModeHook(t *testing.T) {
+	ctx := context.Background()
+	kv := Target{Group: "keyvault.azure.com", Kind: "Vault", AzureName: "kv", ARMID: "/subscriptions/s/resourceGroups/rg/providers/Microsoft.KeyVault/vaults/kv", APIVersion: "2023-07-01"}
+	deleted := "/subscriptions/s/providers/Microsoft.KeyVault/locations/westeurope/deletedVaults/kv"
+	body := func(mode string) []byte {
+		return []byte(`{"location":"westeurope","properties":{"createMode":"` + mode + `","tenantId":"t"}}`)
+	}
+	tests := []struct {
+		name, mode, deletedIn string // deletedIn: the soft-deleted vault's resource group, "" for none
+		want                  string
+		calls                 []string
+		fatal                 bool
+	}{
+		{name: "none", mode: "createOrRecover", want: "default", calls: []string{"GET " + deleted + "?2024-11-01"}},
+		{name: "same group", mode: "createOrRecover", deletedIn: "rg", want: "recover", calls: []string{"GET " + deleted + "?2024-11-01"}},
+		{name: "other group", mode: "createOrRecover", deletedIn: "other", fatal: true, calls: []string{"GET " + deleted + "?2024-11-01"}},
+		{name: "purge", mode: "purgeThenCreate", deletedIn: "rg", want: "default", calls: []string{"GET " + deleted + "?2024-11-01", "POST " + deleted + "/purge?2024-11-01"}},
+		{name: "nothing to purge", mode: "purgeThenCreate", want: "default", calls: []string{"GET " + deleted + "?2024-11-01"}},
+		{name: "as written", mode: "recover", want: "recover"},
+	}
+	for _, tt := range tests {
+		f := &fakeARM{get: map[string]string{}}
+		if tt.deletedIn != "" {
+			f.get[deleted] = `{"properties":{"vaultId":"/subscriptions/s/resourceGroups/` + tt.deletedIn + `/providers/Microsoft.KeyVault/vaults/kv"}}`
+		}
+		out, err := ModifyPayload(ctx, f, kv, body(tt.mode))
+		var ce *ConditionError
+		switch {
+		case tt.fatal:
+			if !errors.As(err, &ce) || !ce.Fatal || ce.Message != "cannot recover KeyVault: new resourceGroup rg does not match old resource group other" {
+				t.Errorf("%s: %v", tt.name, err)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case string(out) != string(body(tt.want)):
+			t.Errorf("%s: %s", tt.name, out)
+		}
+		if diff := cmp.Diff(tt.calls, f.calls); diff != "" {
+			t.Errorf("%s calls (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
