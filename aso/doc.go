@@ -61,4 +61,19 @@
 //
 // PlanPayload shows in a plan what those payload modifiers will send (a
 // vault's createMode), or UnknownValue where only the apply can tell.
+//
+// Exports (exports*.go) are ASO's operatorSpec.configMaps and .secrets: a
+// table of what each kind exports from ARM's answer and which extra ARM call
+// (listKeys, cluster credentials, the private endpoint's NIC) gives the rest,
+// with the path and api-version of the SDK client ASO's exporter uses.
+// Expressions (cel*.go) are configMapExpressions/secretExpressions in ASO's
+// CEL environment, with self typed from the catalog as ASO types it from the
+// Go resource type; Validate compiles them, pure, so validate and plan refuse
+// a misspelt field before anything is applied:
+//
+//	vals, err := aso.Exports(ctx, arm, aso.Applied{Group: g, Version: v, Kind: k,
+//		ARMID: id, Manifest: obj, Response: putResponse}, exports)
+//	// write vals; err is an *ExportError naming each export that failed
+//	x, err := aso.CompileExpression(kind, "self.spec.location") // cached per kind and text
+//	res, err := x.Eval(ctx, aso.SelfObject(obj, armDoc, azureName), secrets)
 package aso

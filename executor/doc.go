@@ -20,10 +20,12 @@
 // keeps Ready False while the resource waits for something outside the PUT
 // (PostReconciliationFailure) and the success handler runs; deletions use
 // the kind's custom delete; ARM errors are classified per kind (retryable:
-// Warning, fatal: Error). After a write, operatorSpec exports are computed
-// from ARM's answer (and the kind's listKeys-style call for secrets),
-// including configMapExpressions/secretExpressions in CEL. docs/hooks.md
-// lists every ASO hook and what gitaso does with it.
+// Warning, fatal: Error). After a write, aso.Exports computes the
+// operatorSpec exports from ARM's answer (and the kind's listKeys-style
+// calls), including configMapExpressions/secretExpressions in CEL; the
+// executor writes them and sets FailedWritingAdditionalKubernetesObjects
+// when some fail. docs/hooks.md lists every ASO hook and what gitaso does
+// with it.
 //
 // The executor returns a Result; the reconcile loop records it in state in
 // one transaction.
