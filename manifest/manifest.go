@@ -156,9 +156,38 @@ func deepCopy(v any) any {
 	return v
 }
 
+// External is a source outside the repository that a revision's objects
+// depend on, such as the chart a HelmRelease took from a Helm repository or
+// an OCI registry. A change of one (a new chart version matching a semver
+// range) is a new revision.
+type External struct {
+	Kind    string `json:"kind"`          // "HelmChart"
+	User    string `json:"user"`          // what uses it, e.g. the HelmRelease "namespace/name"
+	Name    string `json:"name"`          // e.g. the chart's name
+	Version string `json:"version"`       // e.g. the chart's version
+	Digest  string `json:"digest"`        // e.g. "sha256:…" of the chart archive
+	URL     string `json:"url,omitempty"` // where it came from
+}
+
+// Less orders externals by user, then kind, name, version, digest.
+func (e External) Less(o External) bool {
+	a := [...]string{e.User, e.Kind, e.Name, e.Version, e.Digest, e.URL}
+	b := [...]string{o.User, o.Kind, o.Name, o.Version, o.Digest, o.URL}
+	for i := range a {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
 // Snapshot is everything gitaso read at one revision.
 type Snapshot struct {
 	Revision string   // full commit SHA; directory mode: "dir-" + first 12 hex of sha256 over sorted (path, content)
 	Objects  []Object // ASO resources, ConfigMaps and Secrets, sorted by File, then Index
 	Ignored  []Object // kinds that are neither ASO kinds (*.azure.com) nor ConfigMap/Secret; reported once by caller
+	// External are the sources outside the repository the objects came
+	// from (charts of HelmReleases), sorted; when there are any, Revision is
+	// the commit's followed by "+" and a digest of them (see source.Build).
+	External []External `json:"external,omitempty"`
 }

@@ -173,6 +173,17 @@ func (g *Git) Head(ctx context.Context) (string, error) {
 	return "", g.wrap("list remote refs of", ErrBranchNotFound)
 }
 
+// unchanged reports whether the last snapshot (or refusal) still holds
+// while the commit is the same: not when its objects came from sources
+// outside the repository (a chart registry may have a new version), nor
+// when its render may have failed on such a source.
+func (g *Git) unchanged() bool {
+	if _, external := g.opts.Renderer.(SourcesRenderer); external {
+		return g.last != nil && len(g.last.External) == 0
+	}
+	return g.last != nil || g.lastErr != nil
+}
+
 // Fetch brings the cache up to date with the remote branch and returns the
 // snapshot of its head commit. The first fetch into an empty cache is shallow
 // (depth 1); later fetches transfer only new objects. When the head has not
@@ -192,7 +203,7 @@ func (g *Git) Fetch(ctx context.Context) (*manifest.Snapshot, error) {
 		return nil, err
 	}
 	rev := hash.String()
-	if rev == g.lastRev && (g.last != nil || g.lastErr != nil) {
+	if rev == g.lastRev && g.unchanged() {
 		g.log.DebugContext(ctx, "git source unchanged", "url", g.display, "branch", g.opts.Branch, "revision", rev)
 		return g.last, g.lastErr
 	}

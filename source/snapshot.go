@@ -2,6 +2,8 @@ package source
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path"
@@ -45,6 +47,16 @@ type File struct {
 // the files as they are.
 type Renderer interface {
 	Render(ctx context.Context, files []File) ([]File, error)
+}
+
+// SourcesRenderer is a Renderer whose output may depend on sources outside
+// the repository, such as Helm charts from registries: RenderSources also
+// returns them, and Build records them in Snapshot.External and folds them
+// into the revision (ExternalRevision). A Git source renders a commit again
+// on every poll while its snapshot has external sources.
+type SourcesRenderer interface {
+	Renderer
+	RenderSources(ctx context.Context, files []File) ([]File, []manifest.External, error)
 }
 
 // RevisionError is returned by Fetch when the commit (or directory content)
@@ -124,6 +136,7 @@ func Build(ctx context.Context, revision string, files []File, r Renderer) (*man
 func BuildWithLimits(ctx context.Context, revision string, files []File, r Renderer, lim Limits) (*manifest.Snapshot, error) {
 	lim = lim.WithDefaults()
 	files = slices.Clone(files)
+	var external []manifest.External
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	if r != nil {
 		// Every byte a renderer's decoders (kyaml, SOPS) see is checked
@@ -135,7 +148,11 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 			return nil, err
 		}
 		var err error
-		files, err = r.Render(ctx, files)
+		if sr, ok := r.(SourcesRenderer); ok {
+			files, external, err = sr.RenderSources(ctx, files)
+		} else {
+			files, err = r.Render(ctx, files)
+		}
 		if err != nil {
 			var missing *PathNotFoundError
 			if errors.As(err, &missing) && missing.Revision == "" {
@@ -160,7 +177,28 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 	if e := totalNodesError(parsed, func(i int) string { return files[i].Path }, lim); e != nil {
 		return nil, &RevisionError{Revision: revision, Errors: diag.List{e}}
 	}
-	return assemble(revision, parsed)
+	snap, err := assemble(revision, parsed)
+	if err != nil || len(external) == 0 {
+		return snap, err
+	}
+	snap.External = external
+	snap.Revision = ExternalRevision(revision, external)
+	return snap, nil
+}
+
+// ExternalRevision is the revision of a commit whose objects also depend on
+// sources outside the repository: the commit's, "+", and the first 12 hex
+// digits of a sha256 over the sources (sorted), so that a new chart version
+// is a new revision and the same charts give the same one.
+func ExternalRevision(commit string, external []manifest.External) string {
+	h := sha256.New()
+	for _, e := range external {
+		for _, f := range []string{e.Kind, e.User, e.Name, e.Version, e.Digest} {
+			h.Write([]byte(f))
+			h.Write([]byte{0})
+		}
+	}
+	return commit + "+" + hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // assemble classifies and checks parsed files (in path order) into a snapshot.

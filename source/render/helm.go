@@ -500,9 +500,12 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 		}
 		errs = append(errs, h.errs...)
 		objects += len(h.docs)
-		if w.r.opts.OnChart != nil {
-			for _, u := range h.uses {
+		for _, u := range h.uses {
+			if w.r.opts.OnChart != nil {
 				w.r.opts.OnChart(u)
+			}
+			if report, ok := ctx.Value(chartUsesKey{}).(func(ChartUse)); ok {
+				report(u)
 			}
 		}
 	}
