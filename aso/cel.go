@@ -331,16 +331,18 @@ func normaliseNumbers(v any) any {
 	return v
 }
 
-// SelfObject builds ASO's view of an applied resource for CEL: apiVersion,
-// kind, metadata (namespace defaulted), spec (the manifest's, azureName
-// defaulted) and status. gitaso has no ASO status types, so status is built
-// from ARM's response: its top-level members (id, name, type, location,
-// tags, identity, sku, systemData, ...) plus the members of its properties
-// object lifted one level up (a top-level member wins over a property of the
-// same name), and conditions = [Ready True]. That is ASO's flattening for
-// nearly every kind; where ASO renames a property in status, the ARM name is
-// what gitaso offers.
-func SelfObject(manifest, arm map[string]any, azureName string) map[string]any {
+// SelfObject builds ASO's view of an applied resource of kind k (nil when
+// unknown) for CEL: apiVersion, kind, metadata (namespace defaulted), spec
+// (the manifest's, azureName defaulted) and status. gitaso has no ASO status
+// types, so status is built from ARM's response as ASO's generator shapes it:
+// the top-level members (id, name, type, location, tags, identity, sku,
+// systemData, ...) plus, for kinds whose spec flattens ARM's properties, the
+// members of properties lifted one level up (a top-level member wins over a
+// property of the same name); kinds whose spec has a properties field (e.g.
+// cognitiveservices Account) keep status.properties as it is. conditions is
+// [Ready True]. Where ASO renames a property in status, the ARM name is what
+// gitaso offers.
+func SelfObject(k *Kind, manifest, arm map[string]any, azureName string) map[string]any {
 	self := map[string]any{}
 	for _, k := range []string{"apiVersion", "kind"} {
 		if v, ok := manifest[k]; ok {
@@ -366,20 +368,34 @@ func SelfObject(manifest, arm map[string]any, azureName string) map[string]any {
 		sp["azureName"] = azureName
 	}
 	self["spec"] = sp
+	keep := specHasProperties(k)
 	status := map[string]any{}
-	for k, v := range arm {
-		if k != "properties" {
-			status[k] = v
+	for name, v := range arm {
+		if name != "properties" || keep {
+			status[name] = v
 		}
 	}
-	if props, ok := arm["properties"].(map[string]any); ok {
-		for k, v := range props {
-			if _, taken := status[k]; !taken {
-				status[k] = v
+	if props, ok := arm["properties"].(map[string]any); ok && !keep {
+		for name, v := range props {
+			if _, taken := status[name]; !taken {
+				status[name] = v
 			}
 		}
 	}
 	status["conditions"] = []any{map[string]any{"type": "Ready", "status": "True", "severity": "", "reason": "Succeeded"}}
 	self["status"] = status
 	return self
+}
+
+// specHasProperties reports whether kind k's spec keeps ARM's properties
+// object as a field (ASO does not flatten it then, in spec or status).
+func specHasProperties(k *Kind) bool {
+	if k == nil || !k.Generated {
+		return false
+	}
+	td, err := k.spec()
+	if err != nil {
+		return false
+	}
+	return td.byName["properties"] != nil
 }

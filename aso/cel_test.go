@@ -20,7 +20,7 @@ func uaiSelf(tb testing.TB) map[string]any {
 	manifest := map[string]any{"apiVersion": "managedidentity.azure.com/v1api20230131", "kind": "UserAssignedIdentity",
 		"metadata": map[string]any{"name": "team-identity", "namespace": "team", "labels": map[string]any{"team": "a"}},
 		"spec":     map[string]any{"location": "westeurope", "owner": map[string]any{"name": "rg"}}}
-	return SelfObject(manifest, arm, "team-identity")
+	return SelfObject(nil, manifest, arm, "team-identity")
 }
 
 // redisSample is the Redis of ASO's CEL guide (docs/hugo/content/guide/expressions.md).
@@ -39,7 +39,7 @@ func redisSample(tb testing.TB) (*Kind, map[string]any) {
 	}
 	arm := map[string]any{"id": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Cache/Redis/sampleredis1", "location": "westus2",
 		"properties": map[string]any{"hostName": "sampleredis1.redis.cache.windows.net", "port": int64(6379), "sslPort": int64(6380)}}
-	return mustKind(tb, "cache.azure.com/v1api20230801", "Redis"), SelfObject(manifest, arm, "sampleredis1")
+	return mustKind(tb, "cache.azure.com/v1api20230801", "Redis"), SelfObject(nil, manifest, arm, "sampleredis1")
 }
 
 // TestASOGuideExamples runs the examples of ASO's CEL guide with its results.
@@ -302,5 +302,32 @@ func BenchmarkCELCompile(b *testing.B) {
 		if x := compileExpression(k, `{"id": self.status.clientId, "k": secret.key1}`); x.err != nil {
 			b.Fatal(x.err)
 		}
+	}
+}
+
+// TestSelfKeepsProperties: kinds whose spec keeps ARM's properties object
+// (cognitiveservices Account) keep it in status too, as ASO's status types
+// do; others have it lifted.
+func TestSelfKeepsProperties(t *testing.T) {
+	arm := map[string]any{"name": "a", "properties": map[string]any{"endpoint": "https://a/", "endpoints": map[string]any{"x y": "https://x/"}}}
+	acct := mustKind(t, "cognitiveservices.azure.com/v1api20250601", "Account")
+	manifest := map[string]any{"metadata": map[string]any{"name": "a"}, "spec": map[string]any{"properties": map[string]any{"publicNetworkAccess": "Enabled"}}}
+	self := SelfObject(acct, manifest, arm, "a")
+	for expr, want := range map[string]ExpressionResult{
+		`self.status.properties.endpoint`:                                                    {Value: "https://a/"},
+		`self.spec.properties.publicNetworkAccess`:                                           {Value: "Enabled"},
+		`self.status.properties.endpoints.transformMapEntry(k, v, {k.replace(" ", "-"): v})`: {Values: map[string]string{"x-y": "https://x/"}},
+	} {
+		x, err := CompileExpression(acct, expr)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		got, err := x.Eval(context.Background(), self, nil)
+		if err != nil || !cmp.Equal(got, want) {
+			t.Errorf("%s = %+v, %v; want %+v", expr, got, err, want)
+		}
+	}
+	if _, ok := SelfObject(nil, manifest, arm, "a")["status"].(map[string]any)["endpoint"]; !ok {
+		t.Error("flattened kinds: properties are lifted")
 	}
 }

@@ -75,5 +75,5 @@
 //		ARMID: id, Manifest: obj, Response: putResponse}, exports)
 //	// write vals; err is an *ExportError naming each export that failed
 //	x, err := aso.CompileExpression(kind, "self.spec.location") // cached per kind and text
-//	res, err := x.Eval(ctx, aso.SelfObject(obj, armDoc, azureName), secrets)
+//	res, err := x.Eval(ctx, aso.SelfObject(kind, obj, armDoc, azureName), secrets)
 package aso

@@ -461,7 +461,8 @@ func (x *exporter) named(name string, secret bool) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if v, ok := m[name]; ok {
+		// An empty value is missing too: ASO's collectors refuse to write one.
+		if v := m[name]; v != "" {
 			return v, nil
 		}
 		return "", fmt.Errorf("ARM's %s response has no %s", c.name, name)
@@ -537,7 +538,7 @@ func (x *exporter) expression(ex Export) (ExpressionResult, error) {
 		}
 	}
 	if x.self == nil {
-		x.self = SelfObject(x.a.Manifest, x.doc, x.a.AzureName)
+		x.self = SelfObject(x.k, x.a.Manifest, x.doc, x.a.AzureName)
 	}
 	return c.Eval(x.ctx, x.self, secret)
 }

@@ -378,3 +378,133 @@ spec:
 		t.Errorf("outcome %s, ready %+v", rr.Outcome, rr.Ready)
 	}
 }
+
+// TestListKeysKinds: the other kinds of the table, against the emulator's
+// answers, with the samples' expressions (cognitiveservices Account keeps
+// status.properties, as its spec does).
+func TestListKeysKinds(t *testing.T) {
+	for _, tc := range []struct {
+		name, manifest, call, apiVersion string
+		docs                             []string
+		secrets                          []string
+	}{
+		{"account", `apiVersion: cognitiveservices.azure.com/v1api20250601
+kind: Account
+metadata:
+  name: account
+  namespace: team
+spec:
+  identity: {type: SystemAssigned}
+  kind: OpenAI
+  location: westeurope
+  owner: {name: rg}
+  properties: {publicNetworkAccess: Enabled}
+  sku: {name: S0}
+  operatorSpec:
+    secrets:
+      key1: {name: out, key: key1}
+      key2: {name: out, key: key2}
+    secretExpressions:
+      - name: out
+        key: endpoint
+        value: self.status.properties.endpoint
+      - name: out
+        value: 'self.status.properties.endpoints.transformMapEntry(k, v, {k.replace(" ", "-").lowerAscii(): v})'`,
+			"/accounts/account/listKeys", "2025-06-01", nil, []string{"key1", "key2", "endpoint", "openai-language-model-instance-api"}},
+		{"topic", `apiVersion: eventgrid.azure.com/v1api20200601
+kind: Topic
+metadata:
+  name: topic
+  namespace: team
+spec:
+  location: westeurope
+  owner: {name: rg}
+  operatorSpec:
+    configMaps:
+      endpoint: {name: cfg, key: endpoint}
+    secrets:
+      key1: {name: out, key: key1}`, "/topics/topic/listKeys", "2021-12-01", nil, []string{"key1"}},
+		{"redis", `apiVersion: cache.azure.com/v1api20241101
+kind: Redis
+metadata:
+  name: redis
+  namespace: team
+spec:
+  location: westeurope
+  owner: {name: rg}
+  sku: {family: P, name: Premium, capacity: 1}
+  operatorSpec:
+    secrets:
+      primaryKey: {name: out, key: primaryKey}
+      hostName: {name: out, key: hostName}
+      sslPort: {name: out, key: sslPort}`, "/redis/redis/listKeys", "2021-06-01", nil, []string{"primaryKey", "hostName", "sslPort"}},
+		{"logs", `apiVersion: operationalinsights.azure.com/v20250701
+kind: Workspace
+metadata:
+  name: logs
+  namespace: team
+spec:
+  location: westeurope
+  owner: {name: rg}
+  sku: {name: Standalone}
+  operatorSpec:
+    secrets:
+      primarySharedKey: {name: out, key: primarySharedKey}`, "/workspaces/logs/sharedKeys", "2020-08-01", nil, []string{"primarySharedKey"}},
+		{"signalr", `apiVersion: signalrservice.azure.com/v1api20240301
+kind: SignalR
+metadata:
+  name: signalr
+  namespace: team
+spec:
+  location: westeurope
+  owner: {name: rg}
+  sku: {capacity: 1, name: Premium_P1}
+  operatorSpec:
+    secrets:
+      primaryConnectionString: {name: out, key: primaryConnectionString}`, "/signalR/signalr/listKeys", "2023-02-01", nil, []string{"primaryConnectionString"}},
+		{"cosmos", `apiVersion: documentdb.azure.com/v1api20240815
+kind: DatabaseAccount
+metadata:
+  name: cosmos
+  namespace: team
+spec:
+  location: westeurope
+  owner: {name: rg}
+  databaseAccountOfferType: Standard
+  locations: [{locationName: westeurope}]
+  operatorSpec:
+    secrets:
+      primaryMasterKey: {name: out, key: primaryMasterKey}
+      documentEndpoint: {name: out, key: documentEndpoint}`, "/databaseAccounts/cosmos/listKeys", "2021-10-15", nil, []string{"primaryMasterKey", "documentEndpoint"}},
+		{"subscription", `apiVersion: apimanagement.azure.com/v1api20240501
+kind: Subscription
+metadata:
+  name: subscription
+  namespace: team
+spec:
+  displayName: all APIs
+  owner: {name: apim}
+  scope: /apis
+  operatorSpec:
+    secrets:
+      primaryKey: {name: out, key: primaryKey}`, "/subscriptions/subscription/listSecrets", "2022-08-01", []string{`apiVersion: apimanagement.azure.com/v1api20240501
+kind: Service
+metadata:
+  name: apim
+  namespace: team
+spec:
+  location: westeurope
+  sku: {capacity: 1, name: BasicV2}
+  owner: {name: rg}
+  publisherEmail: team@example.com
+  publisherName: team`}, []string{"primaryKey"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newEmu(t)
+			docs := append(append([]string{rg}, tc.docs...), tc.manifest)
+			rr := m.apply(t, docs...)[tc.name]
+			secretsOf(t, rr, "out", tc.secrets...)
+			m.oneCall(t, "POST", tc.call, tc.apiVersion)
+		})
+	}
+}

@@ -25,6 +25,11 @@ import (
 //   - Search service: listAdminKeys → {primaryKey, secondaryKey}; listQueryKeys → {"value": [{name: null,
 //     key}]} (the default query key has no name), "nextLink": null.
 //
+// The other kinds of gitaso's exports table answer too: Cognitive Services account and Event Grid topic listKeys
+// (key1, key2), Redis listKeys (primaryKey, secondaryKey; hostName, port and sslPort in its body), Log Analytics
+// workspace sharedKeys, API Management subscription listSecrets, Cosmos DB account listKeys (the four master keys;
+// documentEndpoint in its body), SignalR listKeys (keys and connection strings).
+//
 // Cluster credentials are in exports_credentials.go, the private endpoint's network interface in
 // exports_network.go.
 
@@ -91,6 +96,41 @@ func init() {
 	})
 	typeDefaults["microsoft.notificationhubs/namespaces"] = append(typeDefaults["microsoft.notificationhubs/namespaces"],
 		fieldDefault{"properties.serviceBusEndpoint", "https://{name}.servicebus.windows.net:443/"})
+	// The other kinds of gitaso's exports table (aso/exports.go).
+	twoKeys := func(a, b string) exportAction {
+		return func(e *Emulator, r *resource) map[string]any {
+			return map[string]any{a: e.keyFor(r, a), b: e.keyFor(r, b)}
+		}
+	}
+	registerExportActions("microsoft.cognitiveservices/accounts", map[string]exportAction{"listKeys": twoKeys("key1", "key2")})
+	registerExportActions("microsoft.eventgrid/topics", map[string]exportAction{"listKeys": twoKeys("key1", "key2")})
+	registerExportActions("microsoft.cache/redis", map[string]exportAction{"listKeys": twoKeys("primaryKey", "secondaryKey")})
+	registerExportActions("microsoft.operationalinsights/workspaces", map[string]exportAction{"sharedKeys": twoKeys("primarySharedKey", "secondarySharedKey")})
+	registerExportActions("microsoft.apimanagement/service/subscriptions", map[string]exportAction{"listSecrets": twoKeys("primaryKey", "secondaryKey")})
+	registerExportActions("microsoft.documentdb/databaseaccounts", map[string]exportAction{"listKeys": func(e *Emulator, r *resource) map[string]any {
+		out := map[string]any{}
+		for _, n := range []string{"primaryMasterKey", "secondaryMasterKey", "primaryReadonlyMasterKey", "secondaryReadonlyMasterKey"} {
+			out[n] = e.keyFor(r, n) + e.keyFor(r, n+"/2") // Cosmos DB keys are 88 characters
+		}
+		return out
+	}})
+	registerExportActions("microsoft.signalrservice/signalr", map[string]exportAction{"listKeys": func(e *Emulator, r *resource) map[string]any {
+		p, s := e.keyFor(r, "primary"), e.keyFor(r, "secondary")
+		ep := "Endpoint=https://" + strings.ToLower(r.Name) + ".service.signalr.net;AccessKey="
+		return map[string]any{"primaryKey": p, "secondaryKey": s,
+			"primaryConnectionString": ep + p + ";Version=1.0;", "secondaryConnectionString": ep + s + ";Version=1.0;"}
+	}})
+	for typeKey, defaults := range map[string][]fieldDefault{
+		"microsoft.cache/redis": {{"properties.hostName", "{name}.redis.cache.windows.net"}, {"properties.port", int64(6379)},
+			{"properties.sslPort", int64(6380)}},
+		"microsoft.eventgrid/topics":            {{"properties.endpoint", "https://{name}.{location}-1.eventgrid.azure.net/api/events"}},
+		"microsoft.documentdb/databaseaccounts": {{"properties.documentEndpoint", "https://{name}.documents.azure.com:443/"}},
+		"microsoft.cognitiveservices/accounts": {{"properties.endpoint", "https://{name}.cognitiveservices.azure.com/"},
+			{"properties.endpoints", map[string]any{"Content Moderator": "https://{name}.cognitiveservices.azure.com/",
+				"OpenAI Language Model Instance API": "https://{name}.openai.azure.com/"}}},
+	} {
+		typeDefaults[typeKey] = append(typeDefaults[typeKey], defaults...)
+	}
 	nhRule := func(name string, rights ...any) defaultChild {
 		return defaultChild{segment: "AuthorizationRules", name: name, location: true, props: map[string]any{"rights": rights}}
 	}
