@@ -34,6 +34,8 @@ const CredentialSecretName = aso.NamespaceCredentialSecret
 // Graph is the resolved dependency graph of one snapshot.
 type Graph struct {
 	Revision string
+	// External are the snapshot's sources outside the repository.
+	External []manifest.External
 	// Nodes in a deterministic topological order: every node comes after the
 	// nodes it depends on.
 	Nodes []*Node
@@ -170,7 +172,7 @@ func IsASO(group string) bool { return strings.HasSuffix(group, ".azure.com") }
 // returned together as a diag.List; a graph is returned only when there are
 // none.
 func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
-	g := &Graph{Revision: snap.Revision, byKey: map[string]*Node{}, ignored: snap.Ignored}
+	g := &Graph{Revision: snap.Revision, External: snap.External, byKey: map[string]*Node{}, ignored: snap.Ignored}
 	g.inputs = newInputs(opts.Secrets)
 	var errs diag.List
 

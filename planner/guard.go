@@ -3,7 +3,6 @@ package planner
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/gitaso/gitaso/record"
 )
@@ -93,9 +92,4 @@ func Approves(a record.Approval, p *Plan) bool {
 	return true
 }
 
-func short(rev string) string {
-	if len(rev) > 12 && !strings.HasPrefix(rev, "dir-") {
-		return rev[:12]
-	}
-	return rev
-}
+func short(rev string) string { return ShortRevision(rev) }

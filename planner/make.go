@@ -33,7 +33,7 @@ type Input struct {
 // Plan decides an action for every resource of the graph and for every
 // resource in state that is no longer in Git.
 func (g *Graph) Plan(in Input) (*Plan, error) {
-	p := &Plan{Revision: g.Revision, Resources: make([]*Resource, 0, len(g.Nodes))}
+	p := &Plan{Revision: g.Revision, External: g.External, Resources: make([]*Resource, 0, len(g.Nodes))}
 	moves, forget := g.moves(in.Prior)
 	var errs diag.List
 	for _, n := range g.Nodes {
@@ -200,6 +200,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	}
 	r.ExportRules = n.Exports
 	r.Owner = n.OwnerKey()
+	r.Origin = originOf(n.Object.Annotations())
 	r.Manifest = n.Object.DeepCopy().Content
 	rec := &recorder{resolver: &resolver{g: g, n: n, outputs: in.Outputs}}
 	body, err := aso.Convert(n.Kind, n.Spec, n.AzureName, rec)
@@ -399,4 +400,3 @@ func gjsonString(body []byte, path ...string) string {
 	s, _ := doc.(string)
 	return s
 }
-

@@ -12,12 +12,11 @@ import (
 // values are redacted as in every rendering.
 func RenderMarkdown(w io.Writer, p *Plan) error {
 	bw := &errWriter{w: w}
-	rev := p.Revision
-	if len(rev) > 12 && !strings.HasPrefix(rev, "dir-") {
-		rev = rev[:12]
-	}
 	s := p.Summary()
-	bw.printf("### gitaso plan for `%s`\n\n", rev)
+	bw.printf("### gitaso plan for `%s`\n\n", ShortRevision(p.Revision))
+	for _, e := range p.External {
+		bw.printf("Chart `%s@%s` for HelmRelease `%s`\n\n", e.Name, e.Version, e.User)
+	}
 	if !p.HasChanges() {
 		bw.printf("No changes. Azure matches the manifests (%d resources).\n", s[NoOp]+s[Observe])
 		return bw.err

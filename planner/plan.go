@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gitaso/gitaso/aso"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/record"
 )
 
@@ -102,6 +103,74 @@ type Plan struct {
 	// Held, when set, says why the plan's deletions wait for an explicit
 	// approval (the deletion guard); nothing of a held plan is applied.
 	Held *record.Hold `json:"held,omitempty"`
+	// External are the sources outside the repository the revision's
+	// objects came from (HelmRelease charts, with their versions).
+	External []manifest.External `json:"external,omitempty"`
+}
+
+// Origin is what rendered a resource: the Flux Kustomization that built it,
+// the HelmRelease, chart and template it came from.
+type Origin struct {
+	Kustomization string `json:"kustomization,omitempty"` // namespace/name
+	HelmRelease   string `json:"helmRelease,omitempty"`   // namespace/name
+	Chart         string `json:"chart,omitempty"`         // name@version
+	Template      string `json:"template,omitempty"`      // chart/templates/x.yaml
+}
+
+// Provenance annotations the renderers write on the objects they build.
+const (
+	AnnotationFluxKustomization = "gitaso.io/flux-kustomization"
+	AnnotationHelmRelease       = "gitaso.io/helm-release"
+	AnnotationHelmChart         = "gitaso.io/helm-chart"
+	AnnotationHelmTemplate      = "gitaso.io/helm-template"
+)
+
+// originOf reads an object's provenance annotations; nil for plain YAML.
+func originOf(ann map[string]string) *Origin {
+	o := Origin{Kustomization: ann[AnnotationFluxKustomization], HelmRelease: ann[AnnotationHelmRelease],
+		Chart: ann[AnnotationHelmChart], Template: ann[AnnotationHelmTemplate]}
+	if o == (Origin{}) {
+		return nil
+	}
+	return &o
+}
+
+// String reads "HelmRelease team-a/infra, chart infra@1.1.0, template
+// infra/templates/storage.yaml, Kustomization flux-system/apps".
+func (o *Origin) String() string {
+	if o == nil {
+		return ""
+	}
+	var parts []string
+	if o.HelmRelease != "" {
+		parts = append(parts, "HelmRelease "+o.HelmRelease)
+	}
+	if o.Chart != "" {
+		parts = append(parts, "chart "+o.Chart)
+	}
+	if o.Template != "" {
+		parts = append(parts, "template "+o.Template)
+	}
+	if o.Kustomization != "" {
+		parts = append(parts, "Kustomization "+o.Kustomization)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ShortRevision is a revision as plans show it: a commit's first 12 hex
+// digits, followed by the external sources' digest when there is one.
+func ShortRevision(rev string) string {
+	if strings.HasPrefix(rev, "dir-") {
+		return rev
+	}
+	commit, ext, hasExt := strings.Cut(rev, "+")
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	if hasExt {
+		return commit + "+" + ext
+	}
+	return commit
 }
 
 // Resource is the plan for one ASO object.
@@ -118,8 +187,10 @@ type Resource struct {
 	Request    *Request `json:"request,omitempty"`
 	Changes    []Change `json:"changes,omitempty"`
 
-	File         string   `json:"file,omitempty"`
-	Line         int      `json:"line,omitempty"`
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
+	// Origin says what rendered the resource when it is not plain YAML.
+	Origin       *Origin  `json:"origin,omitempty"`
 	AzureName    string   `json:"azureName,omitempty"`
 	Policy       string   `json:"policy"`
 	Credential   string   `json:"credential,omitempty"`

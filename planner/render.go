@@ -6,7 +6,6 @@ import (
 	"io"
 	"sort"
 	"strconv"
-	"strings"
 )
 
 // RenderJSON writes the plan's documented JSON form.
@@ -52,11 +51,10 @@ type TextOptions struct {
 // and ARM IDs.
 func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 	bw := &errWriter{w: w}
-	rev := p.Revision
-	if len(rev) > 12 && !strings.HasPrefix(rev, "dir-") {
-		rev = rev[:12]
+	bw.printf("gitaso plan for revision %s\n", ShortRevision(p.Revision))
+	for _, e := range p.External {
+		bw.printf("  chart %s@%s for HelmRelease %s (%s)\n", e.Name, e.Version, e.User, e.Digest)
 	}
-	bw.printf("gitaso plan for revision %s\n", rev)
 	renderHeld(bw, p, "")
 	changed := 0
 	for _, r := range p.Resources {
@@ -76,6 +74,9 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 				loc += ":" + strconv.Itoa(r.Line)
 			}
 			bw.printf("      source     = %q\n", loc)
+		}
+		if r.Origin != nil {
+			bw.printf("      origin     = %q\n", r.Origin.String())
 		}
 		if r.Credential != "" && r.Credential != "global" {
 			bw.printf("      credential = %q\n", r.Credential)

@@ -454,6 +454,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 	s := prior
 	s.Namespace, s.Group, s.Version, s.Kind, s.Name = pr.Namespace, pr.Group, pr.Version, pr.Kind, pr.Name
 	s.File, s.Policy, s.Credential = pr.File, pr.Policy, pr.Credential
+	s.Origin = pr.Origin.String()
 	s.DeleteUnmanaged = pr.DeleteUnmanaged
 	if pr.Action != planner.Delete && pr.Action != planner.Detach {
 		s.DependsOn = pr.DependsOn
@@ -555,4 +556,3 @@ func (c *clientsFor) client(name string) (*azure.Client, error) {
 	}
 	return c.r.clients.For(cred)
 }
-

@@ -17,6 +17,9 @@ type Resource struct {
 	ARMID      string `json:"armId,omitempty"`
 	APIVersion string `json:"apiVersion,omitempty"`
 	File       string `json:"file,omitempty"`
+	// Origin says what rendered it (HelmRelease, chart@version, template,
+	// Kustomization) when it is not plain YAML.
+	Origin string `json:"origin,omitempty"`
 	// Credential names the credential that applied it (its source name only).
 	Credential string `json:"credential,omitempty"`
 	// AppliedHash is the sha256 of the last applied body (after resolution,

@@ -237,6 +237,16 @@
     return goJSON(v);
   }
 
+  // originText reads a plan resource's origin as the CLI prints it.
+  function originText(o) {
+    const p = [];
+    if (o.helmRelease) p.push('HelmRelease ' + o.helmRelease);
+    if (o.chart) p.push('chart ' + o.chart);
+    if (o.template) p.push('template ' + o.template);
+    if (o.kustomization) p.push('Kustomization ' + o.kustomization);
+    return p.join(', ');
+  }
+
   // planResourceLines renders one resource of the plan.
   function planResourceLines(r) {
     const L = [];
@@ -246,6 +256,7 @@
     L.push('  ' + (SYMBOLS[r.action] || '?') + ' ' + r.group + '/' + r.version + ' ' + r.kind + ' ' + goQuote(r.namespace + '/' + r.name) + ' {');
     L.push('      armId      = ' + goQuote(r.armId || ''));
     if (r.file) L.push('      source     = ' + goQuote(r.file + (r.line > 0 ? ':' + r.line : '')));
+    if (r.origin) L.push('      origin     = ' + goQuote(originText(r.origin)));
     if (r.credential && r.credential !== 'global') L.push('      credential = ' + goQuote(r.credential));
     if (r.movedFrom) L.push('      movedFrom  = ' + goQuote(r.movedFrom));
     if (r.deletedWith) L.push('      # deleted together with ' + r.deletedWith);
@@ -549,6 +560,7 @@
         ['ARM ID', r.armId ? el('code', { class: 'armid', text: r.armId }) : ''],
         ['API version', r.apiVersion],
         ['Source file', r.file ? el('code', { text: r.file }) : ''],
+        ['Rendered by', r.origin || ''],
         ['Credential', r.credential],
         ['Reconcile policy', r.policy],
         ['Generation', r.generation ? String(r.generation) : ''],
