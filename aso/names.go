@@ -26,9 +26,6 @@ var uuidNamespace = uuid.MustParse("9a329043-7ad7-4b1c-812f-9c7a93d6392a")
 // namespace, or ARMID.
 type OwnerRef struct{ Group, Kind, Name, ARMID string }
 
-// IsARMID reports whether the owner is given by ARM ID only.
-func (o OwnerRef) IsARMID() bool { return o.ARMID != "" && o.Name == "" }
-
 // Owner reads spec.owner as written. It reports false when the spec has no owner.
 func Owner(spec map[string]any) (OwnerRef, bool) {
 	m, ok := spec["owner"].(map[string]any)

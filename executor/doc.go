@@ -5,12 +5,17 @@
 // in parallel, and a failure skips only the failed resource's descendants
 // (their Ready condition says why: WaitingForOwner, ReferenceNotFound,
 // ConfigMapNotFound or SecretNotFound) while the rest proceeds. Deletions run
-// after the writes, deepest ARM IDs first; resources that ARM removes with a
-// deleted parent get no DELETE of their own.
+// after the writes in reverse dependency order, as the plan orders them
+// (Resource.DeleteAfter, from the edges state recorded when the resources
+// were applied); resources that ARM removes with a deleted parent get no
+// DELETE of their own.
 //
-// Values known only after apply (a RoleAssignment's principalIdFromConfig
-// fed by an identity's operatorSpec.configMaps) are resolved by converting
-// the resource again, with the exports produced so far, just before its PUT.
+// The plan is plain data: it may have been read back from JSON. Values known
+// only after apply (a RoleAssignment's principalIdFromConfig fed by an
+// identity's operatorSpec.configMaps) are resolved by planner.Resolve, which
+// builds the request again from the resource's manifest and inputs with the
+// exports produced so far, just before its PUT; Secrets come from the
+// planner.Values given to Apply, never from the plan.
 // ASO's per-kind hooks come from aso's registry (aso.HooksFor): before a
 // PUT, the pre-reconcile checks read the resource or its owner and hold the
 // PUT that ARM would refuse (Ready False, ReconciliationBlocked, a Warning

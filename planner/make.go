@@ -383,20 +383,3 @@ func (p *Plan) Keys() []string {
 	sort.Strings(ks)
 	return ks
 }
-
-// gjsonString reads a string at a path of object keys, "" when absent.
-func gjsonString(body []byte, path ...string) string {
-	var doc any
-	if json.Unmarshal(body, &doc) != nil {
-		return ""
-	}
-	for _, p := range path {
-		m, ok := doc.(map[string]any)
-		if !ok {
-			return ""
-		}
-		doc = m[p]
-	}
-	s, _ := doc.(string)
-	return s
-}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -611,6 +610,3 @@ func (e *Emulator) authenticate(w http.ResponseWriter, r *http.Request, info *re
 	info.principal = c.Oid
 	return c, true
 }
-
-// parseQueryAPIVersion is a small helper for handlers that need the api-version of a URL.
-func apiVersionOf(u *url.URL) string { return u.Query().Get("api-version") }

@@ -154,16 +154,3 @@ func namespaceOf(typ string) string {
 	}
 	return typ
 }
-
-// scopeOfExtension returns the scope an ID of the form {scope}/providers/{ns}/{type}/{name} hangs off, given the
-// provider suffix (e.g. "/providers/microsoft.authorization/roleassignments/"), or "" when it does not match.
-func scopeOfExtension(idLower, suffix string) (string, bool) {
-	i := strings.LastIndex(idLower, suffix)
-	if i < 0 {
-		return "", false
-	}
-	if i == 0 {
-		return "/", true
-	}
-	return idLower[:i], true
-}
