@@ -254,26 +254,23 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 	return rep, r.applyGraph(ctx, g, rep, opts)
 }
 
+// applyGraph runs the steps of a reconcile for a built graph:
+//
+//  1. prior: what state holds, after the operations a previous process left
+//     in flight have ended;
+//  2. plan: the graph against the prior state and, when asked or due,
+//     against Azure read back (refresh);
+//  3. guard: deletions beyond the guard's limits hold the revision;
+//  4. record the plan (and the revision) before anything is sent;
+//  5. apply, recording each result as it comes;
+//  6. finish: the run's outcome, the results not yet written, the schedule.
 func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Report, opts Options) error {
 	rep.Graph = g
-	prior, outputs, err := r.priorState()
+	prior, outputs, err := r.prior(ctx, g, opts)
 	if err != nil {
 		return err
 	}
-	if !opts.DryRun && r.clients != nil && r.db != nil {
-		// Operations a previous process left in flight end before anything
-		// is planned: their outcome is the prior state of this plan.
-		if prior, outputs, err = r.resumeOperations(ctx, g, prior, outputs); err != nil {
-			return fmt.Errorf("resume operations: %w", err)
-		}
-	}
-	in := planner.Input{Prior: prior, Outputs: outputs}
-	var p *planner.Plan
-	if opts.Refresh && r.clients != nil {
-		p, err = r.refresh(ctx, g, in, opts.All, opts.DryRun)
-	} else {
-		p, err = g.Plan(in)
-	}
+	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs}, opts)
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 		return fmt.Errorf("%w: %s", ErrRefused, err)
@@ -290,21 +287,61 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if p.Held != nil {
 		return r.recordHeld(ctx, g, p, planJSON, rep)
 	}
-	if r.db != nil {
-		if err := r.db.Update(func(w *state.Writer) error {
-			if err := w.SetLatestRevision(g.Revision); err != nil {
-				return err
-			}
-			return w.SetPlan(planJSON)
-		}); err != nil {
-			return fmt.Errorf("record plan: %w", err)
-		}
+	if err := r.recordPlan(g, planJSON); err != nil {
+		return err
 	}
 	if r.clients == nil {
 		return errors.New("apply needs Azure credentials")
 	}
+	rec, applyErr := r.apply(ctx, g, p, prior, outputs, rep)
+	return r.finish(g, p, rec, rep, opts, applyErr)
+}
+
+// prior returns what state holds once the operations a previous process
+// left in flight have ended: their outcome is the prior state of the plan.
+func (r *Reconciler) prior(ctx context.Context, g *planner.Graph, opts Options) (map[string]record.Resource, planner.Outputs, error) {
+	prior, outputs, err := r.priorState()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !opts.DryRun && r.clients != nil && r.db != nil {
+		if prior, outputs, err = r.resumeOperations(ctx, g, prior, outputs); err != nil {
+			return nil, nil, fmt.Errorf("resume operations: %w", err)
+		}
+	}
+	return prior, outputs, nil
+}
+
+// plan plans the graph, refreshing from Azure what is due when asked.
+func (r *Reconciler) plan(ctx context.Context, g *planner.Graph, in planner.Input, opts Options) (*planner.Plan, error) {
+	if opts.Refresh && r.clients != nil {
+		return r.refresh(ctx, g, in, opts.All, opts.DryRun)
+	}
+	return g.Plan(in)
+}
+
+// recordPlan records the revision and its plan before anything is sent.
+func (r *Reconciler) recordPlan(g *planner.Graph, planJSON []byte) error {
+	if r.db == nil {
+		return nil
+	}
+	if err := r.db.Update(func(w *state.Writer) error {
+		if err := w.SetLatestRevision(g.Revision); err != nil {
+			return err
+		}
+		return w.SetPlan(planJSON)
+	}); err != nil {
+		return fmt.Errorf("record plan: %w", err)
+	}
+	return nil
+}
+
+// apply marks the plan's resources in progress and applies it, recording
+// each result as it comes; the run's counts and outcome go into rep.
+func (r *Reconciler) apply(ctx context.Context, g *planner.Graph, p *planner.Plan, prior map[string]record.Resource,
+	outputs planner.Outputs, rep *Report) (*recorder, error) {
 	if err := r.markInProgress(p, prior); err != nil {
-		return fmt.Errorf("record progress: %w", err)
+		return nil, fmt.Errorf("record progress: %w", err)
 	}
 	rec := newRecorder(r, prior, p.Revision)
 	ex := executor.New(&clientsFor{r: r, g: g}, executor.Options{Parallelism: r.cfg.Parallelism, Logger: r.log,
@@ -335,6 +372,15 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 			rep.Run.Error = fmt.Sprintf("%d of %d resources failed or were skipped", failed, len(res.Resources))
 		}
 		rep.Run.Summary = summary(p)
+	}
+	return rec, applyErr
+}
+
+// finish records the results not yet written and the run, and schedules
+// what comes next (the next refresh, readiness).
+func (r *Reconciler) finish(g *planner.Graph, p *planner.Plan, rec *recorder, rep *Report, opts Options, applyErr error) error {
+	if rec == nil {
+		return applyErr
 	}
 	if applyErr != nil && rep.Run.Outcome == "" {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeFailed, applyErr.Error()
