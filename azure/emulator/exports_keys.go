@@ -131,6 +131,19 @@ func init() {
 	} {
 		typeDefaults[typeKey] = append(typeDefaults[typeKey], defaults...)
 	}
+	// How these providers answer a PUT (conformance/arm-responses.json); the others of this file answer with the
+	// default style (201 and Azure-AsyncOperation).
+	for typeKey, style := range map[string]putStyle{
+		"microsoft.search/searchservices":                                           {sync: true, createStatus: 201},
+		"microsoft.notificationhubs/namespaces/authorizationrules":                  {sync: true, createStatus: 200},
+		"microsoft.notificationhubs/namespaces/notificationhubs":                    {sync: true, createStatus: 200},
+		"microsoft.notificationhubs/namespaces/notificationhubs/authorizationrules": {sync: true, createStatus: 200},
+		"microsoft.machinelearningservices/workspaces":                              {accepted: true},
+	} {
+		if _, set := putStyles[typeKey]; !set {
+			putStyles[typeKey] = style
+		}
+	}
 	nhRule := func(name string, rights ...any) defaultChild {
 		return defaultChild{segment: "AuthorizationRules", name: name, location: true, props: map[string]any{"rights": rights}}
 	}

@@ -129,7 +129,11 @@ func TestExportActions(t *testing.T) {
 
 	t.Run("search", func(t *testing.T) {
 		svc := rg + "/providers/Microsoft.Search/searchServices/find"
-		mustPut(t, c, svc, "2023-11-01", map[string]any{"location": "westeurope", "sku": map[string]any{"name": "basic"}})
+		// Search answers a create at once (201, no operation to poll), as recorded from Azure.
+		put := c.do(http.MethodPut, svc, "2023-11-01", map[string]any{"location": "westeurope", "sku": map[string]any{"name": "basic"}})
+		if put.status != 201 || put.header.Get("Azure-AsyncOperation") != "" || put.str("properties", "provisioningState") != "Succeeded" {
+			t.Fatalf("PUT search service: %d %v %s", put.status, put.header, put.raw)
+		}
 		a := post(svc+"/listAdminKeys", "2025-05-01")
 		if len(a.str("primaryKey")) != 52 || a.str("secondaryKey") == "" || a.str("primaryKey") == a.str("secondaryKey") {
 			t.Errorf("admin keys %s", a.raw)
