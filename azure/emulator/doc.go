@@ -40,6 +40,18 @@
 //     has provisioningState or systemData). A PUT of one answers 200 and keeps the properties its body omits, as
 //     Set Service Properties does; a data file without them gets them on load.
 //
+//   - a Notification Hubs namespace's RootManageSharedAccessKey rule and a notification hub's
+//     DefaultFullSharedAccessSignature and DefaultListenSharedAccessSignature rules (exports_keys.go);
+//   - a private endpoint's network interface {endpoint}.nic.{guid}, with a primary private address of the endpoint's
+//     subnet, listed in the endpoint's properties.networkInterfaces and removed with it (exports_network.go).
+//
+// The key and credential actions ASO's exporters call answer with the bodies of the SDK clients' response types
+// (exports_keys.go, exports_credentials.go): listKeys of App Configuration stores, Redis Enterprise databases, ML
+// workspaces, Notification Hubs rules, Cognitive Services accounts, Event Grid topics, Redis caches, Cosmos DB
+// accounts and SignalR; IoT hub listkeys; Log Analytics sharedKeys; API Management subscription listSecrets; Search
+// listAdminKeys/listQueryKeys; AKS listClusterAdminCredential/listClusterUserCredential (base64 kubeconfigs); ARO
+// listAdminCredentials/listCredentials. Keys are deterministic per emulator, resource and key name.
+//
 // Other singletons Azure creates with their parent (a SQL server's master database, a PostgreSQL or MySQL flexible
 // server's databases and server parameters, a Cosmos DB account's built-in SQL role definitions, an event hub's
 // $Default consumer group) are not modelled: ASO's recorded traffic shows none of them.
