@@ -39,7 +39,6 @@
 //     blob, FileStorage file), with the bodies Azure returns (blob and file services show the account's sku; none
 //     has provisioningState or systemData). A PUT of one answers 200 and keeps the properties its body omits, as
 //     Set Service Properties does; a data file without them gets them on load.
-//
 //   - a Notification Hubs namespace's RootManageSharedAccessKey rule and a notification hub's
 //     DefaultFullSharedAccessSignature and DefaultListenSharedAccessSignature rules (exports_keys.go);
 //   - a private endpoint's network interface {endpoint}.nic.{guid}, with a primary private address of the endpoint's
