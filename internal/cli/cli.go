@@ -43,6 +43,7 @@ func (e *ExitError) Unwrap() error { return e.Err }
 
 // settings are the options shared by serve, plan, apply and validate.
 type settings struct {
+	exports                           stateExports // exported values for substituteFrom (see stateExports)
 	repo, branch, path, dir, cacheDir string
 	gitUser, gitPasswordFile, gitCA   string
 	stateFile                         string
@@ -265,7 +266,7 @@ func (s *settings) readPath() string {
 func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log, Limits: s.sourceLimits,
 		Flux: s.flux, FluxPath: s.path, RepositoryURL: s.repo,
-		KubeVersion: s.helmKubeVersion, HelmAPIVersions: s.helmAPIVersions}
+		KubeVersion: s.helmKubeVersion, HelmAPIVersions: s.helmAPIVersions, Exported: s.exports.lookup}
 	if len(s.substitute) > 0 || len(s.substituteFrom) > 0 || s.substituteStrict {
 		o.Substitute = true
 	}
@@ -293,6 +294,26 @@ func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 		o.AgeIdentities = ids
 	}
 	return render.New(o)
+}
+
+// stateExports gives the renderer the values gitaso's resources exported
+// (recorded in the state file) for substituteFrom; db is set once the state
+// file is open, before anything is fetched.
+type stateExports struct{ db *state.DB }
+
+func (x *stateExports) lookup(secret bool, namespace, name string) (map[string]string, bool) {
+	if x == nil || x.db == nil {
+		return nil, false
+	}
+	var d map[string]string
+	var ok bool
+	var err error
+	if secret {
+		d, ok, err = x.db.SecretExports(namespace, name)
+	} else {
+		d, ok, err = x.db.Exports(namespace, name)
+	}
+	return d, ok && err == nil
 }
 
 // localSecrets reads every secret of the credentials directory.
@@ -426,6 +447,7 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 		if e.db, err = state.Open(s.stateFile); err != nil {
 			return nil, err
 		}
+		s.exports.db = e.db
 	}
 	return e, nil
 }

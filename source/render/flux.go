@@ -189,24 +189,25 @@ func (r *Renderer) fluxHint(files []source.File) {
 
 // fluxWalk holds the state of one Flux render.
 type fluxWalk struct {
-	r       *Renderer
-	lim     source.Limits
-	byPath  map[string][]byte // decrypted files
-	t       *tree
-	entry   string
-	raw     []candidate // documents of every file, for substituteFrom
-	built   []candidate // rendered documents so far, for substituteFrom
-	done    map[string]bool
-	visited []*fluxKustomization
-	bad     map[string]*diag.Error // files that could not be decrypted (SOPS)
-	charts  map[string]bool        // Helm chart directories (their files are no manifests)
-	repos   map[string]string      // GitRepository namespace/name → normalised URL
-	homes   []string               // this repository's normalised URLs (--repo, flux-system's GitRepository)
-	stack   []*fluxKustomization
-	out     map[string][]string // output file → documents
-	order   []string
-	errs    diag.List
-	count   int
+	exported ExportedData // the exports substituteFrom may read (Options.Exported, reported)
+	r        *Renderer
+	lim      source.Limits
+	byPath   map[string][]byte // decrypted files
+	t        *tree
+	entry    string
+	raw      []candidate // documents of every file, for substituteFrom
+	built    []candidate // rendered documents so far, for substituteFrom
+	done     map[string]bool
+	visited  []*fluxKustomization
+	bad      map[string]*diag.Error // files that could not be decrypted (SOPS)
+	charts   map[string]bool        // Helm chart directories (their files are no manifests)
+	repos    map[string]string      // GitRepository namespace/name → normalised URL
+	homes    []string               // this repository's normalised URLs (--repo, flux-system's GitRepository)
+	stack    []*fluxKustomization
+	out      map[string][]string // output file → documents
+	order    []string
+	errs     diag.List
+	count    int
 }
 
 // renderFlux renders the entry path as Render does without Flux, then
@@ -294,7 +295,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := &fluxWalk{r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
+	w := &fluxWalk{exported: r.exportedFor(ctx), r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
 		done: map[string]bool{}, out: map[string][]string{}}
 	bad := map[string]*diag.Error{}
 	for _, e := range decErrs {
@@ -682,7 +683,7 @@ func (w *fluxWalk) build(k *fluxKustomization) ([]fluxDoc, diag.List) {
 			}
 			inline[n] = v
 		}
-		vs, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline)
+		vs, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline, w.exported)
 		for _, e := range es {
 			if e.File == "" {
 				e.File, e.Line, e.Object, e.Field = k.obj.File, k.obj.Line, k.obj.ID(), "spec.postBuild.substituteFrom"

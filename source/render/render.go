@@ -41,6 +41,10 @@ type Options struct {
 	// data are variables (Flux spec.postBuild.substituteFrom); a later one
 	// overrides an earlier one.
 	SubstituteFrom []Ref
+	// Exported supplies the ConfigMaps and Secrets that gitaso's resources
+	// export (operatorSpec), for SubstituteFrom and Flux's substituteFrom
+	// naming one the repository does not hold. Nil: repository only.
+	Exported ExportedData
 	// Strict makes an unset variable without a default an error (Flux
 	// --feature-gates=StrictPostBuildSubstitutions). Otherwise it becomes "".
 	Strict bool
@@ -291,7 +295,7 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 			cands = append(cands, candidate{file: u.file, line: u.line, generated: u.generated, text: u.text})
 		}
 	}
-	vars, es := loadVars(r.opts.SubstituteFrom, cands, r.vars)
+	vars, es := loadVars(r.opts.SubstituteFrom, cands, r.vars, r.exportedFor(ctx))
 	errs = append(errs, es...)
 	if len(errs) > 0 {
 		return nil, errs

@@ -2,6 +2,12 @@ package render
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -10,15 +16,68 @@ import (
 )
 
 // chartUsesKey carries, in a Render's context, the function that hears of
-// the charts that render took from outside the repository.
-type chartUsesKey struct{}
+// the charts that render took from outside the repository; externalKey the
+// function that hears of every other external source (exports read by
+// substituteFrom).
+type (
+	chartUsesKey struct{}
+	externalKey  struct{}
+)
+
+// exportedFor returns Options.Exported, reporting each export it finds to
+// the context's external-source listener (RenderSources): exported values
+// that change make a new revision, as a new chart version does.
+func (r *Renderer) exportedFor(ctx context.Context) ExportedData {
+	ex := r.opts.Exported
+	report, ok := ctx.Value(externalKey{}).(func(manifest.External))
+	if ex == nil || !ok {
+		return ex
+	}
+	return func(secret bool, namespace, name string) (map[string]string, bool) {
+		d, found := ex(secret, namespace, name)
+		if found {
+			kind := "ConfigMap"
+			if secret {
+				kind = "Secret"
+			}
+			report(manifest.External{Kind: "Exported" + kind, User: namespace + "/" + name, Name: name, Digest: dataDigest(d, secret)})
+		}
+		return d, found
+	}
+}
+
+// secretDigestKey keys the digests of Secret data, so that a revision never
+// carries a plain hash of a secret value (which a short secret would not
+// survive); the price is one new revision, planned as no-ops, after a
+// restart.
+var secretDigestKey = func() []byte {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	return k
+}()
+
+// dataDigest identifies a ConfigMap's or Secret's data without keeping it.
+func dataDigest(d map[string]string, secret bool) string {
+	h := sha256.New()
+	if secret {
+		h = hmac.New(sha256.New, secretDigestKey)
+	}
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write([]byte(d[k]))
+		h.Write([]byte{0})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
 
 var _ source.SourcesRenderer = (*Renderer)(nil)
 
 // RenderSources is Render that also returns the sources outside the
 // repository the output depends on: the chart (name, version, digest) of
 // every HelmRelease whose chart came from a Helm repository, an OCI
-// registry or another Git repository. source.Build folds them into the
+// registry or another Git repository, and the exported ConfigMaps and
+// Secrets substituteFrom read (a digest of their data, never the values). source.Build folds them into the
 // revision, so a new chart version matching a release's semver range is a
 // new revision, planned and applied like a commit.
 func (r *Renderer) RenderSources(ctx context.Context, files []source.File) ([]source.File, []manifest.External, error) {
@@ -27,15 +86,18 @@ func (r *Renderer) RenderSources(ctx context.Context, files []source.File) ([]so
 		seen = map[manifest.External]bool{}
 		ext  []manifest.External
 	)
-	ctx = context.WithValue(ctx, chartUsesKey{}, func(u ChartUse) {
-		e := manifest.External{Kind: "HelmChart", User: u.Release, Name: u.Chart, Version: u.Version, Digest: u.Digest, URL: u.URL}
+	add := func(e manifest.External) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !seen[e] {
 			seen[e] = true
 			ext = append(ext, e)
 		}
+	}
+	ctx = context.WithValue(ctx, chartUsesKey{}, func(u ChartUse) {
+		add(manifest.External{Kind: "HelmChart", User: u.Release, Name: u.Chart, Version: u.Version, Digest: u.Digest, URL: u.URL})
 	})
+	ctx = context.WithValue(ctx, externalKey{}, add)
 	out, err := r.Render(ctx, files)
 	if err != nil {
 		return nil, nil, err

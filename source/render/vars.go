@@ -101,7 +101,11 @@ type candidate struct {
 
 // loadVars reads the variables of refs from the documents, in order (a
 // later ref overrides an earlier one), then overrides them with inline.
-func loadVars(refs []Ref, docs []candidate, inline Vars) (vars Vars, errs diag.List) {
+//
+// A ConfigMap or Secret the documents do not hold is looked up in exported
+// (when not nil): the values gitaso's resources exported (operatorSpec) at
+// their last apply, as Flux reads a ConfigMap ASO wrote into the cluster.
+func loadVars(refs []Ref, docs []candidate, inline Vars, exported ExportedData) (vars Vars, errs diag.List) {
 	vars = Vars{}
 	for _, r := range refs {
 		var found []manifest.Object
@@ -121,6 +125,16 @@ func loadVars(refs []Ref, docs []candidate, inline Vars) (vars Vars, errs diag.L
 					}
 					found = append(found, o)
 				}
+			}
+		}
+		if len(found) == 0 && exported != nil {
+			if data, ok := lookupExported(exported, r); ok {
+				for _, k := range sortedKeys(data) {
+					if ValidName(k) {
+						vars[k] = cleanValue(data[k])
+					}
+				}
+				continue
 			}
 		}
 		switch {
@@ -179,4 +193,24 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// ExportedData returns the values gitaso's resources exported into the
+// ConfigMap (secret false) or Secret namespace/name, and whether there is
+// such an export.
+type ExportedData func(secret bool, namespace, name string) (map[string]string, bool)
+
+// lookupExported finds the ConfigMap or Secret of r among the exports.
+func lookupExported(exported ExportedData, r Ref) (map[string]string, bool) {
+	if r.Kind == "" || r.Kind == "ConfigMap" {
+		if d, ok := exported(false, r.ns(), r.Name); ok {
+			return d, true
+		}
+	}
+	if r.Kind == "" || r.Kind == "Secret" {
+		if d, ok := exported(true, r.ns(), r.Name); ok {
+			return d, true
+		}
+	}
+	return nil, false
 }
