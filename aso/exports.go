@@ -102,6 +102,9 @@ type kindExports struct {
 	calls []*exportCall
 	// missing are exports the CRD declares that ASO never writes.
 	missing []string
+	// rawSecrets are the secrets read from the resource that ASO also hands
+	// to secretExpressions (its RawSecrets); most kinds hand none.
+	rawSecrets []string
 }
 
 // exportCall is one extra ARM call (or a fixed sequence of them) of a kind's
@@ -217,8 +220,9 @@ var exportsByKind = map[string]*kindExports{
 		calls:   []*exportCall{postCall("/listKeys", "2024-01-01", []string{"key1", "key2"}, storageKeyList)},
 	},
 	"servicebus.azure.com/Namespace": {
-		secrets: map[string]string{"endpoint": "properties.serviceBusEndpoint"},
-		calls:   []*exportCall{postCall("/AuthorizationRules/RootManageSharedAccessKey/listKeys", "2021-11-01", authRuleKeys, members(authRuleKeys...))},
+		secrets:    map[string]string{"endpoint": "properties.serviceBusEndpoint"},
+		rawSecrets: []string{"endpoint"},
+		calls:      []*exportCall{postCall("/AuthorizationRules/RootManageSharedAccessKey/listKeys", "2021-11-01", authRuleKeys, members(authRuleKeys...))},
 	},
 	"servicebus.azure.com/NamespacesAuthorizationRule": {
 		calls: []*exportCall{sdkPostCall("/listKeys", map[string]string{"authorizationrules": "AuthorizationRules"}, "2021-11-01", authRuleKeys, members(authRuleKeys...))},
@@ -487,8 +491,12 @@ func (x *exporter) call(c *exportCall) (map[string]string, error) {
 }
 
 // secretsFor returns what secretExpressions see as secret: the selected
-// fields of the kind's secrets, as ASO's RawSecrets (SelectSecrets of the
-// expression's secret usage).
+// fields of ASO's RawSecrets (SelectSecrets of the expression's secret
+// usage): the non-empty values of the kind's calls (with ASO's quirks, raw)
+// and, for a few kinds, secrets read from the resource (rawSecrets). Secrets
+// ASO writes from status only (Redis hostName, Cosmos DB documentEndpoint,
+// UserAssignedIdentity, the database servers' fullyQualifiedDomainName) are
+// not in it.
 func (x *exporter) secretsFor(selected []string) (map[string]string, error) {
 	out := map[string]string{}
 	if x.kind == nil {
@@ -496,9 +504,10 @@ func (x *exporter) secretsFor(selected []string) (map[string]string, error) {
 	}
 	for _, name := range selected {
 		if p, ok := x.kind.secrets[name]; ok {
-			if p == "$subscriptionId" {
-				out[name] = armSubscription(x.a.ARMID)
-			} else if v, ok := exportString(memberAt(x.doc, p)); ok {
+			if !hasName(x.kind.rawSecrets, name) {
+				continue
+			}
+			if v, ok := exportString(memberAt(x.doc, p)); ok && v != "" {
 				out[name] = v
 			}
 			continue
@@ -513,6 +522,8 @@ func (x *exporter) secretsFor(selected []string) (map[string]string, error) {
 			}
 			if c.raw != nil {
 				m = c.raw(m)
+			} else {
+				m = nonEmpty(m)
 			}
 			if v, ok := m[name]; ok {
 				out[name] = v

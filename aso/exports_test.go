@@ -226,3 +226,34 @@ func TestValidateCompilesExpressions(t *testing.T) {
 		t.Errorf("fields (-want +got):\n%s", d)
 	}
 }
+
+// TestRawSecrets: secretExpressions see ASO's RawSecrets: the calls' values,
+// and of the secrets read from the resource only those ASO hands over
+// (servicebus Namespace endpoint; not Redis hostName).
+func TestRawSecrets(t *testing.T) {
+	redis := "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.Cache/Redis/r"
+	arm := &exportsARM{bodies: map[string]string{redis + "/listKeys": `{"primaryKey":"P","secondaryKey":""}`}}
+	a := Applied{Group: "cache.azure.com", Version: "v1api20230801", Kind: "Redis", ARMID: redis,
+		Response: []byte(`{"properties":{"hostName":"r.redis.cache.windows.net"}}`)}
+	vals, err := Exports(context.Background(), arm, a, []Export{
+		secretExport("hostName"),
+		exprExport(true, "k", `secret.primaryKey`),
+		exprExport(true, "h", `secret.?hostName.orValue("not handed over")`),
+		exprExport(true, "s", `secret.?secondaryKey.orValue("empty")`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"s/hostName": "r.redis.cache.windows.net", "e/k": "P", "e/h": "not handed over", "e/s": "empty"}
+	if d := cmp.Diff(want, valuesByKey(vals)); d != "" {
+		t.Errorf("values (-want +got):\n%s", d)
+	}
+
+	ns := "/subscriptions/sub/resourceGroups/rg/providers/Microsoft.ServiceBus/namespaces/n"
+	a = Applied{Group: "servicebus.azure.com", Version: "v1api20240101", Kind: "Namespace", ARMID: ns,
+		Response: []byte(`{"properties":{"serviceBusEndpoint":"https://n.servicebus.windows.net:443/"}}`)}
+	vals, err = Exports(context.Background(), &exportsARM{}, a, []Export{exprExport(true, "ep", `secret.endpoint`)})
+	if err != nil || valuesByKey(vals)["e/ep"] != "https://n.servicebus.windows.net:443/" {
+		t.Errorf("servicebus endpoint: %v %v", vals, err)
+	}
+}
