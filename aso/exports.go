@@ -119,12 +119,12 @@ type exportCall struct {
 	raw func(written map[string]string) map[string]string
 }
 
-// post is a POST {armID}{suffix} whose response parse maps to export names.
+// postCall is a POST {armID}{suffix} whose response parse maps to export names.
 func postCall(suffix, apiVersion string, names []string, parse func([]byte) (map[string]string, error)) *exportCall {
 	return sdkPostCall(suffix, nil, apiVersion, names, parse)
 }
 
-// sdkPost is post with the ID's segments rewritten to the casing of the SDK's
+// sdkPostCall is postCall with the ID's segments rewritten to the casing of the SDK's
 // request path (ARM is case-insensitive; this keeps recorded requests equal
 // to ASO's).
 func sdkPostCall(suffix string, segments map[string]string, apiVersion string, names []string, parse func([]byte) (map[string]string, error)) *exportCall {
