@@ -176,15 +176,6 @@ func members(names ...string) func([]byte) (map[string]string, error) {
 	}
 }
 
-// exportNames returns the export names of members' arguments.
-func exportNames(spec ...string) []string {
-	out := make([]string, len(spec))
-	for i, n := range spec {
-		out[i], _, _ = strings.Cut(n, "=")
-	}
-	return out
-}
-
 // storageKeyList reads a {"keys":[{"keyName":..,"value":..}]} response (storage).
 func storageKeyList(b []byte) (map[string]string, error) {
 	var v struct {
@@ -330,32 +321,6 @@ func registerExports(m map[string]*kindExports) {
 		}
 		exportsByKind[k] = v
 	}
-}
-
-// ExportsFor returns the export names gitaso can fill for a kind: config map
-// names and secret names. ok is false for kinds without a table entry, whose
-// config maps are looked up by name in ARM's response.
-func ExportsFor(group, kind string) (configs, secrets []string, ok bool) {
-	ke := exportsByKind[group+"/"+kind]
-	if ke == nil {
-		return nil, nil, false
-	}
-	for k := range ke.configs {
-		configs = append(configs, k)
-	}
-	for k := range ke.secrets {
-		secrets = append(secrets, k)
-	}
-	for _, c := range ke.calls {
-		if c.secret {
-			secrets = append(secrets, c.names...)
-		} else {
-			configs = append(configs, c.names...)
-		}
-	}
-	sort.Strings(configs)
-	sort.Strings(secrets)
-	return configs, secrets, true
 }
 
 // exporter computes one resource's exports.
@@ -619,17 +584,6 @@ func armSubscription(id string) string {
 	parts := strings.Split(id, "/")
 	if len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
 		return parts[2]
-	}
-	return ""
-}
-
-// armResourceGroup returns the resource group of an ARM ID, or "".
-func armResourceGroup(id string) string {
-	parts := strings.Split(id, "/")
-	for i := 1; i+1 < len(parts); i++ {
-		if strings.EqualFold(parts[i], "resourceGroups") {
-			return parts[i+1]
-		}
 	}
 	return ""
 }

@@ -147,7 +147,7 @@ func init() {
 						out["primaryNotebookAccessKey"] = deref(n.PrimaryAccessKey)
 						out["secondaryNotebookAccessKey"] = deref(n.SecondaryAccessKey)
 					}
-					return dropEmpty(out), nil
+					return nonEmpty(out), nil
 				},
 			}},
 		},
@@ -273,9 +273,6 @@ func nonEmpty(m map[string]string) map[string]string {
 	}
 	return out
 }
-
-// dropEmpty removes values a response did not carry.
-func dropEmpty(m map[string]string) map[string]string { return nonEmpty(m) }
 
 func deref(s *string) string {
 	if s == nil {

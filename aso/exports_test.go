@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"testing"
 
@@ -179,7 +180,7 @@ func TestExportTableCoversCatalog(t *testing.T) {
 		if op == nil || op.ref == nil {
 			continue
 		}
-		configs, secrets, ok := ExportsFor(k.Group, k.Kind)
+		configs, secrets, ok := exportsFor(k.Group, k.Kind)
 		for _, w := range []string{"configMaps", "secrets"} {
 			f := op.ref.byName[w]
 			if f == nil || f.ref == nil {
@@ -256,4 +257,30 @@ func TestRawSecrets(t *testing.T) {
 	if err != nil || valuesByKey(vals)["e/ep"] != "https://n.servicebus.windows.net:443/" {
 		t.Errorf("servicebus endpoint: %v %v", vals, err)
 	}
+}
+
+// exportsFor returns the export names gitaso can fill for a kind: config map
+// names and secret names. ok is false for kinds without a table entry, whose
+// config maps are looked up by name in ARM's response.
+func exportsFor(group, kind string) (configs, secrets []string, ok bool) {
+	ke := exportsByKind[group+"/"+kind]
+	if ke == nil {
+		return nil, nil, false
+	}
+	for k := range ke.configs {
+		configs = append(configs, k)
+	}
+	for k := range ke.secrets {
+		secrets = append(secrets, k)
+	}
+	for _, c := range ke.calls {
+		if c.secret {
+			secrets = append(secrets, c.names...)
+		} else {
+			configs = append(configs, c.names...)
+		}
+	}
+	sort.Strings(configs)
+	sort.Strings(secrets)
+	return configs, secrets, true
 }
