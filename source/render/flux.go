@@ -189,7 +189,8 @@ func (r *Renderer) fluxHint(files []source.File) {
 
 // fluxWalk holds the state of one Flux render.
 type fluxWalk struct {
-	exported ExportedData // the exports substituteFrom may read (Options.Exported, reported)
+	exported ExportedData    // the exports substituteFrom may read (Options.Exported, reported)
+	mounted  map[string]bool // other repositories mounted (GitRepository namespace/name)
 	r        *Renderer
 	lim      source.Limits
 	byPath   map[string][]byte // decrypted files
@@ -512,7 +513,7 @@ func (w *fluxWalk) visit(ctx context.Context, k *fluxKustomization) {
 	w.visited = append(w.visited, k)
 	w.stack = append(w.stack, k)
 	defer func() { w.stack = w.stack[:len(w.stack)-1] }()
-	docs, es := w.build(k)
+	docs, es := w.build(ctx, k)
 	if len(es) > 0 {
 		w.errs = append(w.errs, es...)
 		return
@@ -551,14 +552,18 @@ type fluxDoc struct {
 // none) with the spec's patches, components, targetNamespace and name
 // prefix and suffix, then post-build substitution; then gitaso's
 // annotations. It returns the objects' YAML documents.
-func (w *fluxWalk) build(k *fluxKustomization) ([]fluxDoc, diag.List) {
+func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, diag.List) {
 	s := &k.spec
 	ref := s.SourceRef
+	prefix := "" // where another repository's files are mounted
 	switch {
 	case ref.Kind == "GitRepository":
 		if u, ok := w.repos[k.sourceRefID()]; ok && len(w.homes) > 0 && !slices.Contains(w.homes, u) {
-			return nil, diag.List{k.err("spec.sourceRef.name", ErrFluxSource, "GitRepository %s is %s, another repository than the one gitaso reads (%s); gitaso follows Kustomizations of its own repository only",
-				k.sourceRefID(), u, strings.Join(w.homes, " or "))}
+			var err error
+			if prefix, err = w.mount(ctx, k); err != nil {
+				return nil, diag.List{k.err("spec.sourceRef.name", ErrFluxSource, "GitRepository %s is %s, another repository than the one gitaso reads (%s): %v",
+					k.sourceRefID(), u, strings.Join(w.homes, " or "), err)}
+			}
 		}
 	case ref.Kind == "OCIRepository" || ref.Kind == "Bucket" || ref.Kind == "ExternalArtifact":
 		return nil, diag.List{k.err("spec.sourceRef.kind", ErrFluxSource, "%s %s: gitaso reads one Git repository; only a GitRepository source (this repository) can be followed", ref.Kind, ref.Name)}
@@ -566,6 +571,9 @@ func (w *fluxWalk) build(k *fluxKustomization) ([]fluxDoc, diag.List) {
 		return nil, diag.List{k.err("spec.sourceRef.kind", ErrFluxSource, "%q: want GitRepository (this repository)", ref.Kind)}
 	}
 	dir := cleanFluxPath(s.Path)
+	if prefix != "" {
+		dir = path.Join(prefix, dir)
+	}
 	if !w.t.dirs[dir] {
 		return nil, diag.List{k.err("spec.path", nil, "%q: no such directory with *.yaml files in the repository (the path is relative to the repository root)", s.Path)}
 	}

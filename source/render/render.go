@@ -41,6 +41,10 @@ type Options struct {
 	// data are variables (Flux spec.postBuild.substituteFrom); a later one
 	// overrides an earlier one.
 	SubstituteFrom []Ref
+	// Repositories reads the other Git repositories that Kustomizations'
+	// sourceRefs name (GitRepository objects of another URL, with their
+	// secretRef credentials). Nil: such a Kustomization is refused.
+	Repositories GitFetcher
 	// Exported supplies the ConfigMaps and Secrets that gitaso's resources
 	// export (operatorSpec), for SubstituteFrom and Flux's substituteFrom
 	// naming one the repository does not hold. Nil: repository only.
