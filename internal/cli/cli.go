@@ -282,6 +282,21 @@ func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 		}
 		o.SubstituteFrom = append(o.SubstituteFrom, ref)
 	}
+	if s.flux {
+		// Kustomizations whose sourceRef is another Git repository.
+		repos := &source.Repositories{Limits: s.sourceLimits, Logger: log}
+		if s.cacheDir != "" {
+			repos.CacheDir = filepath.Join(s.cacheDir, "repositories")
+		}
+		if s.gitCA != "" {
+			b, err := os.ReadFile(s.gitCA)
+			if err != nil {
+				return nil, fmt.Errorf("read --git-ca-file: %w", err)
+			}
+			repos.CABundle = b
+		}
+		o.Repositories = render.Repositories(repos)
+	}
 	keyFile, keyFlag := s.sopsAgeKeyFile, "--sops-age-key-file"
 	if keyFile == "" {
 		keyFile, keyFlag = os.Getenv("SOPS_AGE_KEY_FILE"), "SOPS_AGE_KEY_FILE"
