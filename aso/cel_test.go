@@ -2,7 +2,9 @@ package aso
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -330,4 +332,30 @@ func TestSelfKeepsProperties(t *testing.T) {
 	if _, ok := SelfObject(nil, manifest, arm, "a")["status"].(map[string]any)["endpoint"]; !ok {
 		t.Error("flattened kinds: properties are lifted")
 	}
+}
+
+// TestCELConcurrent: environments, the expression cache and programs are
+// shared by the executor's parallel workers.
+func TestCELConcurrent(t *testing.T) {
+	k, self := redisSample(t)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			expr := fmt.Sprintf(`self.spec.location + "-%d"`, i%3)
+			for range 20 {
+				x, err := CompileExpression(k, expr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got, err := x.Eval(context.Background(), self, nil); err != nil || !strings.HasPrefix(got.Value, "westus2-") {
+					t.Errorf("%s = %v, %v", expr, got, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
