@@ -78,7 +78,7 @@ func (f *Fetcher) newOCIRepo(ref string, spec map[string]any, secret Secret) (*o
 	o := &ociRepo{f: f, repo: repo, spec: spec, secret: secret, rt: rt}
 	switch p := specString(spec, "provider"); p {
 	case "", "generic":
-		o.authID = "secret:" + sha256Hex([]byte(secret["username"]+"\x00"+secret["password"]+"\x00"+secret[".dockerconfigjson"]))[:16]
+		o.authID = "secret:" + sha256Hex([]byte(secret["username"] + "\x00" + secret["password"] + "\x00" + secret[".dockerconfigjson"]))[:16]
 	case "azure":
 		o.azure, o.authID = true, "azure"
 	case "aws", "gcp":
