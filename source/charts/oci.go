@@ -413,7 +413,11 @@ func (f *Fetcher) fetchOCIRepository(ctx context.Context, req Request) (*Chart, 
 func (f *Fetcher) ociAuth(ctx context.Context, o *ociRepo) (authn.Authenticator, error) {
 	host := o.repo.RegistryStr()
 	if o.azure {
-		tok, err := f.acrRefreshToken(ctx, host, o.rt, o.repo.Scheme())
+		scheme := "https" // ACR always serves TLS (ggcr calls loopback hosts http)
+		if specBool(o.spec, "insecure") {
+			scheme = "http"
+		}
+		tok, err := f.acrRefreshToken(ctx, host, o.rt, scheme)
 		if err != nil {
 			return nil, err
 		}
