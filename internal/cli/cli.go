@@ -61,6 +61,9 @@ type settings struct {
 	sourceLimits                      source.Limits // --source-limit
 	helmKubeVersion                   string        // --helm-kube-version
 	helmAPIVersions                   []string      // --helm-api-versions
+	chartCache                        string        // --chart-cache
+	chartsOffline                     bool          // --charts-offline
+	persistCharts                     bool          // serve, apply: charts cached beside the state by default
 	maxDeletions                      int
 	maxDeletionFraction               float64
 }
@@ -86,6 +89,7 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	// Helm charts of Flux HelmReleases (render/helm.go).
 	fs.StringVar(&s.helmKubeVersion, "helm-kube-version", "", "Kubernetes version charts see as .Capabilities.KubeVersion, e.g. v1.31.0 (Flux's helm-controller reports the cluster's; default "+render.DefaultKubeVersion+")")
 	fs.StringSliceVar(&s.helmAPIVersions, "helm-api-versions", nil, "API versions charts see in .Capabilities.APIVersions besides Kubernetes' own, e.g. resources.azure.com/v1api20200601 (repeatable)")
+	s.registerCharts(fs) // charts.go
 	// Input limits (source.Limits, see source/doc.go).
 	fs.Var(&s.sourceLimits, "source-limit", "change an input limit, NAME=VALUE (repeatable or comma-separated): file-size (32MiB), total-size (128MiB), yaml-nodes (4000000), total-yaml-nodes (16000000), yaml-depth (128), kustomize-objects (10000); -1 for none")
 	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -296,6 +300,9 @@ func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 			repos.CABundle = b
 		}
 		o.Repositories = render.Repositories(repos)
+		if o.Charts, err = s.chartFetcher(log); err != nil { // charts.go
+			return nil, err
+		}
 	}
 	keyFile, keyFlag := s.sopsAgeKeyFile, "--sops-age-key-file"
 	if keyFile == "" {

@@ -125,7 +125,7 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 }
 
 func applyCmd(stdout, stderr io.Writer) *cobra.Command {
-	s := &settings{}
+	s := &settings{persistCharts: true}
 	var refresh, approveDeletions bool
 	cmd := &cobra.Command{
 		Use:   "apply",
@@ -187,7 +187,7 @@ func printResult(w io.Writer, res *executor.Result) {
 }
 
 func serveCmd(stdout, stderr io.Writer) *cobra.Command {
-	s := &settings{}
+	s := &settings{persistCharts: true}
 	var listen, tokenFile, webhookSecretFile string
 	var interval, syncPeriod time.Duration
 	var nsPeriods, kindPeriods, allowedHosts []string
