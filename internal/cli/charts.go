@@ -98,30 +98,7 @@ func (s *settings) chartFetcher(log *slog.Logger) (render.ChartFetcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chart fetcher: %w", err)
 	}
-	return chartsAdapter{f}, nil
-}
-
-// chartsAdapter is a charts.Fetcher as the renderer's ChartFetcher.
-type chartsAdapter struct{ f *charts.Fetcher }
-
-func (a chartsAdapter) Fetch(ctx context.Context, req render.ChartRequest) (*render.FetchedChart, error) {
-	c, err := a.f.Fetch(ctx, charts.Request{
-		Source: charts.Source{Kind: req.Source.Kind, Namespace: req.Source.Namespace, Name: req.Source.Name,
-			Spec: req.Source.Spec, File: req.Source.File, Line: req.Source.Line},
-		Secret: req.Secret, Chart: req.Chart, Version: req.Version,
-	})
-	return fetched(c, err)
-}
-
-func (a chartsAdapter) FetchURL(ctx context.Context, repoURL, name, version string, secret map[string]string) (*render.FetchedChart, error) {
-	return fetched(a.f.FetchURL(ctx, repoURL, name, version, secret))
-}
-
-func fetched(c *charts.Chart, err error) (*render.FetchedChart, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &render.FetchedChart{Name: c.Name, Version: c.Version, Digest: c.Digest, URL: c.URL, Archive: c.Archive, Cached: c.Cached}, nil
+	return render.ChartsFetcher(f), nil
 }
 
 // tokenCredentials is what gives the azcore credential of an
