@@ -13,8 +13,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// maxChartYAML is the largest Chart.yaml read from an archive.
-const maxChartYAML = 1 << 20
+// maxChartYAML is the largest Chart.yaml read from an archive;
+// maxScan is how much of an archive is decompressed looking for it.
+const (
+	maxChartYAML = 1 << 20
+	maxScan      = 128 << 20
+)
 
 // chartOf returns a Chart for an archive, its name and version read from
 // its Chart.yaml.
@@ -33,7 +37,7 @@ func archiveMetadata(archive []byte) (*chart.Metadata, error) {
 		return nil, fmt.Errorf("%w: not a chart archive (gzip): %v", ErrInvalid, err)
 	}
 	defer func() { _ = zr.Close() }()
-	tr := tar.NewReader(zr)
+	tr := tar.NewReader(io.LimitReader(zr, maxScan))
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {

@@ -21,10 +21,16 @@ import (
 type cache struct {
 	dir string
 
-	mu   sync.Mutex
-	mem  map[string][]byte // digest → archive (memory mode)
-	meta map[string][]byte // kind/key → data (memory mode)
+	mu       sync.Mutex
+	mem      map[string][]byte // digest → archive (memory mode)
+	memOrder []string          // digests, oldest first
+	memBytes int
+	meta     map[string][]byte // kind/key → data (memory mode)
 }
+
+// maxMemoryCache bounds the archives kept in memory without a cache
+// directory; the oldest are dropped first.
+const maxMemoryCache = 256 << 20
 
 func newCache(dir string) (*cache, error) {
 	c := &cache{dir: dir, mem: map[string][]byte{}, meta: map[string][]byte{}}
@@ -95,8 +101,19 @@ func (c *cache) put(digest string, b []byte) error {
 	}
 	if c.dir == "" {
 		c.mu.Lock()
+		defer c.mu.Unlock()
+		if _, ok := c.mem[digest]; ok {
+			return nil
+		}
 		c.mem[digest] = b
-		c.mu.Unlock()
+		c.memOrder = append(c.memOrder, digest)
+		c.memBytes += len(b)
+		for c.memBytes > maxMemoryCache && len(c.memOrder) > 1 {
+			old := c.memOrder[0]
+			c.memOrder = c.memOrder[1:]
+			c.memBytes -= len(c.mem[old])
+			delete(c.mem, old)
+		}
 		return nil
 	}
 	return writeAtomic(c.archivePath(digest), b)

@@ -134,7 +134,8 @@ type Chart struct {
 	// index entry's digest, or computed.
 	Digest string
 	// URL is where it came from: oci://host/repo:tag@<manifest digest>,
-	// https://host/path/x-1.2.3.tgz, or <git url>@<commit>:<path>.
+	// https://host/path/x-1.2.3.tgz, or <git url>@<commit>:<path> (a
+	// password or query in it shows as "redacted").
 	URL     string
 	Archive []byte // the .tgz
 	Cached  bool   // served from the cache without fetching the archive

@@ -149,7 +149,7 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, req Request, repoURL string) (*
 	}
 	if known != "" {
 		if b, ok := f.cache.get(known); ok {
-			return f.chartOf(b, known, chartURL, true)
+			return f.chartOf(b, known, redact(chartURL), true)
 		}
 	}
 	if f.opts.Offline {
@@ -171,7 +171,7 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, req Request, repoURL string) (*
 	if want != "" && got != want {
 		return nil, fmt.Errorf("%s: %w: the index says %s, the archive is %s", what, ErrDigest, want, got)
 	}
-	c, err := f.chartOf(body, got, chartURL, false)
+	c, err := f.chartOf(body, got, redact(chartURL), false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

@@ -356,3 +356,30 @@ func TestSecretRedacted(t *testing.T) {
 		t.Error(diff)
 	}
 }
+
+func TestHTTPRepositoryQueryTokenAndRedirects(t *testing.T) {
+	h := newHelmRepo(t, true, "", "")
+	h.add(t, "infra", "1.0.0", "")
+	f := newFetcher(t, h.srv.Client(), nil)
+	src := h.source(nil)
+	src.Spec["url"] = h.URL() + "?sig=sas-token-321"
+	c, err := f.Fetch(bg, charts.Request{Source: src, Chart: "infra"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(c.URL, "sas-token-321") || !strings.HasSuffix(c.URL, "?redacted") {
+		t.Errorf("URL shows the query: %s", c.URL)
+	}
+	if _, err := f.Fetch(bg, charts.Request{Source: src, Chart: "none"}); err == nil || strings.Contains(err.Error(), "sas-token-321") {
+		t.Errorf("error shows the query: %v", err)
+	}
+
+	plain := newHelmRepo(t, false, "", "")
+	plain.add(t, "infra", "1.0.0", "")
+	redirect := httptest.NewTLSServer(http.RedirectHandler(plain.URL()+"/index.yaml", http.StatusFound))
+	t.Cleanup(redirect.Close)
+	rsrc := charts.Source{Kind: "HelmRepository", Name: "redirect", Spec: map[string]any{"url": redirect.URL}}
+	if _, err := f.Fetch(bg, charts.Request{Source: rsrc, Chart: "infra"}); !errors.Is(err, charts.ErrInsecure) {
+		t.Fatalf("https → http redirect: %v", err)
+	}
+}

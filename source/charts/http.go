@@ -108,9 +108,18 @@ func (f *Fetcher) transport(s Secret) (http.RoundTripper, error) {
 	return t, nil
 }
 
-// client is an http.Client over rt with the configured request timeout.
+// client is an http.Client over rt with the configured request timeout;
+// it follows no redirect from https:// to http://.
 func (f *Fetcher) client(rt http.RoundTripper) *http.Client {
-	c := &http.Client{Transport: rt}
+	c := &http.Client{Transport: rt, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		if req.URL.Scheme != "https" && via[0].URL.Scheme == "https" {
+			return fmt.Errorf("%w: redirected from https:// to %s", ErrInsecure, redact(req.URL.String()))
+		}
+		return nil
+	}}
 	if f.opts.HTTPClient != nil {
 		c.Timeout = f.opts.HTTPClient.Timeout
 	}
@@ -167,22 +176,27 @@ func statusError(resp *http.Response, what string) error {
 	return fmt.Errorf("%s: %s", what, resp.Status)
 }
 
-// redactURLError drops the user info of a URL in a *url.Error.
+// redactURLError hides the password and query of a URL in a *url.Error.
 func redactURLError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		if p, perr := url.Parse(ue.URL); perr == nil && p.User != nil {
-			ue.URL = p.Redacted()
-		}
+		ue.URL = redact(ue.URL)
 	}
 	return err
 }
 
-// redact hides a URL's password.
+// redact hides a URL's password and query (a query may hold a token, such
+// as an Azure Storage SAS of a repository kept in a blob container).
 func redact(u string) string {
 	p, err := url.Parse(u)
-	if err != nil || p.User == nil {
+	if err != nil {
 		return u
+	}
+	if p.User == nil && p.RawQuery == "" {
+		return u
+	}
+	if p.RawQuery != "" {
+		p.RawQuery = "redacted"
 	}
 	return p.Redacted()
 }
