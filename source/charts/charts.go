@@ -303,12 +303,20 @@ func (f *Fetcher) Stats() Stats {
 // chartRef) or HelmChart names. Errors name the source, its file and line,
 // the chart and the version constraint.
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Chart, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+	timeout := f.opts.Timeout
+	if d, err := time.ParseDuration(specString(req.Source.Spec, "timeout")); err == nil && d > 0 && d < timeout {
+		timeout = d // the source's spec.timeout, as Flux bounds its fetches
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var (
 		c   *Chart
 		err error
 	)
+	if v, ok := req.Source.Spec["verify"]; ok && v != nil {
+		err = fmt.Errorf("%w: spec.verify: gitaso does not verify signatures (cosign, notation); it refuses the source rather than use an unverified chart", ErrUnsupported)
+		return f.done(nil, err, req.where())
+	}
 	switch req.Source.Kind {
 	case "HelmRepository":
 		c, err = f.fetchHelmRepository(ctx, req)

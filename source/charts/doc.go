@@ -81,6 +81,11 @@
 // Masterminds/semver's rule that helm and Flux follow; an exact version
 // string present in the index wins, as in helm.
 //
+// A source with spec.verify (cosign or notation signatures) is refused
+// (ErrUnsupported): gitaso verifies no signatures, and using the chart
+// unverified would defeat what the repository asks for. A source's
+// spec.timeout, when shorter than Options.Timeout, bounds its fetch.
+//
 // # Cache
 //
 // Archives are cached by digest in CacheDir/sha256/<hex>.tgz (written to a

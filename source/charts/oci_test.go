@@ -124,6 +124,7 @@ func TestOCIRepository(t *testing.T) {
 		{"missing tag", map[string]any{"url": url, "ref": map[string]any{"tag": "9.9.9"}}, "", "chart not found"},
 		{"bad url", map[string]any{"url": "https://" + r.host}, "", "want oci://"},
 		{"provider aws", map[string]any{"url": url, "provider": "aws"}, "", "unsupported chart source"},
+		{"verify", map[string]any{"url": url, "verify": map[string]any{"provider": "cosign"}}, "", "spec.verify: gitaso does not verify signatures"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := f.Fetch(bg, charts.Request{Source: src(tc.spec)})
