@@ -43,15 +43,17 @@ const DefaultGitBranch = "master"
 // cloneEntry is one clone (URL and commit), kept for the charts of the
 // same commit.
 type cloneEntry struct {
-	mu   sync.Mutex
-	tree *object.Tree
+	mu     sync.Mutex
+	tree   *object.Tree
+	commit string
 }
 
 // gitResolved is what a GitRepository's spec.ref resolved to (persisted
 // for offline mode).
 type gitResolved struct {
 	Commit string `json:"commit"`
-	Ref    string `json:"ref,omitempty"` // the reference to clone; "" for a bare commit
+	Ref    string `json:"ref,omitempty"`    // the reference to clone; "" for a bare commit
+	Pinned bool   `json:"pinned,omitempty"` // spec.ref.commit: exactly this commit
 }
 
 // gitSource is a GitRepository being read.
@@ -117,9 +119,14 @@ func (f *Fetcher) fetchGit(ctx context.Context, req Request) (*Chart, error) {
 	if f.opts.Offline {
 		return nil, fmt.Errorf("chart %s: %w", from, ErrOffline)
 	}
-	root, err := f.clone(ctx, g, res)
+	root, commit, err := f.clone(ctx, g, res)
 	if err != nil {
 		return nil, err
+	}
+	if commit != res.Commit {
+		// The reference moved between the listing and the clone.
+		from = redact(u) + "@" + commit + ":" + dir
+		chartKey = u + "@" + commit + ":" + dir
 	}
 	archive, err := f.packageGitChart(ctx, root, dir, nil)
 	if err != nil {
@@ -162,7 +169,7 @@ func (f *Fetcher) resolveGit(ctx context.Context, g *gitSource, spec map[string]
 		if !plumbing.IsHash(commit) {
 			return nil, fmt.Errorf("%w: spec.ref.commit %q is not a full commit SHA", ErrInvalid, commit)
 		}
-		res := &gitResolved{Commit: strings.ToLower(commit)}
+		res := &gitResolved{Commit: strings.ToLower(commit), Pinned: true}
 		if branch != "" {
 			res.Ref = plumbing.NewBranchReferenceName(branch).String()
 		}
@@ -251,9 +258,11 @@ func gitError(err error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// clone returns the tree of a resolved commit, cloning (into memory, no
-// work tree) once per URL and commit.
-func (f *Fetcher) clone(ctx context.Context, g *gitSource, res *gitResolved) (*object.Tree, error) {
+// clone returns the tree of a resolved commit and that commit, cloning
+// (into memory, no work tree) once per URL and commit: a reference's tip
+// shallowly, a pinned commit with the history of its branch (or of every
+// branch).
+func (f *Fetcher) clone(ctx context.Context, g *gitSource, res *gitResolved) (*object.Tree, string, error) {
 	key := g.url + "@" + res.Commit
 	f.mu.Lock()
 	e := f.clones[key]
@@ -270,39 +279,44 @@ func (f *Fetcher) clone(ctx context.Context, g *gitSource, res *gitResolved) (*o
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.tree != nil {
-		return e.tree, nil
+		return e.tree, e.commit, nil
 	}
 	what := "clone " + redact(g.url) + "@" + res.Commit
 	opts := &git.CloneOptions{URL: g.url, Auth: g.auth, CABundle: g.ca, Tags: git.NoTags}
 	if res.Ref != "" {
 		opts.ReferenceName = plumbing.ReferenceName(res.Ref)
 		opts.SingleBranch = true
-		opts.Depth = 1
+		if !res.Pinned {
+			opts.Depth = 1
+		}
 	}
 	start := time.Now()
 	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, opts)
 	if err != nil {
-		return nil, gitError(err, what)
+		return nil, "", gitError(err, what)
 	}
 	f.n.clones.Add(1)
-	h := plumbing.NewHash(res.Commit)
-	c, err := repo.CommitObject(h)
-	if err != nil && res.Ref != "" {
+	c, err := repo.CommitObject(plumbing.NewHash(res.Commit))
+	if err != nil && !res.Pinned && res.Ref != "" {
 		// The reference moved since it was listed: take what was cloned.
 		if rh, rerr := repo.ResolveRevision(plumbing.Revision(res.Ref)); rerr == nil {
 			c, err = repo.CommitObject(*rh)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: commit %s: %v", what, ErrNotFound, res.Commit, err)
+		where := ""
+		if res.Ref != "" {
+			where = " on " + res.Ref
+		}
+		return nil, "", fmt.Errorf("%s: %w: commit %s%s: %v", what, ErrNotFound, res.Commit, where, err)
 	}
 	tree, err := c.Tree()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, "", fmt.Errorf("%s: %w", what, err)
 	}
 	f.log.Debug("Git repository cloned for a chart", "url", redact(g.url), "commit", c.Hash.String(), "duration", time.Since(start))
-	e.tree = tree
-	return tree, nil
+	e.tree, e.commit = tree, c.Hash.String()
+	return e.tree, e.commit, nil
 }
 
 // packageGitChart packages the chart in dir of a tree: its files (less

@@ -181,6 +181,28 @@ func TestGitRepositoryChart(t *testing.T) {
 	}
 }
 
+// TestGitRepositoryPinnedCommit fetches an older commit of a branch with a
+// fresh cache: the clone must reach that commit, not the branch's tip.
+func TestGitRepositoryPinnedCommit(t *testing.T) {
+	srv := gittest.NewServer(t)
+	repo := srv.CreateRepo("pinned")
+	first := repo.Commit(map[string]string{"c/Chart.yaml": "apiVersion: v2\nname: c\nversion: 1.0.0\n"}, nil, "1.0.0")
+	repo.Commit(map[string]string{"c/Chart.yaml": "apiVersion: v2\nname: c\nversion: 2.0.0\n"}, nil, "2.0.0")
+	for _, ref := range []map[string]any{{"commit": first, "branch": "main"}, {"commit": first}} {
+		f := newFetcher(t, nil, func(o *charts.Options) { o.CABundle = srv.CABundle() })
+		src := charts.Source{Kind: "GitRepository", Name: "pinned", Spec: map[string]any{"url": repo.URL(), "ref": ref}}
+		c, err := f.Fetch(bg, charts.Request{Source: src, Chart: "c"})
+		if err != nil || c.Version != "1.0.0" || !strings.Contains(c.URL, first) {
+			t.Fatalf("%v: %+v %v", ref, c, err)
+		}
+	}
+	f := newFetcher(t, nil, func(o *charts.Options) { o.CABundle = srv.CABundle() })
+	src := charts.Source{Kind: "GitRepository", Name: "pinned", Spec: map[string]any{"url": repo.URL(), "ref": map[string]any{"commit": strings.Repeat("1", 40)}}}
+	if _, err := f.Fetch(bg, charts.Request{Source: src, Chart: "c"}); !errors.Is(err, charts.ErrNotFound) {
+		t.Fatalf("missing commit: %v", err)
+	}
+}
+
 func TestGitRepositoryBearerToken(t *testing.T) {
 	srv := gittest.NewServer(t)
 	repo := srv.CreateRepo("plain")
