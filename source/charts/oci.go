@@ -75,6 +75,11 @@ func (f *Fetcher) newOCIRepo(ref string, spec map[string]any, secret Secret) (*o
 	if err != nil {
 		return nil, err
 	}
+	if !specBool(spec, "insecure") {
+		// go-containerregistry falls back to http:// for registries named
+		// by a loopback or private address; without spec.insecure, TLS it is.
+		rt = httpsOnly{rt}
+	}
 	o := &ociRepo{f: f, repo: repo, spec: spec, secret: secret, rt: rt}
 	switch p := specString(spec, "provider"); p {
 	case "", "generic":
@@ -458,4 +463,14 @@ func dockerConfigAuth(raw []byte, host string) (authn.Authenticator, error) {
 		hosts = append(hosts, h)
 	}
 	return nil, fmt.Errorf("%w: the Secret's .dockerconfigjson has no entry for %s (it has: %s)", ErrAuth, host, strings.Join(hosts, ", "))
+}
+
+// httpsOnly refuses plain http:// requests.
+type httpsOnly struct{ rt http.RoundTripper }
+
+func (h httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "https" {
+		return nil, fmt.Errorf("%w: %s://%s: set spec.insecure: true to reach a registry without TLS", ErrInsecure, req.URL.Scheme, req.URL.Host)
+	}
+	return h.rt.RoundTrip(req)
 }

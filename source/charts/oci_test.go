@@ -5,9 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/registry"
 	"helm.sh/helm/v3/pkg/chart/loader"
 
 	"github.com/gitaso/gitaso/source/charts"
@@ -207,5 +211,27 @@ func TestOCIOfflineAndFetchURL(t *testing.T) {
 	}
 	if n := r.reqs.count(""); n != 0 {
 		t.Errorf("offline mode sent %d requests", n)
+	}
+}
+
+// TestOCIPlainHTTPNeedsInsecure: a registry without TLS is reached only with
+// spec.insecure, even on a loopback address (where go-containerregistry
+// would fall back to http:// by itself).
+func TestOCIPlainHTTPNeedsInsecure(t *testing.T) {
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(inner)
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	r := &ociRegistry{srv: srv, reqs: &counter{}, host: host}
+	a := buildChart(t, "infra", "1.0.0")
+	r.push(t, "charts", a, "infra", "1.0.0")
+	f := newFetcher(t, nil, nil)
+	src := charts.Source{Kind: "HelmRepository", Name: "plain", Spec: map[string]any{"type": "oci", "url": "oci://" + host + "/charts"}}
+	if _, err := f.Fetch(bg, charts.Request{Source: src, Chart: "infra", Version: "1.0.0"}); !errors.Is(err, charts.ErrInsecure) {
+		t.Fatalf("without spec.insecure: %v", err)
+	}
+	src.Spec["insecure"] = true
+	if c, err := f.Fetch(bg, charts.Request{Source: src, Chart: "infra", Version: "1.x"}); err != nil || !bytes.Equal(c.Archive, a) {
+		t.Fatalf("with spec.insecure: %v", err)
 	}
 }
