@@ -121,8 +121,8 @@ func (r Request) where() string {
 	if r.Chart != "" {
 		s += fmt.Sprintf(": chart %q", r.Chart)
 	}
-	if r.Version != "" {
-		s += fmt.Sprintf(" version %q", r.Version)
+	if r.Version != "" && r.Source.Kind == "HelmRepository" {
+		s += fmt.Sprintf(" version %q", r.Version) // ignored for the other kinds
 	}
 	return s
 }
@@ -339,7 +339,7 @@ func (f *Fetcher) FetchURL(ctx context.Context, repoURL, name, version string, s
 	defer cancel()
 	req := Request{Source: Source{Kind: "HelmRepository", Name: repoURL, Spec: map[string]any{"url": repoURL}},
 		Secret: secret, Chart: name, Version: version}
-	where := fmt.Sprintf("dependency repository %s: chart %q version %q", repoURL, name, version)
+	where := fmt.Sprintf("dependency repository %s: chart %q version %q", redact(repoURL), name, version)
 	if strings.HasPrefix(repoURL, "oci://") {
 		req.Source.Spec["type"] = "oci"
 	}
