@@ -24,7 +24,7 @@ import (
 // registerCharts adds the chart fetcher's flags (HelmReleases' charts from
 // Helm repositories and OCI registries, with --flux).
 func (s *settings) registerCharts(fs *pflag.FlagSet) {
-	fs.StringVar(&s.chartCache, "chart-cache", "", "`DIR` where the charts of HelmReleases (Helm repositories, OCI registries) are cached by digest, with the last index and tag lists; default for serve and apply <state>.charts, for plan and validate memory only (plan --charts-offline: <state>.charts, what apply and serve filled)")
+	fs.StringVar(&s.chartCache, "chart-cache", "", "with --flux, keep the charts HelmReleases take from Helm repositories and OCI registries in `DIR`, by digest, with the last index and tag lists (default: <state>.charts for serve and apply; memory only for plan and validate, but <state>.charts for plan --charts-offline)")
 	fs.BoolVar(&s.chartsOffline, "charts-offline", false, "fetch no chart: every HelmRelease's chart and version come from --chart-cache only (air-gapped sites; a chart not cached is an error naming the release)")
 }
 
