@@ -296,6 +296,9 @@ func (o *ociRepo) chart(ctx context.Context, ref, mediaType string) (*Chart, err
 	body, err := io.ReadAll(io.LimitReader(rc, MaxArchiveSize+1))
 	_ = rc.Close()
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "error verifying") { // go-containerregistry's digest and size checks
+			return nil, fmt.Errorf("chart layer of %s: %w: %v", from, ErrDigest, err)
+		}
 		return nil, o.ociError(err, "chart layer of "+from)
 	}
 	if len(body) > MaxArchiveSize {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -233,5 +234,36 @@ func TestOCIPlainHTTPNeedsInsecure(t *testing.T) {
 	src.Spec["insecure"] = true
 	if c, err := f.Fetch(bg, charts.Request{Source: src, Chart: "infra", Version: "1.x"}); err != nil || !bytes.Equal(c.Archive, a) {
 		t.Fatalf("with spec.insecure: %v", err)
+	}
+}
+
+// TestOCILayerDigestMismatch: a registry that serves other bytes than the
+// manifest's layer digest is refused.
+func TestOCILayerDigestMismatch(t *testing.T) {
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/sha256:") {
+			rec := httptest.NewRecorder()
+			inner.ServeHTTP(rec, r)
+			b := rec.Body.Bytes()
+			if len(b) > 0 {
+				b[len(b)/2] ^= 0xff
+			}
+			for k, vs := range rec.Header() {
+				w.Header()[k] = vs
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(b)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	r := &ociRegistry{srv: srv, reqs: &counter{}, host: strings.TrimPrefix(srv.URL, "https://")}
+	r.push(t, "charts", buildChart(t, "infra", "1.0.0"), "infra", "1.0.0")
+	f := newFetcher(t, srv.Client(), nil)
+	_, err := f.Fetch(bg, charts.Request{Source: ociHelmSource(r, nil), Chart: "infra", Version: "1.0.0"})
+	if !errors.Is(err, charts.ErrDigest) || !strings.Contains(err.Error(), `chart "infra" version "1.0.0"`) {
+		t.Fatalf("err = %v, want ErrDigest naming the chart", err)
 	}
 }
