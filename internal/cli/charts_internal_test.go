@@ -64,3 +64,26 @@ func TestChartsOfflineFromEnv(t *testing.T) {
 		t.Fatalf("validate with GITASO_CHART_CACHE: %v\n%s", err, errb.String())
 	}
 }
+
+// The same settings from a --config file.
+func TestChartsOfflineFromConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "gitaso.yaml")
+	if err := os.WriteFile(cfg, []byte("charts-offline: true\nflux: true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	err := Run(t.Context(), []string{"validate", "--config", cfg, "--dir", dir, "--path", "."}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "--charts-offline needs --chart-cache") {
+		t.Fatalf("validate with charts-offline in --config and no chart-cache: %v", err)
+	}
+	if err := os.WriteFile(cfg, []byte("charts-offline: true\nflux: true\nchart-cache: "+t.TempDir()+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(t.Context(), []string{"validate", "--config", cfg, "--dir", dir, "--path", "."}, &out, &errb); err != nil {
+		t.Fatalf("validate with chart-cache in --config: %v\n%s", err, errb.String())
+	}
+}
