@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -187,15 +188,20 @@ func TestACRExchangeForm(t *testing.T) {
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "https://")
 	aad := fakeJWT(map[string]any{"tid": "tenant-1", "aud": "https://management.azure.com"})
+	var logs bytes.Buffer
 	f := newFetcher(t, srv.Client(), func(o *charts.Options) {
 		o.Azure = charts.TokenFunc(func(ctx context.Context, scopes []string) (string, error) { return aad, nil })
 		o.IndexTTL = -1
+		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	src := charts.Source{Kind: "HelmRepository", Name: "acr", Spec: map[string]any{"type": "oci", "url": "oci://" + host + "/charts", "provider": "azure"}}
 	for range 2 {
 		if _, err := f.Fetch(bg, charts.Request{Source: src, Chart: "infra", Version: "1.0.0"}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if logs.Len() == 0 || strings.Contains(logs.String(), aad) || strings.Contains(logs.String(), refresh()) {
+		t.Errorf("the debug log is empty or shows a token:\n%s", logs.String())
 	}
 	mu.Lock()
 	defer mu.Unlock()
