@@ -105,6 +105,15 @@
 // ErrOffline, naming what is missing. Nothing is fetched that a request
 // does not name.
 //
+// # Not read
+//
+// Bucket sources; Git over ssh://; GitRepository spec.ignore, .sourceignore,
+// include, recurseSubmodules and sparseCheckout (a chart from Git is its
+// directory less .helmignore); HelmChart reconcileStrategy Revision (the
+// version stays Chart.yaml's); spec.proxySecretRef (the process's proxy
+// environment applies through the HTTP transport); providers aws and gcp;
+// signature verification (spec.verify is refused, see above).
+//
 // # Limits and errors
 //
 // Archives over MaxArchiveSize (16 MiB) and indexes over MaxIndexSize
