@@ -23,10 +23,15 @@ const (
 // chartOf returns a Chart for an archive, its name and version read from
 // its Chart.yaml.
 func (f *Fetcher) chartOf(archive []byte, digest, from string, cached bool) (*Chart, error) {
+	if nv, ok := f.names.Load(digest); ok {
+		n := nv.([2]string)
+		return &Chart{Name: n[0], Version: n[1], Digest: digest, URL: from, Archive: archive, Cached: cached}, nil
+	}
 	md, err := archiveMetadata(archive)
 	if err != nil {
 		return nil, err
 	}
+	f.names.Store(digest, [2]string{md.Name, md.Version})
 	return &Chart{Name: md.Name, Version: md.Version, Digest: digest, URL: from, Archive: archive, Cached: cached}, nil
 }
 

@@ -228,6 +228,7 @@ type Fetcher struct {
 	clones     map[string]*cloneEntry
 	cloneOrder []string
 	inflight   map[string]*inflight
+	names      sync.Map // digest → [2]string{name, version} of archives read
 }
 
 // inflight serialises the downloads of one archive.
