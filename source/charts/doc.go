@@ -54,7 +54,8 @@
 // repository itself): spec.url over https:// with the Secret's username and
 // password or bearerToken (and ca.crt); spec.ref resolved with one
 // reference listing in Flux's order (commit, name, semver, tag, branch;
-// default branch master), then a shallow clone into memory, once per URL
+// default branch master), then a shallow clone into memory (a pinned commit:
+// with its branch's history, or every branch's), once per URL
 // and commit. The chart directory (Request.Chart, from the repository root)
 // is packaged into a .tgz with its .helmignore applied, its file://
 // dependencies packaged from the same commit (never outside the repository)
@@ -72,7 +73,10 @@
 // without being asked (spec.insecure only concerns OCI there), but a chart
 // and the digest that vouches for it would then both travel unprotected;
 // spec.insecure: true is harmless to Flux and says the repository meant it.
-// For OCI, spec.insecure selects http as in Flux. Git is read over https://
+// For OCI, spec.insecure selects http as in Flux, and without it a registry is
+// reached over TLS only, even on a loopback or private address where
+// go-containerregistry would fall back to http://. Redirects from https:// to
+// http:// are not followed. Git is read over https://
 // only (http:// with Options.AllowPlainHTTP). A dependency's http://
 // repository needs Options.AllowPlainHTTP.
 //
