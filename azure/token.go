@@ -75,3 +75,13 @@ func (cs *Clients) tokenRetry() policy.RetryOptions {
 	}
 	return r
 }
+
+// TokenCredential returns the azcore credential of cred (the cloud's authority, CA and retries), for callers
+// that need a raw Entra token, such as Azure Container Registry's token exchange.
+func (cs *Clients) TokenCredential(cred *Credential) (azcore.TokenCredential, error) {
+	hc, err := cs.httpClient()
+	if err != nil {
+		return nil, err
+	}
+	return cs.tokenCredential(cred, hc)
+}

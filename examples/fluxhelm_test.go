@@ -17,9 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-
-	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/internal/cli"
 	"github.com/gitaso/gitaso/internal/emutest"
@@ -71,12 +68,6 @@ func TestFluxHelmEndToEnd(t *testing.T) {
 	ctx := t.Context()
 	em := emutest.New(t, emutest.Roles("Contributor", "User Access Administrator", "AcrPull"),
 		emutest.Emulator(emulator.WithRegistry(fluxHelmRegistry)))
-	if _, ok := any(em.Clients).(interface {
-		TokenCredential(*azure.Credential) (azcore.TokenCredential, error)
-	}); !ok {
-		t.Skip("azure.Clients has no TokenCredential(*Credential): gitaso cannot hand its global credential to the " +
-			"chart fetcher for provider: azure (internal/cli/charts.go asks for it)")
-	}
 	loginServer := em.Emu.RegistryHost(fluxHelmRegistry)
 	pushed, err := em.Emu.PushHelmChart(ctx, fluxHelmRegistry, "helm", packageChart(t, "team-infra", nil))
 	if err != nil {

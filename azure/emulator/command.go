@@ -25,7 +25,10 @@ type CommandOptions struct {
 	TenantID       string        // default DefaultTenantID
 	SubscriptionID string        // default DefaultSubscriptionID
 	Hostnames      []string      // extra names for the serving certificate
-	Logger         *slog.Logger
+	// Registries are the Azure Container Registries served (WithRegistry), by name; their login servers are
+	// printed.
+	Registries []string
+	Logger     *slog.Logger
 	// OnReady, when set, is called once the emulator serves and the files are written.
 	OnReady func(*Emulator)
 }
@@ -57,6 +60,9 @@ func RunCommand(ctx context.Context, opts CommandOptions, stdout io.Writer) erro
 	eopts := []Option{WithAddr(opts.Addr), WithDefaultLatency(opts.Latency), WithHostnames(opts.Hostnames...)}
 	if opts.Logger != nil {
 		eopts = append(eopts, WithLogger(opts.Logger))
+	}
+	for _, r := range opts.Registries {
+		eopts = append(eopts, WithRegistry(r))
 	}
 	if opts.TenantID != "" {
 		eopts = append(eopts, WithTenantID(opts.TenantID))
@@ -113,6 +119,11 @@ func RunCommand(ctx context.Context, opts CommandOptions, stdout io.Writer) erro
 		"# export SSL_CERT_FILE=" + caFile,
 		"# Managed identity (App Service protocol), for experiments:",
 		"# export IDENTITY_ENDPOINT=" + idEndpoint + " IDENTITY_HEADER=" + idHeader,
+	}
+	for _, name := range opts.Registries {
+		host := e.RegistryHost(name)
+		lines = append(lines, fmt.Sprintf("# Azure Container Registry %s: login server %s (helm registry login %s -u $AZURE_CLIENT_ID "+
+			"-p $AZURE_CLIENT_SECRET --ca-file %s; helm push CHART.tgz oci://%s/helm --ca-file %s)", name, host, host, caFile, host, caFile))
 	}
 	for _, l := range lines {
 		if _, err := fmt.Fprintln(stdout, l); err != nil {

@@ -101,12 +101,6 @@ func (s *settings) chartFetcher(log *slog.Logger) (render.ChartFetcher, error) {
 	return render.ChartsFetcher(f), nil
 }
 
-// tokenCredentials is what gives the azcore credential of an
-// azure.Credential (the cloud's authority and CA), for a raw Entra token.
-type tokenCredentials interface {
-	TokenCredential(*azure.Credential) (azcore.TokenCredential, error)
-}
-
 // azureTokens gives the chart fetcher Entra tokens of gitaso's global
 // credential (the environment's, as ASO reads it) for Azure Container
 // Registry's token exchange. The credential is read on first use, so a
@@ -130,12 +124,7 @@ func (a *azureTokens) credential() (azcore.TokenCredential, error) {
 		a.err = fmt.Errorf("gitaso's global Azure credential: %w", err)
 		return nil, a.err
 	}
-	tcs, ok := any(azure.NewClients(a.cloud, azure.DefaultOptions())).(tokenCredentials)
-	if !ok {
-		a.err = errors.New("this gitaso cannot hand its Azure credential to the chart fetcher (azure.Clients has no TokenCredential)")
-		return nil, a.err
-	}
-	a.tc, a.err = tcs.TokenCredential(cred)
+	a.tc, a.err = azure.NewClients(a.cloud, azure.DefaultOptions()).TokenCredential(cred)
 	return a.tc, a.err
 }
 

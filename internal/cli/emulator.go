@@ -30,6 +30,7 @@ func registerEmulatorFlags(cmd *cobra.Command, o *emulator.CommandOptions) {
 	fs.StringVar(&o.SubscriptionID, "subscription", "", "default subscription ID")
 	fs.StringVar(&o.TenantID, "tenant", "", "tenant ID")
 	fs.StringSliceVar(&o.Hostnames, "hostname", nil, "extra host names for the serving certificate (repeatable)")
+	fs.StringArrayVar(&o.Registries, "registry", nil, "serve an Azure Container Registry `NAME` (5 to 50 letters and digits): an OCI registry behind ACR's token exchange and AcrPull/AcrPush roles on its own HTTPS port; its login server is printed (repeatable)")
 	ft := &federatedToken{}
 	fs.StringVar(&ft.file, "federated-token-file", "", "write a service-account token here (renewed hourly) for workload identity, as a cluster's OIDC issuer would")
 	fs.StringVar(&ft.issuer, "federated-issuer", "https://oidc.gitaso.local/cluster-01/", "issuer of the federated token")
