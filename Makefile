@@ -35,7 +35,8 @@ FUZZTIME    ?= 20s
 # Go minimises every new interesting input for up to 60 s by default, which stalls short runs on big seeds.
 FUZZFLAGS   ?= -fuzzminimizetime 2s
 FUZZTARGETS ?= ./source:FuzzParseFile ./source/render:FuzzRender ./source/render:FuzzSubstitute \
-               ./source/render:FuzzDecryptSOPS ./planner:FuzzPlan ./aso:FuzzConvert
+               ./source/render:FuzzDecryptSOPS ./source/render:FuzzFlux ./planner:FuzzPlan ./aso:FuzzConvert \
+               ./source/charts:FuzzParseIndex ./source/charts:FuzzArchiveMetadata
 fuzz:
 	@start=$$(date +%s); failed=; \
 	for t in $(FUZZTARGETS); do \
