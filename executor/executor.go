@@ -199,53 +199,71 @@ func (w *walk) setResult(rr *ResourceResult) {
 // run walks the write graph: a vertex starts when all its dependencies in the
 // plan have finished; a failed or skipped dependency skips it.
 func (w *walk) run(ctx context.Context, rs []*planner.Resource) {
-	byKey := map[string]*planner.Resource{}
+	sem := make(chan struct{}, w.e.opts.Parallelism)
+	walkDAG(rs, func(r *planner.Resource) []string { return r.DependsOn }, func(r *planner.Resource) {
+		if blocker := w.blocker(r); blocker != nil {
+			w.setResult(blocker)
+			return
+		}
+		sem <- struct{}{}
+		rr := w.apply(ctx, r)
+		<-sem
+		w.setResult(rr)
+	})
+}
+
+// walkDAG calls do for every resource of rs, each on its own goroutine as
+// soon as the resources of rs that after(r) names have finished, roots in
+// plan order. Should the edges hold a cycle (a plan edited by hand), the
+// rest run in plan order rather than never.
+func walkDAG(rs []*planner.Resource, after func(*planner.Resource) []string, do func(*planner.Resource)) {
+	inPlan := make(map[string]bool, len(rs))
 	for _, r := range rs {
-		byKey[r.Key()] = r
+		inPlan[r.Key()] = true
 	}
-	pending := map[string]int{}
-	dependents := map[string][]string{}
+	pending := make(map[string]int, len(rs))
+	next := map[string][]*planner.Resource{}
 	for _, r := range rs {
-		n := 0
-		for _, d := range r.DependsOn {
-			if _, ok := byKey[d]; ok {
-				n++
-				dependents[d] = append(dependents[d], r.Key())
+		for _, k := range after(r) {
+			if inPlan[k] && k != r.Key() {
+				pending[r.Key()]++
+				next[k] = append(next[k], r)
 			}
 		}
-		pending[r.Key()] = n
 	}
-	type done struct{ key string }
-	doneCh := make(chan done, len(rs))
-	sem := make(chan struct{}, w.e.opts.Parallelism)
+	doneCh := make(chan string, len(rs))
 	var wg sync.WaitGroup
-	start := func(r *planner.Resource) {
+	started := make(map[string]bool, len(rs))
+	running := 0
+	launch := func(r *planner.Resource) {
+		started[r.Key()] = true
+		running++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if blocker := w.blocker(r); blocker != nil {
-				w.setResult(blocker)
-			} else {
-				sem <- struct{}{}
-				rr := w.apply(ctx, r)
-				<-sem
-				w.setResult(rr)
-			}
-			doneCh <- done{r.Key()}
+			do(r)
+			doneCh <- r.Key()
 		}()
 	}
-	// Start roots in plan order (deterministic).
 	for _, r := range rs {
 		if pending[r.Key()] == 0 {
-			start(r)
+			launch(r)
 		}
 	}
 	for finished := 0; finished < len(rs); finished++ {
-		d := <-doneCh
-		for _, k := range dependents[d.key] {
-			pending[k]--
-			if pending[k] == 0 {
-				start(byKey[k])
+		if running == 0 {
+			for _, r := range rs {
+				if !started[r.Key()] {
+					launch(r)
+					break
+				}
+			}
+		}
+		k := <-doneCh
+		running--
+		for _, r := range next[k] {
+			if pending[r.Key()]--; pending[r.Key()] == 0 && !started[r.Key()] {
+				launch(r)
 			}
 		}
 	}
@@ -292,65 +310,13 @@ func firstLine(s string) string {
 // a deletion starts when those in its DeleteAfter have finished, with
 // bounded parallelism.
 func (w *walk) runDeletes(ctx context.Context, rs []*planner.Resource) {
-	inPlan := make(map[string]bool, len(rs))
-	for _, r := range rs {
-		inPlan[r.Key()] = true
-	}
-	pending := make(map[string]int, len(rs))
-	next := map[string][]*planner.Resource{}
-	for _, r := range rs {
-		for _, k := range r.DeleteAfter {
-			if inPlan[k] {
-				pending[r.Key()]++
-				next[k] = append(next[k], r)
-			}
-		}
-	}
-	doneCh := make(chan string, len(rs))
 	sem := make(chan struct{}, w.e.opts.Parallelism)
-	var wg sync.WaitGroup
-	start := func(r *planner.Resource) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			rr := w.delete(ctx, r)
-			<-sem
-			w.setResult(rr)
-			doneCh <- r.Key()
-		}()
-	}
-	started := map[string]bool{}
-	running := 0
-	launch := func(r *planner.Resource) {
-		started[r.Key()] = true
-		running++
-		start(r)
-	}
-	for _, r := range rs {
-		if pending[r.Key()] == 0 {
-			launch(r)
-		}
-	}
-	for finished := 0; finished < len(rs); finished++ {
-		if running == 0 {
-			// A cycle (a plan edited by hand): the rest in plan order.
-			for _, r := range rs {
-				if !started[r.Key()] {
-					launch(r)
-					break
-				}
-			}
-		}
-		k := <-doneCh
-		running--
-		for _, r := range next[k] {
-			if pending[r.Key()]--; pending[r.Key()] == 0 && !started[r.Key()] {
-				launch(r)
-			}
-		}
-	}
-	wg.Wait()
+	walkDAG(rs, func(r *planner.Resource) []string { return r.DeleteAfter }, func(r *planner.Resource) {
+		sem <- struct{}{}
+		rr := w.delete(ctx, r)
+		<-sem
+		w.setResult(rr)
+	})
 }
 
 func (w *walk) delete(ctx context.Context, r *planner.Resource) *ResourceResult {

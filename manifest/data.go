@@ -64,13 +64,13 @@ func eachString(o Object, field string, fn func(k, v string)) diag.List {
 	}
 	m, ok := raw.(map[string]any)
 	if !ok {
-		return diag.List{fieldError(o, field, fmt.Sprintf("must be a mapping, got %s", typeName(raw)))}
+		return diag.List{fieldError(o, field, fmt.Sprintf("must be a mapping, got %s", TypeName(raw)))}
 	}
 	var errs diag.List
 	for _, k := range sortedKeys(m) {
 		s, ok := m[k].(string)
 		if !ok {
-			errs = append(errs, fieldError(o, field+"."+k, fmt.Sprintf("must be a string, got %s (quote it)", typeName(m[k]))))
+			errs = append(errs, fieldError(o, field+"."+k, fmt.Sprintf("must be a string, got %s (quote it)", TypeName(m[k]))))
 			continue
 		}
 		fn(k, s)
@@ -86,7 +86,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
-func typeName(v any) string {
+// TypeName names the JSON type of a parsed value for error messages ("a
+// mapping", "a list", "a string", "a boolean", "a number", "null").
+func TypeName(v any) string {
 	switch v.(type) {
 	case map[string]any:
 		return "a mapping"

@@ -291,7 +291,7 @@ func validate(o manifest.Object) diag.List {
 				fail(field, "required field is empty")
 			}
 		default:
-			fail(field, fmt.Sprintf("must be a string, got %s", typeName(v)))
+			fail(field, fmt.Sprintf("must be a string, got %s", manifest.TypeName(v)))
 		}
 	}
 	requireString(o.Content, "apiVersion", "apiVersion")
@@ -303,7 +303,7 @@ func validate(o manifest.Object) diag.List {
 		requireString(md, "name", "metadata.name")
 		if v, ok := md["namespace"]; ok && v != nil {
 			if _, ok := v.(string); !ok {
-				fail("metadata.namespace", fmt.Sprintf("must be a string, got %s", typeName(v)))
+				fail("metadata.namespace", fmt.Sprintf("must be a string, got %s", manifest.TypeName(v)))
 			}
 		}
 		for _, key := range []string{"annotations", "labels"} {
@@ -312,15 +312,15 @@ func validate(o manifest.Object) diag.List {
 			case map[string]any:
 				for _, k := range sortedKeys(m) {
 					if _, ok := m[k].(string); !ok {
-						fail("metadata."+key+"."+k, fmt.Sprintf("must be a string, got %s (quote it)", typeName(m[k])))
+						fail("metadata."+key+"."+k, fmt.Sprintf("must be a string, got %s (quote it)", manifest.TypeName(m[k])))
 					}
 				}
 			default:
-				fail("metadata."+key, fmt.Sprintf("must be a mapping, got %s", typeName(m)))
+				fail("metadata."+key, fmt.Sprintf("must be a mapping, got %s", manifest.TypeName(m)))
 			}
 		}
 	default:
-		fail("metadata", fmt.Sprintf("must be a mapping, got %s", typeName(md)))
+		fail("metadata", fmt.Sprintf("must be a mapping, got %s", manifest.TypeName(md)))
 	}
 	if len(errs) > 0 {
 		if obj := partialID(o); obj != "" {
@@ -588,24 +588,6 @@ func kindName(n *yaml.Node) string {
 		return "alias"
 	}
 	return "node"
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int64, float64:
-		return "a number"
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func sortedKeys[V any](m map[string]V) []string {
