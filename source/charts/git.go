@@ -372,7 +372,7 @@ func (f *Fetcher) packageGitChart(ctx context.Context, root *object.Tree, dir st
 	rules.AddDefaults()
 	var buffered []*loader.BufferedFile
 	for name, b := range files {
-		if ignoredPath(rules, name) {
+		if HelmIgnored(rules, name) {
 			delete(files, name)
 			continue
 		}
@@ -471,8 +471,10 @@ func tarGz(top string, files map[string][]byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ignoredPath applies .helmignore rules to a file and its directories.
-func ignoredPath(rules *ignore.Rules, rel string) bool {
+// HelmIgnored applies .helmignore rules to a file of a chart (a slash
+// path relative to the chart's directory) and to its directories, as
+// helm's loader.LoadDir does.
+func HelmIgnored(rules *ignore.Rules, rel string) bool {
 	parts := strings.Split(rel, "/")
 	for i := 1; i < len(parts); i++ {
 		if rules.Ignore(strings.Join(parts[:i], "/"), fileInfo{name: parts[i-1], dir: true}) {

@@ -6,9 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
+	"github.com/gitaso/gitaso/source/charts"
 )
 
 func sha256Hex(b []byte) string {
@@ -384,7 +383,7 @@ func (run *helmRun) loadRepoChart(ctx context.Context, dir string, stack []strin
 	for ; i < len(run.paths) && strings.HasPrefix(run.paths[i], prefix); i++ {
 		p := run.paths[i]
 		rel := strings.TrimPrefix(p, prefix)
-		if ignoredPath(rules, rel) {
+		if charts.HelmIgnored(rules, rel) {
 			continue
 		}
 		files = append(files, &loader.BufferedFile{Name: rel, Data: run.w.byPath[p]})
@@ -486,38 +485,6 @@ func checkDependencies(c *chart.Chart) error {
 	}
 	return nil
 }
-
-// ignoredPath applies .helmignore rules to a file (and its directories)
-// as loader.LoadDir does.
-func ignoredPath(rules *ignore.Rules, rel string) bool {
-	parts := strings.Split(rel, "/")
-	for i := 1; i < len(parts); i++ {
-		if rules.Ignore(strings.Join(parts[:i], "/"), fileInfo{name: parts[i-1], dir: true}) {
-			return true
-		}
-	}
-	return rules.Ignore(rel, fileInfo{name: parts[len(parts)-1]})
-}
-
-// fileInfo is the os.FileInfo .helmignore rules look at.
-type fileInfo struct {
-	name string
-	dir  bool
-}
-
-func (f fileInfo) Name() string { return f.name }
-func (f fileInfo) Size() int64  { return 0 }
-func (f fileInfo) Mode() fs.FileMode {
-	if f.dir {
-		return fs.ModeDir
-	}
-	return 0
-}
-func (f fileInfo) ModTime() time.Time { return time.Time{} }
-func (f fileInfo) IsDir() bool        { return f.dir }
-func (f fileInfo) Sys() any           { return nil }
-
-var _ os.FileInfo = fileInfo{}
 
 // repoValuesFiles merges values files of the repository (paths relative to
 // its root, as source-controller reads them from a GitRepository), later
