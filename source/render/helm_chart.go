@@ -291,6 +291,9 @@ func (run *helmRun) fetch(ctx context.Context, h *helmRelease, field string, src
 			"digest", fc.Digest, "cached", fc.Cached, "duration", time.Since(start))
 	})
 	if e.err != nil {
+		if strings.HasPrefix(e.err.Error(), what) {
+			return nil, h.err(field, ErrHelmChart, "%v", e.err) // the fetcher named the source already
+		}
 		return nil, h.err(field, ErrHelmChart, "%s: %v", what, e.err)
 	}
 	c := cloneChart(e.c)
