@@ -43,7 +43,8 @@ func (e *ExitError) Unwrap() error { return e.Err }
 
 // settings are the options shared by serve, plan, apply and validate.
 type settings struct {
-	exports                           stateExports // exported values for substituteFrom (see stateExports)
+	exports                           stateExports    // exported values for substituteFrom (see stateExports)
+	kube                              clusterSettings // --kubeconfig, --in-cluster (cluster.go)
 	repo, branch, path, dir, cacheDir string
 	gitUser, gitPasswordFile, gitCA   string
 	stateFile                         string
@@ -92,6 +93,7 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	s.registerCharts(fs) // charts.go
 	// Input limits (source.Limits, see source/doc.go).
 	fs.Var(&s.sourceLimits, "source-limit", "change an input limit, NAME=VALUE (repeatable or comma-separated): file-size (32MiB), total-size (128MiB), yaml-nodes (4000000), total-yaml-nodes (16000000), yaml-depth (128), kustomize-objects (10000); -1 for none")
+	s.kube.register(fs) // cluster.go
 	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&s.logFormat, "log-format", "text", "text or json")
 	if !withAzure {
