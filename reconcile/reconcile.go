@@ -56,6 +56,9 @@ type Config struct {
 	ReadParallelism int
 	// Guard holds revisions that delete too much (mass-deletion guard).
 	Guard planner.Guard
+	// Exports, when set, receives every export after each run (the
+	// Kubernetes cluster gitaso runs beside; cluster.go).
+	Exports ExportSink
 }
 
 // DefaultConfig returns the defaults.
@@ -294,7 +297,11 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		return errors.New("apply needs Azure credentials")
 	}
 	rec, applyErr := r.apply(ctx, g, p, prior, outputs, rep)
-	return r.finish(g, p, rec, rep, opts, applyErr)
+	err = r.finish(g, p, rec, rep, opts, applyErr)
+	if xerr := r.syncExports(ctx, opts.Refresh); xerr != nil && err == nil {
+		err = fmt.Errorf("write exports to the cluster: %w", xerr)
+	}
+	return err
 }
 
 // prior returns what state holds once the operations a previous process

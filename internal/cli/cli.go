@@ -472,6 +472,9 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 			return nil, err
 		}
 		s.exports.db = e.db
+		if err := s.wireExports(e); err != nil { // cluster.go
+			return nil, err
+		}
 	}
 	return e, nil
 }
