@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/fluxcd/pkg/ssa"
+	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +20,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
+
+var setLogger sync.Once
+
+// quietControllerRuntime routes controller-runtime's logs (its client's
+// warnings) to gitaso's logger; without a logger it prints a stack trace
+// on stderr.
+func quietControllerRuntime(log *slog.Logger) {
+	setLogger.Do(func() { ctrllog.SetLogger(logr.FromSlogHandler(log.Handler())) })
+}
 
 // Labels and annotations on every object gitaso exports into a cluster.
 const (
@@ -137,6 +148,7 @@ func NewExporter(cl *Cluster, opts ExporterOptions) (*Exporter, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	quietControllerRuntime(opts.Logger)
 	rm := ssa.NewResourceManager(c, nil, ssa.Owner{Field: FieldManager, Group: "gitaso.io"})
 	return &Exporter{c: c, rm: rm, opts: opts, applied: map[string]string{}}, nil
 }

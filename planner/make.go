@@ -299,6 +299,11 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 		case !isReady(prior) && r.Hash == prior.AppliedHash:
 			r.Reason = "last apply did not succeed: retry"
 		}
+	case exportsChanged(n.Exports, prior):
+		// ASO writes a resource's exports on every reconcile; gitaso writes
+		// them when it applies: an added or removed operatorSpec export is
+		// an update (the values are read from ARM's answer to the PUT).
+		r.Action, r.Reason = Update, "operatorSpec exports changed: written again"
 	default:
 		r.Action = NoOp
 		if observedRead {
@@ -348,6 +353,47 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 }
 
 func isReady(r record.Resource) bool { return r.Ready.Status == "True" }
+
+// exportsChanged reports whether the export rules declare other config map
+// or secret keys than the ones prior holds ("name/key"; an expression
+// returning a map covers every key of its name).
+func exportsChanged(rules []Export, prior record.Resource) bool {
+	have := map[string]bool{}
+	for k := range prior.Outputs {
+		have["c:"+k] = true
+	}
+	for _, k := range prior.SecretOutputs {
+		have["s:"+k] = true
+	}
+	kind := func(secret bool) string {
+		if secret {
+			return "s:"
+		}
+		return "c:"
+	}
+	covered := map[string]bool{}
+	for _, ex := range rules {
+		if ex.Key != "" {
+			k := kind(ex.Secret) + ex.Name + "/" + ex.Key
+			if !have[k] {
+				return true
+			}
+			covered[k] = true
+			continue
+		}
+		prefix := kind(ex.Secret) + ex.Name + "/"
+		found := false
+		for k := range have {
+			if strings.HasPrefix(k, prefix) {
+				covered[k], found = true, true
+			}
+		}
+		if !found {
+			return true
+		}
+	}
+	return len(covered) != len(have)
+}
 
 func hasChangeAt(cs []Change, p string) bool {
 	for _, c := range cs {

@@ -158,6 +158,19 @@ func applied(t *testing.T, p *planner.Plan, secrets ...planner.SecretSource) map
 			AppliedHash: planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON),
 			AppliedBody: red, Ready: record.Condition{Type: "Ready", Status: "True"},
 		}
+		// Its exports were written when it was applied.
+		rec := prior[r.Key()]
+		for _, ex := range r.ExportRules {
+			if ex.Secret {
+				rec.SecretOutputs = append(rec.SecretOutputs, ex.Name+"/"+ex.Key)
+				continue
+			}
+			if rec.Outputs == nil {
+				rec.Outputs = map[string]string{}
+			}
+			rec.Outputs[ex.Name+"/"+ex.Key] = "exported"
+		}
+		prior[r.Key()] = rec
 	}
 	return prior
 }
@@ -422,4 +435,38 @@ func TestRenderMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "create.md", buf.Bytes())
+}
+
+// TestPlanExportsChanged: an operatorSpec export added or removed while the
+// ARM body stays the same is an update (the exports are written when the
+// resource is applied), and the same exports are no change.
+func TestPlanExportsChanged(t *testing.T) {
+	g := build(t, map[string]string{"platform/team-a.yaml": onboarding})
+	p, _ := g.Plan(planner.Input{})
+	outs := planner.Outputs{planner.OutputKey("platform", false, "team-a-identity-settings", "principalId"): "aaaaaaaa-0000-0000-0000-000000000001"}
+	var key string
+	for _, r := range p.Resources {
+		if len(r.ExportRules) > 0 {
+			key = r.Key()
+		}
+	}
+	if key == "" {
+		t.Fatal("the onboarding example exports nothing")
+	}
+	for name, edit := range map[string]func(*record.Resource){
+		"export added":   func(r *record.Resource) { r.Outputs = nil },
+		"export removed": func(r *record.Resource) { r.Outputs["gone/key"] = "x" },
+	} {
+		prior := applied(t, p)
+		rec := prior[key]
+		edit(&rec)
+		prior[key] = rec
+		got, err := g.Plan(planner.Input{Prior: prior, Outputs: outs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := got.Get(key); r.Action != planner.Update || !strings.Contains(r.Reason, "exports changed") {
+			t.Errorf("%s: %s %q, want an update", name, r.Action, r.Reason)
+		}
+	}
 }

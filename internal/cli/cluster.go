@@ -15,6 +15,8 @@ import (
 type clusterSettings struct {
 	kubeconfig, kubeContext string
 	inCluster               bool
+	qps                     float32
+	burst                   int
 	exports                 bool   // --cluster-exports
 	instance                string // --cluster-instance
 	conn                    *cluster.Cluster
@@ -24,6 +26,8 @@ func (c *clusterSettings) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig `FILE` of the cluster gitaso runs beside: exports are applied there, credential Secrets and substitute-from sources read from there (default: no cluster)")
 	fs.StringVar(&c.kubeContext, "kube-context", "", "kubeconfig context to use (default: its current context)")
 	fs.BoolVar(&c.inCluster, "in-cluster", false, "use the pod's service account to reach the cluster gitaso runs in")
+	fs.Float32Var(&c.qps, "kube-qps", 50, "requests per second gitaso sends to the Kubernetes API server at most (-1: no client-side limit)")
+	fs.IntVar(&c.burst, "kube-burst", 100, "burst of requests to the Kubernetes API server above --kube-qps")
 	fs.BoolVar(&c.exports, "cluster-exports", true, "with a cluster: write every operatorSpec export (configMaps, secrets, CEL expressions) into the resource's namespace with server-side apply (field manager gitaso)")
 	fs.StringVar(&c.instance, "cluster-instance", "gitaso", "label value (gitaso.io/instance) of the objects this gitaso writes into the cluster; gitaso removes only its own instance's objects, so two gitaso daemons on one cluster need different values")
 }
@@ -34,7 +38,7 @@ func (c *clusterSettings) connect() (*cluster.Cluster, error) {
 	if c.conn != nil {
 		return c.conn, nil
 	}
-	cl, err := cluster.Connect(cluster.Options{Kubeconfig: c.kubeconfig, Context: c.kubeContext, InCluster: c.inCluster})
+	cl, err := cluster.Connect(cluster.Options{Kubeconfig: c.kubeconfig, Context: c.kubeContext, InCluster: c.inCluster, QPS: c.qps, Burst: c.burst})
 	if errors.Is(err, cluster.ErrNotConfigured) {
 		return nil, nil
 	}
