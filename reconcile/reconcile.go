@@ -59,6 +59,9 @@ type Config struct {
 	// Exports, when set, receives every export after each run (the
 	// Kubernetes cluster gitaso runs beside; cluster.go).
 	Exports ExportSink
+	// ClusterSecrets, when set, reads credential Secrets from that cluster
+	// on every run; --credentials-dir and the repository win (inputs.go).
+	ClusterSecrets ClusterSecrets
 }
 
 // DefaultConfig returns the defaults.
@@ -162,11 +165,9 @@ func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 	if err != nil {
 		return nil, nil, fmt.Errorf("fetch source: %w", err)
 	}
-	var local map[string]map[string]string
-	if r.cfg.LocalSecrets != nil {
-		if local, err = r.cfg.LocalSecrets(); err != nil {
-			return snap, nil, fmt.Errorf("read local secrets: %w", err)
-		}
+	local, err := r.secretsOutsideGit(ctx, snap) // inputs.go
+	if err != nil {
+		return snap, nil, fmt.Errorf("read credential secrets: %w", err)
 	}
 	g, err := planner.Build(snap, planner.Options{
 		SubscriptionID:      r.subscription(),

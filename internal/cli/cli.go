@@ -280,6 +280,16 @@ func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--substitute: %w", err)
 	}
+	if vars == nil {
+		vars = render.Vars{}
+	}
+	// With a cluster, substitute-from also reads it (cluster.go).
+	if o.Exported, err = s.kube.substitution(log, o.Exported, vars); err != nil {
+		return nil, err
+	}
+	if s.kube.oidcVar != "" && vars[s.kube.oidcVar] != "" {
+		o.Substitute = true
+	}
 	o.Vars = vars
 	for _, f := range s.substituteFrom {
 		ref, err := render.ParseRef(f)
@@ -418,6 +428,9 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 	e := &env{log: s.logger(stderr), cfg: reconcile.DefaultConfig()}
 	var err error
 	if e.src, err = s.source(e.log); err != nil {
+		return nil, err
+	}
+	if err := s.wireInputs(e); err != nil { // cluster.go
 		return nil, err
 	}
 	if _, err = s.localSecrets(); err != nil {

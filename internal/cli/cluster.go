@@ -1,12 +1,17 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/gitaso/gitaso/cluster"
+	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/source/render"
 )
 
 // clusterSettings say how to reach the Kubernetes cluster gitaso runs beside
@@ -19,7 +24,9 @@ type clusterSettings struct {
 	burst                   int
 	exports                 bool   // --cluster-exports
 	instance                string // --cluster-instance
+	oidcVar                 string // --cluster-oidc-var
 	conn                    *cluster.Cluster
+	inputs                  *cluster.Inputs
 }
 
 func (c *clusterSettings) register(fs *pflag.FlagSet) {
@@ -28,6 +35,7 @@ func (c *clusterSettings) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.inCluster, "in-cluster", false, "use the pod's service account to reach the cluster gitaso runs in")
 	fs.Float32Var(&c.qps, "kube-qps", 50, "requests per second gitaso sends to the Kubernetes API server at most (-1: no client-side limit)")
 	fs.IntVar(&c.burst, "kube-burst", 100, "burst of requests to the Kubernetes API server above --kube-qps")
+	fs.StringVar(&c.oidcVar, "cluster-oidc-var", "", "with a cluster: set this substitution variable (e.g. CLUSTER_OIDC) to the cluster's OIDC issuer, read from its API server's /.well-known/openid-configuration, unless --substitute sets it")
 	fs.BoolVar(&c.exports, "cluster-exports", true, "with a cluster: write every operatorSpec export (configMaps, secrets, CEL expressions) into the resource's namespace with server-side apply (field manager gitaso)")
 	fs.StringVar(&c.instance, "cluster-instance", "gitaso", "label value (gitaso.io/instance) of the objects this gitaso writes into the cluster; gitaso removes only its own instance's objects, so two gitaso daemons on one cluster need different values")
 }
@@ -65,4 +73,72 @@ func (s *settings) wireExports(e *env) error {
 	}
 	e.cfg.Exports = x
 	return nil
+}
+
+// inputsOf returns the cluster's input reader (nil without a cluster).
+func (c *clusterSettings) inputsOf(log *slog.Logger) (*cluster.Inputs, error) {
+	if c.inputs != nil {
+		return c.inputs, nil
+	}
+	cl, err := c.connect()
+	if err != nil || cl == nil {
+		return nil, err
+	}
+	c.inputs = cluster.NewInputs(cl, log)
+	return c.inputs, nil
+}
+
+// substitution chains the cluster after gitaso's exports as a source of
+// substitute-from values (Flux reads them from the cluster), and sets
+// --cluster-oidc-var from the cluster's OIDC issuer unless --substitute
+// set it.
+func (c *clusterSettings) substitution(log *slog.Logger, exported render.ExportedData, vars render.Vars) (render.ExportedData, error) {
+	in, err := c.inputsOf(log)
+	if err != nil || in == nil {
+		return exported, err
+	}
+	if c.oidcVar != "" {
+		if _, set := vars[c.oidcVar]; !set {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			issuer, err := in.OIDCIssuer(ctx)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("--cluster-oidc-var %s: %w", c.oidcVar, err)
+			}
+			vars[c.oidcVar] = issuer
+		}
+	}
+	return func(secret bool, namespace, name string) (map[string]string, bool) {
+		if exported != nil {
+			if d, ok := exported(secret, namespace, name); ok {
+				return d, true
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		return in.Lookup(ctx, secret, namespace, name)
+	}, nil
+}
+
+// wireInputs reads credential Secrets from the cluster on every run.
+func (s *settings) wireInputs(e *env) error {
+	in, err := s.kube.inputsOf(e.log)
+	if err != nil || in == nil {
+		return err
+	}
+	e.cfg.ClusterSecrets = in.Secrets
+	return nil
+}
+
+// watchInputs (serve) watches the credential Secrets and substitution
+// sources read from the cluster: a change triggers a run (with a refresh),
+// so that a rotated credential or a changed platform-vars applies without
+// a commit.
+func (s *settings) watchInputs(ctx context.Context, r *reconcile.Reconciler) error {
+	in := s.kube.inputs
+	if in == nil {
+		return nil
+	}
+	in.OnChange = func() { r.Trigger(true) }
+	return in.Start(ctx)
 }

@@ -263,6 +263,9 @@ Triggers coalesce: a sync starts no sooner than 2 s after the previous run.`,
 			fmt.Fprintf(stdout, "gitaso serving on http://%s (status page /, API /api/v1/resources)\n", ln.Addr())
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
+			if err := s.watchInputs(ctx, r); err != nil { // cluster.go
+				return err
+			}
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
 			loopErr := make(chan error, 1)
