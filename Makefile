@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X github.com/gitaso/gitaso/internal/cli.Version=$(VERSION)
 TAGS    := kustomize_disable_go_plugin_support
 SHARED  ?= $(abspath ../shared)
 
-.PHONY: all build test test-short lint bench fuzz demo catalog roles clean reliability
+.PHONY: all build test test-short lint bench fuzz demo catalog roles clean reliability image
 
 all: build
 
@@ -73,6 +73,17 @@ demo: build
 ## (docs/reliability.md).
 reliability: build
 	$(GO) run ./internal/reliability/cmd/reliability -gitaso $(BIN) $(RELIABILITY_FLAGS)
+
+## image: the container image, built offline (no Docker, no base image; docs/deploy.md): a static binary for
+## linux/$(GOARCH) in bin/linux_$(GOARCH)/, then bin/image/oci (OCI layout) and bin/image/gitaso.tar (docker load)
+GOARCH            ?= $(shell $(GO) env GOARCH)
+CA_BUNDLE         ?= /etc/ssl/certs/ca-certificates.crt
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o bin/linux_$(GOARCH)/gitaso ./cmd/gitaso
+	GOOS= GOARCH= $(GO) run ./internal/image/cmd/mkimage -binary bin/linux_$(GOARCH)/gitaso -arch $(GOARCH) -ca $(CA_BUNDLE) \
+		-version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null) -created $(SOURCE_DATE_EPOCH) \
+		-layout bin/image/oci -tarball bin/image/gitaso.tar
 
 clean:
 	rm -rf bin bench.out
