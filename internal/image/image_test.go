@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 
 	"github.com/gitaso/gitaso/internal/image"
 )
@@ -82,6 +83,10 @@ func TestBuildLayout(t *testing.T) {
 	back, err := idx.Image(im.Manifests[0].Digest)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Digests, sizes and diff IDs agree with the blobs.
+	if err := validate.Image(back); err != nil {
+		t.Errorf("validate: %v", err)
 	}
 	if mt, _ := back.MediaType(); mt != types.OCIManifestSchema1 {
 		t.Errorf("manifest media type %s", mt)
