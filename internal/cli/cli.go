@@ -481,15 +481,23 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 	opts.Logger = e.log
 	e.clients = azure.NewClients(cloud, opts)
 	if needState {
-		if e.db, err = state.Open(s.stateFile); err != nil {
-			return nil, err
-		}
-		s.exports.db = e.db
-		if err := s.wireExports(e); err != nil { // cluster.go
+		if err := s.openState(e); err != nil {
 			return nil, err
 		}
 	}
 	return e, nil
+}
+
+// openState opens the state file and wires what reads it: exported values
+// for substituteFrom and the cluster as the sink of exports. build calls it
+// when the command needs state; serve --leader-elect once it leads (ha.go).
+func (s *settings) openState(e *env, opts ...state.Option) error {
+	var err error
+	if e.db, err = state.Open(s.stateFile, opts...); err != nil {
+		return err
+	}
+	s.exports.db = e.db
+	return s.wireExports(e) // cluster.go
 }
 
 // Run executes the gitaso command line.

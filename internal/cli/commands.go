@@ -142,23 +142,36 @@ the deletion guard held the revision (nothing applied; --approve-deletions relea
 			}
 			defer e.close()
 			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
-			rep, err := r.Once(cmd.Context(), reconcile.Options{Trigger: "cli", Refresh: refresh, ApproveDeletions: approveDeletions})
-			if rep != nil && rep.Plan != nil {
-				if perr := planner.RenderText(stdout, rep.Plan, planner.TextOptions{}); perr != nil {
-					return perr
+			first, err := r.Once(cmd.Context(), reconcile.Options{Trigger: "cli", Refresh: refresh, ApproveDeletions: approveDeletions})
+			// A run applies in phases when objects were known after apply.
+			var last *reconcile.Report
+			for rep := first; rep != nil; rep = rep.Then {
+				if rep != first {
+					fmt.Fprintf(stdout, "\nApplying what was known after apply, now that its values exist:\n\n")
 				}
+				if rep.Plan != nil {
+					if perr := planner.RenderText(stdout, rep.Plan, planner.TextOptions{}); perr != nil {
+						return perr
+					}
+				}
+				if rep.Result != nil {
+					printResult(stdout, rep.Result)
+				}
+				last = rep
 			}
 			if err != nil {
 				return reportInputErrors(stderr, err)
 			}
-			if rep.Run.Outcome == record.OutcomeHeld {
-				return &ExitError{Code: 3, Err: fmt.Errorf("revision held, nothing applied: %s (run again with --approve-deletions to delete exactly these resources)", rep.Run.Held.Message)}
-			}
-			if rep.Result != nil {
-				printResult(stdout, rep.Result)
-				if rep.Result.Failed() {
+			for rep := first; rep != nil; rep = rep.Then {
+				if rep.Run.Outcome == record.OutcomeHeld {
+					return &ExitError{Code: 3, Err: fmt.Errorf("revision held, nothing applied: %s (run again with --approve-deletions to delete exactly these resources)", rep.Run.Held.Message)}
+				}
+				if rep.Result != nil && rep.Result.Failed() {
 					return &ExitError{Code: 1, Err: errors.New(rep.Run.Error)}
 				}
+			}
+			if last != nil && last.Graph != nil && len(last.Graph.Deferred) > 0 {
+				return &ExitError{Code: 1, Err: fmt.Errorf("%d objects are still known after apply: their values were not exported (see the plan above)", len(last.Graph.Deferred))}
 			}
 			return nil
 		},
@@ -188,6 +201,7 @@ func printResult(w io.Writer, res *executor.Result) {
 
 func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{persistCharts: true}
+	ha := &haSettings{} // --leader-elect, --shards (ha.go)
 	var listen, tokenFile, webhookSecretFile string
 	var interval, syncPeriod time.Duration
 	var nsPeriods, kindPeriods, allowedHosts []string
@@ -210,14 +224,29 @@ POST /api/v1/sync and /api/v1/approve need Content-Type: application/json, refus
 (Origin, Sec-Fetch-Site) and take the --api-token-file token as "Authorization: Bearer <token>".
 Every endpoint but /healthz and the webhook answers only a Host naming loopback, localhost, the --listen
 address or one of --api-allowed-hosts (DNS rebinding). Listening beyond loopback requires --api-token-file.
-Triggers coalesce: a sync starts no sooner than 2 s after the previous run.`,
+Triggers coalesce: a sync starts no sooner than 2 s after the previous run.
+
+With --leader-elect, several replicas share one state file (a ReadWriteMany volume) and elect a leader
+with a coordination.k8s.io Lease: the leader applies; standbys do not open the state, answer /healthz,
+/readyz and /metrics themselves and forward every other request to the leader (X-Gitaso-Leader names
+it); when the leader dies a standby takes over within --lease-duration and resumes the operations it
+left in flight. --shards N --shard K split the namespaces between processes, each with its own Lease
+and --state. See docs/ha.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			e, err := s.setup(cmd, stderr, false, true) // flags from the environment and --config too
+			// Flags from the environment and --config too.
+			if err := applyEnvAndConfig(cmd.Flags()); err != nil {
+				return err
+			}
+			if err := ha.validate(); err != nil {
+				return err
+			}
+			// With --leader-elect only the leader opens the state (ha.go).
+			e, err := s.build(stderr, false, !ha.leaderElect)
 			if err != nil {
 				return err
 			}
-			defer e.close()
+			e.src = ha.filter(e.src) // --shards: this shard's namespaces only
 			// The API's settings are checked before the loop or the listener start.
 			apiOpts := api.Options{ListenAddr: listen, AllowedHosts: allowedHosts, UI: web.Handler()}
 			if tokenFile != "" {
@@ -247,25 +276,29 @@ Triggers coalesce: a sync starts no sooner than 2 s after the previous run.`,
 			if e.cfg.KindSyncPeriod, err = durationMap("--kind-sync-period", kindPeriods); err != nil {
 				return err
 			}
-			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
-			apiOpts.Sync, apiOpts.Approve, apiOpts.Ready, apiOpts.Logger = r.Sync, r.ApproveDeletions, r.Ready, e.log
-			if apiOpts.WebhookSecret != "" {
-				apiOpts.Webhook = r.Poll
+			if ha.leaderElect {
+				return s.serveHA(cmd.Context(), stdout, e, ha, apiOpts, listen)
+			}
+			defer e.close()
+			if err := ha.checkState(e.db); err != nil {
+				return err
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return fmt.Errorf("listen on %s: %w", listen, err)
 			}
-			so := api.DefaultServerOptions()
-			so.Logger = e.log
-			srv := api.NewServer(api.New(e.db, apiOpts), so)
-			e.log.Info("serving", "address", "http://"+ln.Addr().String(), "state", s.stateFile)
-			fmt.Fprintf(stdout, "gitaso serving on http://%s (status page /, API /api/v1/resources)\n", ln.Addr())
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
-			if err := s.watchInputs(ctx, r); err != nil { // cluster.go
+			r, handler, err := s.startReconciler(ctx, e, apiOpts) // ha.go
+			if err != nil {
+				_ = ln.Close()
 				return err
 			}
+			so := api.DefaultServerOptions()
+			so.Logger = e.log
+			srv := api.NewServer(handler, so)
+			e.log.Info("serving", "address", "http://"+ln.Addr().String(), "state", s.stateFile)
+			fmt.Fprintf(stdout, "gitaso serving on http://%s (status page /, API /api/v1/resources)\n", ln.Addr())
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
 			loopErr := make(chan error, 1)
@@ -288,6 +321,7 @@ Triggers coalesce: a sync starts no sooner than 2 s after the previous run.`,
 		},
 	}
 	s.register(cmd.Flags(), true)
+	ha.register(cmd.Flags())
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the HTTP API")
 	cmd.Flags().StringVar(&tokenFile, "api-token-file", "", "file with a bearer token required by POST /api/v1/sync and /api/v1/approve (required when --listen is not loopback)")
 	cmd.Flags().StringSliceVar(&allowedHosts, "api-allowed-hosts", nil, "further Host names the API answers besides loopback, localhost and the --listen address, e.g. a reverse proxy's gitaso.example.com; .example.com for a domain and its subdomains, * for any (repeatable)")
