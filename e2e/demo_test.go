@@ -36,10 +36,17 @@ func TestDemo(t *testing.T) {
 		log, _ := os.ReadFile(filepath.Join(dir, "demo", "gitaso.log"))
 		t.Fatalf("demo: %v\n%s\n--- gitaso.log ---\n%s", err, out, log)
 	}
-	for _, want := range []string{"platform: 11/11 resources Ready", "team-a: 7/7 resources Ready", "gitaso is running"} {
+	for _, want := range []string{"platform: 11/11 resources Ready", "team-a: 7/7 resources Ready", "gitaso is running",
+		"substituted into team-a/aso-credential in the same run"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+	// One commit, one run: team-a's objects were known after apply and applied in the run's second phase,
+	// nobody copied the clientId.
+	log, _ := os.ReadFile(filepath.Join(dir, "demo", "gitaso.log"))
+	if !strings.Contains(string(log), `msg="applying the objects whose values exist now" phase=2`) {
+		t.Errorf("the startup run had no second phase:\n%s", log)
 	}
 }
 

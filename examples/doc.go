@@ -7,7 +7,8 @@
 //     queue/topic/subscription, a PostgreSQL database and a storage account. Environment values are Flux
 //     post-build substitution variables (${SUBSCRIPTION_ID}, ...) defined in the ConfigMap
 //     onboarding/platform/platform-vars.yaml (fake values; `make demo` writes the emulator's): run gitaso with
-//     --substitute-from platform/platform-vars --substitute-strict. See onboarding/README.md.
+//     --substitute-from platform/platform-vars --substitute-from ConfigMap/platform/team-a-vars
+//     --substitute-strict (team-a-vars is exported by the team identity). See onboarding/README.md.
 //   - flux-helm/: a Flux repository in the seeds' shape (gitaso --flux --path clusters/snd): a platform
 //     Kustomization substituting from the ConfigMap platform-vars renders a team's HelmRelease of an
 //     infrastructure chart (charts/team-infra) built on a library chart of ASO templates (charts/aso-library),

@@ -20,19 +20,43 @@ import (
 )
 
 // varsRef names the ConfigMap holding the onboarding example's substitution variables
-// (onboarding/platform/platform-vars.yaml), as given to --substitute-from.
-const varsRef = "platform/platform-vars"
+// (onboarding/platform/platform-vars.yaml), as given to --substitute-from; exportedRef the ConfigMap the
+// team identity exports TEAM_A_CLIENT_ID into (its operatorSpec.configMapExpressions), the second source.
+const (
+	varsRef     = "platform/platform-vars"
+	exportedRef = "ConfigMap/platform/team-a-vars"
+)
 
-// renderer is the render stage gitaso runs with `--substitute-from platform/platform-vars
-// --substitute-strict`: Flux post-build substitution where an unset variable is an error, so a manifest
-// cannot use a variable platform-vars lacks.
-func renderer(t *testing.T) *render.Renderer {
-	t.Helper()
-	ref, err := render.ParseRef(varsRef)
-	if err != nil {
-		t.Fatal(err)
+// fakeClientID is the clientId the tests take as exported by platform/team-a-identity.
+const fakeClientID = "00000000-0000-0000-0000-0000000000a1"
+
+// afterIdentity is what gitaso's state holds once platform/team-a-identity is applied: its export
+// platform/team-a-vars. firstRun is the state of a first run: nothing exported yet.
+func afterIdentity(secret bool, ns, name string) (map[string]string, bool) {
+	if !secret && ns == "platform" && name == "team-a-vars" {
+		return map[string]string{"TEAM_A_CLIENT_ID": fakeClientID}, true
 	}
-	r, err := render.New(render.Options{Substitute: true, SubstituteFrom: []render.Ref{ref}, Strict: true})
+	return nil, false
+}
+
+func firstRun(bool, string, string) (map[string]string, bool) { return nil, false }
+
+// renderer is the render stage gitaso runs with `--substitute-from platform/platform-vars --substitute-from
+// ConfigMap/platform/team-a-vars --substitute-strict`: Flux post-build substitution where an unset variable
+// is an error, so a manifest cannot use a variable the two lack. exported is what the state holds.
+func renderer(t *testing.T) *render.Renderer { return rendererWith(t, afterIdentity) }
+
+func rendererWith(t *testing.T, exported render.ExportedData) *render.Renderer {
+	t.Helper()
+	var refs []render.Ref
+	for _, s := range []string{varsRef, exportedRef} {
+		ref, err := render.ParseRef(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, ref)
+	}
+	r, err := render.New(render.Options{Substitute: true, SubstituteFrom: refs, Strict: true, Exported: exported})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,8 +274,8 @@ func TestOnboardingScenario(t *testing.T) {
 	if !ok {
 		t.Fatal("team-a/Secret/aso-credential missing")
 	}
-	// As written, the credential takes its values from platform-vars' variables; once rendered, it holds
-	// exactly those values.
+	// As written, the credential takes its values from platform-vars' variables and the identity's export;
+	// once rendered, it holds exactly those values.
 	vars, _ := platformVars(t)
 	g, rendered := build(t)
 	renderedByID := map[string]manifest.Object{}
@@ -271,7 +295,7 @@ func TestOnboardingScenario(t *testing.T) {
 		{renderedByID[cred.ID()], map[string]any{
 			"AZURE_SUBSCRIPTION_ID":      vars["SUBSCRIPTION_ID"],
 			"AZURE_TENANT_ID":            vars["TENANT_ID"],
-			"AZURE_CLIENT_ID":            vars["TEAM_A_CLIENT_ID"],
+			"AZURE_CLIENT_ID":            fakeClientID, // exported by platform/team-a-identity
 			"USE_WORKLOAD_IDENTITY_AUTH": "true",
 		}},
 	} {
@@ -363,6 +387,83 @@ func TestOnboardingScenario(t *testing.T) {
 	}
 }
 
+// exportedVars are the keys the example's resources export into the ConfigMap platform/team-a-vars
+// (operatorSpec.configMaps and configMapExpressions): variables that need no one to copy them.
+func exportedVars(t *testing.T) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, o := range fetch(t, nil).Objects {
+		op, _ := o.Spec()["operatorSpec"].(map[string]any)
+		if op == nil || o.Namespace() != "platform" {
+			continue
+		}
+		exprs, _ := op["configMapExpressions"].([]any)
+		for _, e := range exprs {
+			if m, _ := e.(map[string]any); m["name"] == "team-a-vars" {
+				out[fmt.Sprint(m["key"])] = true
+			}
+		}
+		cms, _ := op["configMaps"].(map[string]any)
+		for _, d := range cms {
+			if m, _ := d.(map[string]any); m["name"] == "team-a-vars" {
+				out[fmt.Sprint(m["key"])] = true
+			}
+		}
+	}
+	return out
+}
+
+// The seeds' whole onboarding from one commit: on the first run nothing is exported yet, so team-a's
+// credential (its clientId comes from platform/team-a-vars) and every team-a resource signing in with it are
+// "(known after apply)": the platform is planned now, team-a once the identity has exported its clientId.
+// Nothing is deleted or refused meanwhile, and the plan says what each deferred object waits for.
+func TestOnboardingFromOneCommit(t *testing.T) {
+	snap := fetch(t, rendererWith(t, firstRun))
+	g, err := planner.Build(snap, planner.Options{SubscriptionID: subscription(t)})
+	if err != nil {
+		t.Fatalf("planner.Build on the first run:\n%v", err)
+	}
+	after, _ := build(t)
+	if len(g.Deferred) == 0 {
+		t.Fatal("nothing is known after apply on the first run")
+	}
+	for _, d := range g.Deferred {
+		if d.Namespace != "team-a" {
+			t.Errorf("%s is deferred: only team-a waits for the identity", d.ID())
+		}
+	}
+	for _, n := range g.Nodes {
+		if n.Namespace != "platform" {
+			t.Errorf("%s is planned before team-a's credential exists", n.ID())
+		}
+	}
+	var team int
+	for _, n := range after.Nodes {
+		if n.Namespace == "team-a" {
+			team++
+		}
+	}
+	if len(g.Deferred) != team || len(g.Nodes)+len(g.Deferred) != len(after.Nodes) {
+		t.Errorf("first run: %d planned + %d deferred; after the identity: %d resources, %d of team-a", len(g.Nodes), len(g.Deferred), len(after.Nodes), team)
+	}
+	p, err := g.Plan(planner.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := planner.RenderText(&text, p, planner.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"team-a/StorageAccount/teamastorage01 is known after apply: waits for its credential secret team-a/aso-credential (${TEAM_A_CLIENT_ID} from config map platform/team-a-vars, exported by platform/UserAssignedIdentity/team-a-identity)",
+		fmt.Sprintf("%d known after apply", len(g.Deferred)),
+	} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the first run's plan lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
 // varRefRE finds Flux variable references: ${...} with any run of '$' before it. An odd run ends in an
 // escape ($${VAR} is a literal ${VAR}, $$ a literal $), an even one (usually none) is a reference.
 var varRefRE = regexp.MustCompile(`(\$*)\$\{([^}]*)\}`)
@@ -378,6 +479,10 @@ func TestVariablesDefined(t *testing.T) {
 	vars, cm := platformVars(t)
 	if len(vars) == 0 {
 		t.Fatal("platform-vars defines no variable")
+	}
+	exported := exportedVars(t)
+	if len(exported) == 0 {
+		t.Fatal("no resource exports a variable into platform/team-a-vars")
 	}
 	// The files gitaso reads: every *.yaml/*.yml below onboarding/, hidden directories skipped.
 	files, err := source.NewDir(".", "onboarding").Files(t.Context())
@@ -404,8 +509,8 @@ func TestVariablesDefined(t *testing.T) {
 					continue
 				}
 				used[name] = true
-				if _, ok := vars[name]; !ok {
-					t.Errorf("%s:%d uses ${%s}, which platform-vars does not define", file.Path, n+1, name)
+				if _, ok := vars[name]; !ok && !exported[name] {
+					t.Errorf("%s:%d uses ${%s}, which neither platform-vars defines nor a resource exports into platform/team-a-vars", file.Path, n+1, name)
 				}
 			}
 		}

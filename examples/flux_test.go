@@ -56,6 +56,8 @@ spec:
     substituteFrom:
       - kind: ConfigMap
         name: platform-vars
+      - kind: ConfigMap
+        name: team-a-vars
 `,
 }
 
@@ -98,7 +100,7 @@ func fluxRepo(t *testing.T) string {
 // detach-on-delete (prune: false) and every resource says which
 // Kustomization rendered it.
 func TestFluxOnboardingPlan(t *testing.T) {
-	r, err := render.New(render.Options{Kustomize: true, Flux: true, FluxPath: "clusters/snd", Strict: true})
+	r, err := render.New(render.Options{Kustomize: true, Flux: true, FluxPath: "clusters/snd", Strict: true, Exported: afterIdentity})
 	if err != nil {
 		t.Fatal(err)
 	}

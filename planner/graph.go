@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -40,8 +41,13 @@ type Graph struct {
 	// nodes it depends on.
 	Nodes []*Node
 
-	byKey   map[string]*Node
-	byARMID map[string]*Node // lower-cased ARM ID → node
+	// Deferred are the objects set aside until a value they use exists
+	// (see Deferred), sorted by key.
+	Deferred []*Deferred
+
+	byKey        map[string]*Node
+	deferredKeys map[string]bool
+	byARMID      map[string]*Node // lower-cased ARM ID → node
 	inputs  *inputs
 	ignored []manifest.Object
 }
@@ -187,8 +193,13 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 	}
 
 	// Inputs first.
+	pendingInputs := map[string][]string{} // "configmap:ns/name" or "secret:ns/name" → variables it waits for
 	for _, o := range snap.Objects {
 		if o.Group() != "" || o.Version() != "v1" {
+			continue
+		}
+		if v := manifest.PendingVars(o); len(v) > 0 && (o.Kind() == "ConfigMap" || o.Kind() == "Secret") {
+			pendingInputs[strings.ToLower(o.Kind())+":"+o.Namespace()+"/"+o.Name()] = v
 			continue
 		}
 		switch o.Kind() {
@@ -210,6 +221,7 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 	}
 
 	// ASO objects.
+	var pending []pendingNode
 	for _, o := range snap.Objects {
 		if !IsASO(o.Group()) {
 			if e := misspeltGroup(o); e != nil {
@@ -231,6 +243,13 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 			spec = map[string]any{}
 		}
 		n := &Node{Object: o, Kind: k, Spec: spec, Namespace: o.Namespace(), Name: o.Name()}
+		if v := manifest.PendingVars(o); len(v) > 0 {
+			// Checked once its values exist (deferred.go).
+			n.Deps, _ = aso.Dependencies(k, spec)
+			n.Exports = exportsOf(spec)
+			pending = append(pending, pendingNode{n: n, vars: v})
+			continue
+		}
 		if prev, dup := g.byKey[n.Key()]; dup {
 			errs = append(errs, objErr(o, "metadata.name", "%s is also declared in %s:%d", n.ID(), prev.Object.File, prev.Object.Line))
 			continue
@@ -261,6 +280,15 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 		g.byKey[n.Key()] = n
 		g.Nodes = append(g.Nodes, n)
 	}
+
+	// Objects waiting for values a resource exports once applied.
+	all := slices.Clone(g.Nodes)
+	for _, p := range pending {
+		all = append(all, p.n)
+	}
+	sources, es := checkPending(snap.External, all)
+	errs = append(errs, es...)
+	g.deferPending(pending, pendingInputs, sources)
 
 	// Credentials and subscriptions.
 	badCred := map[*Node]bool{}

@@ -33,7 +33,7 @@ type Input struct {
 // Plan decides an action for every resource of the graph and for every
 // resource in state that is no longer in Git.
 func (g *Graph) Plan(in Input) (*Plan, error) {
-	p := &Plan{Revision: g.Revision, External: g.External, Resources: make([]*Resource, 0, len(g.Nodes))}
+	p := &Plan{Revision: g.Revision, External: g.External, Deferred: g.Deferred, Resources: make([]*Resource, 0, len(g.Nodes))}
 	moves, forget := g.moves(in.Prior)
 	var errs diag.List
 	for _, n := range g.Nodes {
@@ -59,7 +59,7 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 		movedAway[old] = true
 	}
 	for key, prior := range in.Prior {
-		if g.byKey[key] != nil || movedAway[key] {
+		if g.byKey[key] != nil || movedAway[key] || g.deferredKeys[key] {
 			continue
 		}
 		r := &Resource{

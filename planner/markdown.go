@@ -15,7 +15,9 @@ func RenderMarkdown(w io.Writer, p *Plan) error {
 	s := p.Summary()
 	bw.printf("### gitaso plan for `%s`\n\n", ShortRevision(p.Revision))
 	for _, e := range p.External {
-		bw.printf("Chart `%s@%s` for HelmRelease `%s`\n\n", e.Name, e.Version, e.User)
+		if e.Kind == "HelmChart" || e.Kind == "" {
+			bw.printf("Chart `%s@%s` for HelmRelease `%s`\n\n", e.Name, e.Version, e.User)
+		}
 	}
 	if !p.HasChanges() {
 		bw.printf("No changes. Azure matches the manifests (%d resources).\n", s[NoOp]+s[Observe])
@@ -51,6 +53,9 @@ func RenderMarkdown(w io.Writer, p *Plan) error {
 			changes = strings.Join(paths, ", ")
 		}
 		bw.printf("| %s %s | `%s` | `%s` | %s |\n", symbols[r.Action], r.Action, r.ID(), r.ARMID, mdEscape(changes))
+	}
+	for _, d := range p.Deferred {
+		bw.printf("| ~ known after apply | `%s` | | %s |\n", d.ID(), mdEscape(d.Reason))
 	}
 	var text bytes.Buffer
 	if err := RenderText(&text, p, TextOptions{}); err != nil {

@@ -106,6 +106,10 @@ type Plan struct {
 	// External are the sources outside the repository the revision's
 	// objects came from (HelmRelease charts, with their versions).
 	External []manifest.External `json:"external,omitempty"`
+	// Deferred are the revision's objects that wait for a value one of its
+	// resources exports once applied: "(known after apply)", planned and
+	// applied in the same run once their producer is done.
+	Deferred []*Deferred `json:"deferred,omitempty"`
 }
 
 // Origin is what rendered a resource: the Flux Kustomization that built it,
@@ -276,6 +280,9 @@ func (p *Plan) Summary() map[Action]int {
 // HasChanges reports whether applying the plan would write to or delete from
 // Azure (or forget a detached resource).
 func (p *Plan) HasChanges() bool {
+	if len(p.Deferred) > 0 {
+		return true // they are created or updated once their values exist
+	}
 	for _, r := range p.Resources {
 		if r.Action != NoOp && r.Action != Observe {
 			return true

@@ -6,6 +6,9 @@ import (
 	"io"
 	"sort"
 	"strconv"
+	"strings"
+
+	"github.com/gitaso/gitaso/manifest"
 )
 
 // RenderJSON writes the plan's documented JSON form.
@@ -53,10 +56,12 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 	bw := &errWriter{w: w}
 	bw.printf("gitaso plan for revision %s\n", ShortRevision(p.Revision))
 	for _, e := range p.External {
-		bw.printf("  chart %s@%s for HelmRelease %s (%s)\n", e.Name, e.Version, e.User, e.Digest)
+		if line := externalLine(e); line != "" {
+			bw.printf("  %s\n", line)
+		}
 	}
 	renderHeld(bw, p, "")
-	changed := 0
+	changed := len(p.Deferred)
 	for _, r := range p.Resources {
 		if r.Action == NoOp && !opts.ShowUnchanged {
 			continue
@@ -124,16 +129,45 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 		}
 		bw.printf("    }\n")
 	}
+	for _, d := range p.Deferred {
+		bw.printf("\n  # %s is known after apply: %s\n", d.ID(), d.Reason)
+		bw.printf("  ~ %s %s %q (known after apply) {\n", d.Group, d.Kind, d.Namespace+"/"+d.Name)
+		if d.File != "" {
+			loc := d.File
+			if d.Line > 0 {
+				loc += ":" + strconv.Itoa(d.Line)
+			}
+			bw.printf("      source     = %q\n", loc)
+		}
+		bw.printf("    }\n")
+	}
 	s := p.Summary()
 	if changed == 0 {
 		bw.printf("\nNo changes. Azure matches the manifests (%d resources).\n", s[NoOp])
 		return bw.err
 	}
-	bw.printf("\nPlan: %s; %d unchanged, %d observed.\n", summaryLine(s), s[NoOp], s[Observe])
+	deferred := ""
+	if len(p.Deferred) > 0 {
+		deferred = fmt.Sprintf(", %d known after apply (planned in this run once their values exist)", len(p.Deferred))
+	}
+	bw.printf("\nPlan: %s; %d unchanged, %d observed%s.\n", summaryLine(s), s[NoOp], s[Observe], deferred)
 	if p.Held != nil {
 		bw.printf("Held: nothing of this revision is applied until its deletions are approved.\n")
 	}
 	return bw.err
+}
+
+// externalLine describes a source outside the repository for the plan's
+// head; "" for a pending source (its objects are listed as known after
+// apply).
+func externalLine(e manifest.External) string {
+	switch {
+	case e.IsPending():
+		return ""
+	case strings.HasPrefix(e.Kind, "Exported"):
+		return "substitute-from " + strings.TrimPrefix(e.Kind, "Exported") + " " + e.User + " (not in the repository: an export or the cluster)"
+	}
+	return fmt.Sprintf("chart %s@%s for HelmRelease %s (%s)", e.Name, e.Version, e.User, e.Digest)
 }
 
 // summaryLine counts the changes as the plan's last line does ("1 to

@@ -98,20 +98,31 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 	)
 	run := func(trigger string, refresh, all bool) {
 		defer func() { lastEnd = time.Now() }()
-		rep, err := r.Once(ctx, Options{Trigger: trigger, Refresh: refresh, All: all})
-		if rep != nil {
-			lastRev = rep.Run.Revision
-			r.log.InfoContext(ctx, "run finished", "revision", rep.Run.Revision, "trigger", trigger,
-				"outcome", string(rep.Run.Outcome), "summary", rep.Run.Summary, "refresh", refresh)
+		first, err := r.Once(ctx, Options{Trigger: trigger, Refresh: refresh, All: all})
+		// A run applies in phases when objects were known after apply; the
+		// last phase's revision is the one in force.
+		var rep *Report
+		for ph, phase := first, 1; ph != nil; ph, phase = ph.Then, phase+1 {
+			rep = ph
+			lastRev = ph.Run.Revision
+			r.log.InfoContext(ctx, "run finished", "revision", ph.Run.Revision, "trigger", trigger, "phase", phase,
+				"outcome", string(ph.Run.Outcome), "summary", ph.Run.Summary, "refresh", refresh)
 		}
 		if err != nil && ctx.Err() == nil {
 			r.log.ErrorContext(ctx, "run failed", "error", err)
 		}
 		retry.Stop()
-		if rep == nil || rep.Result == nil {
+		var again bool
+		var after time.Duration
+		for ph := first; ph != nil; ph = ph.Then {
+			if ph.Result != nil {
+				a, d := ph.Result.Retry()
+				again, after = again || a, max(after, d)
+			}
+		}
+		if rep == nil {
 			return
 		}
-		again, after := rep.Result.Retry()
 		if !again {
 			backoff = 0
 			return

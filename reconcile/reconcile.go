@@ -134,6 +134,9 @@ type Report struct {
 	Graph  *planner.Graph
 	// Ignored are objects of kinds gitaso does not manage.
 	Ignored []manifest.Object
+	// Then is the next phase of the run, when objects of this one were
+	// known after apply (Plan.Deferred) and their values exist now.
+	Then *Report
 }
 
 // ErrRefused is returned (wrapped, with the input errors) when a revision is
@@ -190,10 +193,50 @@ func (r *Reconciler) PlanOnly(ctx context.Context, refresh bool) (*Report, error
 	return r.Once(ctx, Options{Trigger: "cli", Refresh: refresh, All: true, DryRun: true})
 }
 
-// Once runs one reconcile.
+// maxPhases bounds the applies of one run: the revision, then its objects
+// known after apply, as long as each phase makes the values of the next.
+const maxPhases = 8
+
+// Once runs one reconcile. When objects of the revision wait for values
+// that its resources export once applied (planner.Deferred), and this
+// apply wrote such a resource, the revision is rendered and planned again
+// and what it can now hold is applied in the same call: Report.Then.
 func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	rep, err := r.once(ctx, opts)
+	for cur, phase := rep, 2; err == nil && !opts.DryRun && mayProgress(cur); phase++ {
+		if phase > maxPhases {
+			r.log.WarnContext(ctx, "objects still known after apply after the last phase", "phases", maxPhases, "deferred", len(cur.Graph.Deferred))
+			break
+		}
+		r.log.InfoContext(ctx, "applying the objects whose values exist now", "phase", phase, "deferred", len(cur.Graph.Deferred))
+		cur.Then, err = r.once(ctx, opts)
+		cur = cur.Then
+	}
+	return rep, err
+}
+
+// mayProgress reports whether a phase left objects known after apply and
+// wrote a resource that exports values: the next phase may resolve them.
+func mayProgress(rep *Report) bool {
+	if rep == nil || rep.Graph == nil || len(rep.Graph.Deferred) == 0 || rep.Plan == nil || rep.Plan.Held != nil ||
+		rep.Run.Outcome != record.OutcomeSucceeded {
+		return false
+	}
+	for _, n := range rep.Graph.Nodes {
+		if len(n.Exports) == 0 {
+			continue
+		}
+		if pr := rep.Plan.Get(n.Key()); pr != nil && pr.Action.Writes() {
+			return true
+		}
+	}
+	return false
+}
+
+// once is one phase of Once.
+func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 	rep := &Report{Run: record.Run{Trigger: opts.Trigger, StartedAt: time.Now().UTC()}}
 	snap, g, err := r.Build(ctx)
 	r.pathMissing = ""

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make demo: the embedded Azure (gitaso emulator) + the gitaso daemon following a local Git repository made
-# from examples/onboarding, its ${VAR}s filled in by Flux post-build substitution from the ConfigMap
-# platform/platform-vars that this script writes with the emulator's values. Runs until interrupted (Ctrl-C).
+# from examples/onboarding in ONE commit, its ${VAR}s filled in by Flux post-build substitution from the
+# ConfigMap platform/platform-vars (this script writes the emulator's subscription, tenant and OIDC issuer:
+# nothing Azure generates) and from platform/team-a-vars, which the team identity exports once Azure has
+# created it (its clientId). Nothing is copied by hand. Runs until interrupted (Ctrl-C).
 # DEMO_ONESHOT=1 exits once the demo is set up and every resource is Ready (used by the demo's own test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,11 +44,12 @@ copy() { # copy examples/onboarding/$1 into the repo verbatim, except the exampl
     [ "$(basename "$f")" = platform-vars.yaml ] || cp "$f" "$work/repo/$1/"
   done
 }
-write_vars() { # the repository's platform/platform-vars with the emulator's values (TEAM_A_CLIENT_ID once known)
+write_vars() { # the repository's platform/platform-vars with the emulator's values
   mkdir -p "$work/repo/platform"
   {
     echo "# Written by scripts/demo.sh (make demo): the emulator's values for Flux post-build substitution;"
-    echo "# gitaso serve runs with --substitute-from platform/platform-vars --substitute-strict."
+    echo "# gitaso serve runs with --substitute-from platform/platform-vars --substitute-from ConfigMap/platform/team-a-vars"
+    echo "# --substitute-strict; team-a-vars is exported by the identity platform/team-a-identity (TEAM_A_CLIENT_ID)."
     echo "# See examples/onboarding/platform/platform-vars.yaml for what each variable is."
     echo "apiVersion: v1"
     echo "kind: ConfigMap"
@@ -57,20 +60,20 @@ write_vars() { # the repository's platform/platform-vars with the emulator's val
     echo "  SUBSCRIPTION_ID: \"$AZURE_SUBSCRIPTION_ID\""
     echo "  TENANT_ID: \"$AZURE_TENANT_ID\""
     echo "  CLUSTER_OIDC: \"$cluster_oidc\""
-    if [ -n "${TEAM_A_CLIENT_ID:-}" ]; then echo "  TEAM_A_CLIENT_ID: \"$TEAM_A_CLIENT_ID\""; fi
   } >"$work/repo/platform/platform-vars.yaml"
 }
 git_() { git -C "$work/repo" -c user.name=demo -c user.email=demo@gitaso.local "$@"; }
 
-say "creating the Git repository $work/repo (commit 1: the platform team's onboarding of team-a)"
+say "creating the Git repository $work/repo (one commit: the platform's onboarding of team-a, and team-a's resources)"
 git init -q -b main "$work/repo"
 copy platform
-write_vars # no TEAM_A_CLIENT_ID yet: only team-a's credential (commit 2) uses it
-git_ add -A && git_ commit -qm "platform: onboard team-a (identity, federated credential, resource groups, roles)"
+copy team-a
+write_vars
+git_ add -A && git_ commit -qm "onboard team-a: identity, federated credential, resource groups, roles; team-a: queue, topic, database, storage"
 
 say "starting gitaso serve on $api"
 "$bin" serve --repo "$work/repo" --branch main --cache-dir "$work/cache" --state "$work/gitaso.db" \
-  --substitute-from platform/platform-vars --substitute-strict \
+  --substitute-from platform/platform-vars --substitute-from ConfigMap/platform/team-a-vars --substitute-strict \
   --listen "127.0.0.1:$aport" --interval 2s --sync-period 5m --log-level info >"$work/gitaso.out" 2>"$work/gitaso.log" &
 pids+=($!)
 
@@ -92,18 +95,14 @@ platform_count=$(cat examples/onboarding/platform/*.yaml | grep -c '^kind: ' || 
 secrets=$(cat examples/onboarding/platform/*.yaml | grep -c '^kind: \(Secret\|ConfigMap\)$' || true)
 wait_ready platform $((platform_count - secrets))
 
-TEAM_A_CLIENT_ID=$(curl -fsS "$api/api/v1/resources/platform/UserAssignedIdentity/team-a-identity" |
-  grep -o '"team-a-identity-settings/clientId":"[^"]*"' | cut -d'"' -f4)
-[ -n "$TEAM_A_CLIENT_ID" ] || { echo "team-a identity has no exported clientId" >&2; exit 1; }
-echo "team-a's identity has clientId $TEAM_A_CLIENT_ID (exported to ConfigMap team-a-identity-settings)"
-
-say "commit 2: TEAM_A_CLIENT_ID in platform-vars, and team-a's own resources, applied with team-a's workload-identity credential"
-write_vars
-copy team-a
-git_ add -A && git_ commit -qm "team-a: queue, topic, database, storage; platform-vars: team-a's clientId"
 team_count=$(cat examples/onboarding/team-a/*.yaml | grep -c '^kind: ' || true)
 team_secrets=$(cat examples/onboarding/team-a/*.yaml | grep -c '^kind: \(Secret\|ConfigMap\)$' || true)
 wait_ready team-a $((team_count - team_secrets))
+client_id=$(curl -fsS "$api/api/v1/resources/platform/UserAssignedIdentity/team-a-identity" |
+  grep -o '"team-a-vars/TEAM_A_CLIENT_ID":"[^"]*"' | cut -d'"' -f4)
+[ -n "$client_id" ] || { echo "team-a's identity exported no TEAM_A_CLIENT_ID" >&2; exit 1; }
+echo "team-a's credential signed in as clientId $client_id: exported by the identity into ConfigMap platform/team-a-vars,"
+echo "substituted into team-a/aso-credential in the same run (the plan showed team-a's resources as known after apply)"
 
 cat <<EOF
 
@@ -113,7 +112,7 @@ gitaso is running. Look at:
   curl -s $api/api/v1/runs                 # runs and their revisions
   curl -s $api/api/v1/plan                 # the latest plan (JSON interface)
   curl -s -X POST -H 'Content-Type: application/json' $api/api/v1/sync   # reconcile now, reading Azure back
-  $bin plan --dir $work/repo --offline --substitute-from platform/platform-vars --substitute-strict
+  $bin plan --dir $work/repo --offline --substitute-from platform/platform-vars --substitute-from ConfigMap/platform/team-a-vars --substitute-strict
                                            # the plan as text, without Azure
 Change a manifest and commit; the next poll (2 s) applies exactly that change:
   cd $work/repo && sed -i 's/maxDeliveryCount: 10/maxDeliveryCount: 5/' team-a/servicebus.yaml && git commit -qam 'fewer retries'

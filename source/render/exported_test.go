@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -38,10 +39,56 @@ func TestSubstituteFromExports(t *testing.T) {
 	if diff := cmp.Diff(map[string]any{"client": "2f1c-client", "key": "none"}, field(find(t, snap, "default/ResourceGroup/x"), "spec", "tags")); diff != "" {
 		t.Errorf("tags (-want +got):\n%s", diff)
 	}
-	// Not exported (yet): refused, naming the ConfigMap.
-	if _, err := fluxFetch(t, root, "clusters/c", Options{Substitute: true, Strict: true,
-		Exported: func(bool, string, string) (map[string]string, bool) { return nil, false }}); err == nil {
+	// Not exported yet: the source is pending (an External the planner
+	// checks against the revision's exports) and its variables, defaults
+	// included, are known after apply; the optional Secret is not pending.
+	none := func(bool, string, string) (map[string]string, bool) { return nil, false }
+	snap, err = fluxFetch(t, root, "clusters/c", Options{Substitute: true, Strict: true, Exported: none})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []manifest.External{{Kind: manifest.ExternalPendingConfigMap, User: "flux-system/team-a-identity-settings",
+		Name: "team-a-identity-settings", URL: "Flux Kustomization flux-system/apps (clusters/c/apps.yaml)"}}
+	if diff := cmp.Diff(want, snap.External); diff != "" {
+		t.Errorf("external (-want +got):\n%s", diff)
+	}
+	rgx := find(t, snap, "default/ResourceGroup/x")
+	if diff := cmp.Diff([]string{"clientId", "key1"}, manifest.PendingVars(rgx)); diff != "" {
+		t.Errorf("pending variables (-want +got):\n%s", diff)
+	}
+	// Without a state to look exports up in (Exported nil), or through
+	// Render alone (nobody hears of a pending source), it is refused as
+	// before, naming the ConfigMap.
+	if _, err := fluxFetch(t, root, "clusters/c", Options{Substitute: true, Strict: true}); err == nil {
 		t.Errorf("a substituteFrom ConfigMap neither in the repository nor exported was accepted")
+	}
+}
+
+// TestSubstituteFromPending: --substitute-from naming a ConfigMap a
+// resource will export makes every variable it could set known after
+// apply, as a value that is a valid YAML scalar inside longer strings too.
+func TestSubstituteFromPending(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"vars.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: vars, namespace: platform}\ndata: {LOCATION: westeurope}\n",
+		"apps/rg.yaml": rg("x") + "  tags:\n    where: ${LOCATION}\n    client: ${CLIENT_ID}\n    url: https://${CLIENT_ID}.example/x # a comment\n",
+	})
+	ref1, _ := ParseRef("platform/vars")
+	ref2, _ := ParseRef("ConfigMap/platform/team-vars")
+	snap, err := fetch(t, root, "", Options{Substitute: true, Strict: true, SubstituteFrom: []Ref{ref1, ref2},
+		Exported: func(bool, string, string) (map[string]string, bool) { return nil, false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := find(t, snap, "default/ResourceGroup/x")
+	tags, _ := field(o, "spec", "tags").(map[string]any)
+	if tags["where"] != "westeurope" {
+		t.Errorf("where = %v: a variable of the existing source is substituted", tags["where"])
+	}
+	if tags["client"] != manifest.PendingValue("CLIENT_ID") || tags["url"] != "https://"+manifest.PendingValue("CLIENT_ID")+".example/x" {
+		t.Errorf("tags = %v", tags)
+	}
+	if len(snap.External) != 1 || snap.External[0].Kind != manifest.ExternalPendingConfigMap || snap.External[0].URL != "--substitute-from" {
+		t.Errorf("external = %+v", snap.External)
 	}
 }
 

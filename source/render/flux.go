@@ -189,8 +189,9 @@ func (r *Renderer) fluxHint(files []source.File) {
 
 // fluxWalk holds the state of one Flux render.
 type fluxWalk struct {
-	exported ExportedData    // the exports substituteFrom may read (Options.Exported, reported)
-	mounted  map[string]bool // other repositories mounted (GitRepository namespace/name)
+	exported ExportedData            // the exports substituteFrom may read (Options.Exported, reported)
+	reporter func(manifest.External) // hears of pending substituteFrom sources (RenderSources); nil: they are errors
+	mounted  map[string]bool         // other repositories mounted (GitRepository namespace/name)
 	r        *Renderer
 	lim      source.Limits
 	byPath   map[string][]byte // decrypted files
@@ -210,6 +211,17 @@ type fluxWalk struct {
 	errs     diag.List
 	count    int
 }
+
+// pendingOut is where loadVars lists the pending sources of one
+// Kustomization: nil when nobody would hear of them.
+func (w *fluxWalk) pendingOut(p *[]Ref) *[]Ref {
+	if w.reporter == nil {
+		return nil
+	}
+	return p
+}
+
+func (w *fluxWalk) report(e manifest.External) { w.reporter(e) }
 
 // renderFlux renders the entry path as Render does without Flux, then
 // follows every Flux Kustomization found in its output, recursively, the
@@ -296,7 +308,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := &fluxWalk{exported: r.exportedFor(ctx), r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
+	w := &fluxWalk{exported: r.exportedFor(ctx), reporter: externalReporter(ctx), r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
 		done: map[string]bool{}, out: map[string][]string{}}
 	bad := map[string]*diag.Error{}
 	for _, e := range decErrs {
@@ -674,6 +686,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 
 	var vars Vars
 	var errs diag.List
+	deferring := false // a substituteFrom source is pending: unset variables are known after apply
 	if pb := s.PostBuild; pb != nil {
 		var refs []Ref
 		for i, f := range pb.SubstituteFrom {
@@ -691,7 +704,12 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 			}
 			inline[n] = v
 		}
-		vs, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline, w.exported)
+		var pending []Ref
+		vs, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline, w.exported, w.pendingOut(&pending))
+		for _, p := range pending {
+			w.report(pendingExternal(p, "Flux Kustomization "+k.id+" ("+k.obj.File+")"))
+		}
+		deferring = len(pending) > 0
 		for _, e := range es {
 			if e.File == "" {
 				e.File, e.Line, e.Object, e.Field = k.obj.File, k.obj.Line, k.obj.ID(), "spec.postBuild.substituteFrom"
@@ -714,7 +732,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 			file, line = k.obj.File, 0
 		}
 		if s.PostBuild != nil && !disabled(text) {
-			sub, err := Substitute(k.obj.File, 0, text, vars, w.r.opts.Strict)
+			sub, err := substitute(k.obj.File, 0, text, vars, w.r.opts.Strict, deferring)
 			if err != nil {
 				de := err.(*diag.Error)
 				de.File, de.Line, de.Object = file, line, o.id

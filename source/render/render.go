@@ -299,8 +299,18 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 			cands = append(cands, candidate{file: u.file, line: u.line, generated: u.generated, text: u.text})
 		}
 	}
-	vars, es := loadVars(r.opts.SubstituteFrom, cands, r.vars, r.exportedFor(ctx))
+	report := externalReporter(ctx)
+	var pending []Ref
+	pendingOut := &pending
+	if report == nil {
+		pendingOut = nil // nobody would hear of it: a missing source stays an error
+	}
+	vars, es := loadVars(r.opts.SubstituteFrom, cands, r.vars, r.exportedFor(ctx), pendingOut)
 	errs = append(errs, es...)
+	for _, p := range pending {
+		report(pendingExternal(p, "--substitute-from"))
+	}
+	deferring := len(pending) > 0
 	if len(errs) > 0 {
 		return nil, errs
 	}
@@ -322,7 +332,7 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 					if disabled(u.text) {
 						continue
 					}
-					s, err := Substitute(u.file, u.line, u.text, vars, r.opts.Strict)
+					s, err := substitute(u.file, u.line, u.text, vars, r.opts.Strict, deferring)
 					if err != nil {
 						de := err.(*diag.Error)
 						if u.generated {

@@ -24,6 +24,13 @@ type (
 	externalKey  struct{}
 )
 
+// externalReporter returns the context's external-source listener
+// (RenderSources), or nil.
+func externalReporter(ctx context.Context) func(manifest.External) {
+	report, _ := ctx.Value(externalKey{}).(func(manifest.External))
+	return report
+}
+
 // exportedFor returns Options.Exported, reporting each export it finds to
 // the context's external-source listener (RenderSources): exported values
 // that change make a new revision, as a new chart version does.

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 // DisableAnnotation, set to "disabled" as an annotation or a label of an
@@ -54,10 +55,26 @@ func cleanValue(v string) string {
 // failing expression and the variable, wrapping ErrUnsetVariable or
 // ErrBadSubstitution. The text is returned unchanged when it holds no '$'.
 func Substitute(file string, line int, text string, vars Vars, strict bool) (string, error) {
+	return substitute(file, line, text, vars, strict, false)
+}
+
+// substitute is Substitute; with pending, a variable vars does not hold
+// (its source does not exist yet) becomes manifest.PendingValue(name), even
+// where the expression has a default: the source may well set it.
+func substitute(file string, line int, text string, vars Vars, strict, pending bool) (string, error) {
 	if strings.IndexByte(text, '$') < 0 {
 		return text, nil
 	}
-	out, err := envsubst.Eval(text, mapping(vars, strict, nil))
+	lookup := mapping(vars, strict, nil)
+	if pending {
+		lookup = func(name string) (string, bool) {
+			if v, ok := vars[name]; ok {
+				return v, true
+			}
+			return manifest.PendingValue(name), true
+		}
+	}
+	out, err := envsubst.Eval(text, lookup)
 	if err == nil {
 		return out, nil
 	}

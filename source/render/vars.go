@@ -105,7 +105,10 @@ type candidate struct {
 // A ConfigMap or Secret the documents do not hold is looked up in exported
 // (when not nil): the values gitaso's resources exported (operatorSpec) at
 // their last apply, as Flux reads a ConfigMap ASO wrote into the cluster.
-func loadVars(refs []Ref, docs []candidate, inline Vars, exported ExportedData) (vars Vars, errs diag.List) {
+// When it is not there either and pending is not nil, the ref is pending
+// rather than an error: a resource of the revision may export it once
+// applied, which the planner checks (manifest.PendingValue).
+func loadVars(refs []Ref, docs []candidate, inline Vars, exported ExportedData, pending *[]Ref) (vars Vars, errs diag.List) {
 	vars = Vars{}
 	for _, r := range refs {
 		var found []manifest.Object
@@ -139,6 +142,9 @@ func loadVars(refs []Ref, docs []candidate, inline Vars, exported ExportedData) 
 		}
 		switch {
 		case len(found) == 0 && r.Optional:
+			continue
+		case len(found) == 0 && exported != nil && pending != nil:
+			*pending = append(*pending, r)
 			continue
 		case len(found) == 0:
 			what := "ConfigMap or Secret"
@@ -199,6 +205,19 @@ func sortedKeys(m map[string]string) []string {
 // ConfigMap (secret false) or Secret namespace/name, and whether there is
 // such an export.
 type ExportedData func(secret bool, namespace, name string) (map[string]string, bool)
+
+// pendingExternal is the External reporting ref as a pending source read
+// by user (a Flux Kustomization, or --substitute-from).
+func pendingExternal(r Ref, user string) manifest.External {
+	kind := manifest.ExternalPending
+	switch r.Kind {
+	case "ConfigMap":
+		kind = manifest.ExternalPendingConfigMap
+	case "Secret":
+		kind = manifest.ExternalPendingSecret
+	}
+	return manifest.External{Kind: kind, User: r.ns() + "/" + r.Name, Name: r.Name, URL: user}
+}
 
 // lookupExported finds the ConfigMap or Secret of r among the exports.
 func lookupExported(exported ExportedData, r Ref) (map[string]string, bool) {
