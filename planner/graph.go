@@ -48,8 +48,8 @@ type Graph struct {
 	byKey        map[string]*Node
 	deferredKeys map[string]bool
 	byARMID      map[string]*Node // lower-cased ARM ID → node
-	inputs  *inputs
-	ignored []manifest.Object
+	inputs       *inputs
+	ignored      []manifest.Object
 }
 
 // Node is one ASO resource with everything needed to convert it.
