@@ -28,9 +28,9 @@ var rules = []struct {
 		"github.com/go-git", "go.etcd.io/bbolt"},
 		"ASO's knowledge is pure; rules that need Azure take an aso.ARM"},
 	{"planner", []string{module + "/executor", module + "/azure", module + "/reconcile", module + "/api",
-		module + "/source", module + "/state", "github.com/Azure/azure-sdk-for-go", "github.com/go-git",
-		"go.etcd.io/bbolt"},
-		"planning works air-gapped and stays pure: no Azure, no Git, no store"},
+		module + "/source", module + "/state", module + "/cluster", "github.com/Azure/azure-sdk-for-go", "github.com/go-git",
+		"go.etcd.io/bbolt", "k8s.io/client-go", "sigs.k8s.io/controller-runtime"},
+		"planning works air-gapped and stays pure: no Azure, no Git, no store, no cluster (only the values it read)"},
 	{"source", []string{module + "/planner", module + "/executor", module + "/reconcile", module + "/state",
 		module + "/api"},
 		"reading a repository knows nothing of plans"},
@@ -39,8 +39,11 @@ var rules = []struct {
 		"the store keeps records; it knows no rules"},
 	{"azure/emulator", []string{module + "/"},
 		"the emulator stands for Azure: it never imports gitaso's packages"},
-	{"executor", []string{module + "/source", module + "/reconcile", module + "/api"},
+	{"executor", []string{module + "/source", module + "/reconcile", module + "/api", module + "/cluster"},
 		"the executor applies a Plan, never YAML"},
+	{"cluster", []string{module + "/planner", module + "/executor", module + "/reconcile", module + "/source",
+		module + "/state", module + "/api"},
+		"the cluster adapter is an output and an input of reconcile: it knows no plans, no YAML, no store"},
 }
 
 // allowed are gitaso packages a leaf may import despite a module-wide ban.
