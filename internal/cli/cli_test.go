@@ -41,6 +41,24 @@ func TestValidateExamples(t *testing.T) {
 	}
 }
 
+// The onboarding from one commit: team-a's objects wait for the clientId the
+// identity exports, so they are known after apply rather than an error.
+func TestValidateKnownAfterApply(t *testing.T) {
+	out, stderr, err := run(t, "validate", "--dir", "../../examples/onboarding", "--substitute-from", "platform/platform-vars",
+		"--substitute-from", "ConfigMap/platform/team-a-vars", "--substitute-strict")
+	if err != nil {
+		t.Fatalf("validate: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "11 resources valid") || !strings.Contains(out, "7 known after apply") {
+		t.Errorf("output %q", out)
+	}
+	_, stderr, err = run(t, "validate", "--dir", "../../examples/onboarding", "--substitute-from", "platform/platform-vars",
+		"--substitute-from", "ConfigMap/platform/nobody-exports-this", "--substitute-strict")
+	if exitCode(err) != 1 || !strings.Contains(stderr, "no ConfigMap platform/nobody-exports-this in the repository, among the exports") {
+		t.Errorf("a source nobody exports: exit %d, stderr %q", exitCode(err), stderr)
+	}
+}
+
 func TestValidateReportsEveryError(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "a.yaml", "apiVersion: storage.azure.com/v1api20230101\nkind: StorageAcount\nmetadata:\n  name: x\n  namespace: n\nspec: {}\n")

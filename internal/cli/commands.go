@@ -44,7 +44,13 @@ line, object and field. Exit code 1 when there is any error.`,
 			for _, o := range g.Ignored() {
 				fmt.Fprintf(stderr, "%s:%d: %s: ignored: %s is not an ASO kind, ConfigMap or Secret\n", o.File, o.Line, o.ID(), o.APIVersion())
 			}
-			_, err = fmt.Fprintf(stdout, "%d resources valid at revision %s\n", len(g.Nodes), snap.Revision)
+			later := ""
+			if len(g.Deferred) > 0 {
+				// Their variables come from a source a resource exports once
+				// applied: checked in full when gitaso plans them.
+				later = fmt.Sprintf("; %d known after apply (checked once the values they wait for are exported)", len(g.Deferred))
+			}
+			_, err = fmt.Fprintf(stdout, "%d resources valid at revision %s%s\n", len(g.Nodes), snap.Revision, later)
 			return err
 		},
 	}
