@@ -81,6 +81,7 @@ type Reconciler struct {
 	lastRefresh time.Time
 	readMu      sync.Mutex
 	lastRead    map[string]time.Time // node key → last time Azure was read for it
+	observed    planner.Observed     // what the last refresh read (saved plans), under mu
 	nextDue     time.Time            // when the next resource is due for a refresh
 	// reportedIgnored is the revision whose ignored objects were logged.
 	reportedIgnored string
@@ -124,6 +125,10 @@ type Options struct {
 	// guard and the unmanaged-children check (gitaso apply
 	// --approve-deletions).
 	ApproveDeletions bool
+
+	// expect is the saved plan ApplySaved applies: the run refuses with
+	// ErrStalePlan unless its plan is that one.
+	expect *SavedPlan
 }
 
 // Report is what one run did.
@@ -137,6 +142,8 @@ type Report struct {
 	// Then is the next phase of the run, when objects of this one were
 	// known after apply (Plan.Deferred) and their values exist now.
 	Then *Report
+
+	observed planner.Observed // what the plan read from Azure
 }
 
 // ErrRefused is returned (wrapped, with the input errors) when a revision is
@@ -322,8 +329,14 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 		return fmt.Errorf("%w: %s", ErrRefused, err)
 	}
-	rep.Plan = p
+	rep.Plan, rep.observed = p, r.observed
 	p.Held = r.hold(ctx, g, p, prior, opts)
+	if opts.expect != nil {
+		if err := r.checkSaved(opts.expect, p, prior, rep.observed); err != nil {
+			rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
+			return err
+		}
+	}
 	planJSON, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode plan: %w", err)
@@ -365,6 +378,7 @@ func (r *Reconciler) prior(ctx context.Context, g *planner.Graph, opts Options) 
 
 // plan plans the graph, refreshing from Azure what is due when asked.
 func (r *Reconciler) plan(ctx context.Context, g *planner.Graph, in planner.Input, opts Options) (*planner.Plan, error) {
+	r.observed = nil
 	if opts.Refresh && r.clients != nil {
 		return r.refresh(ctx, g, in, opts.All, opts.DryRun)
 	}

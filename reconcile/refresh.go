@@ -142,6 +142,7 @@ func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.I
 	}
 	r.readMu.Unlock()
 	in.Observed = observed
+	r.observed = observed
 	return g.Plan(in)
 }
 

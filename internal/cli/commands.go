@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -74,7 +75,7 @@ func reportInputErrors(stderr io.Writer, err error) error {
 
 func planCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{}
-	var output string
+	var output, outFile string
 	var offline, refresh bool
 	cmd := &cobra.Command{
 		Use:   "plan",
@@ -88,6 +89,10 @@ last applied (the state file) and, with --refresh (the default), with what Azure
   --output markdown  a summary table and the full plan, for a pull-request comment
   --offline       no Azure and no state at all: everything is a create (needs --subscription or
                   AZURE_SUBSCRIPTION_ID; defaults to the zero subscription), for air-gapped review and CI
+
+  --out FILE      also save the plan: 'gitaso apply FILE' applies exactly it, and refuses (exit code 4)
+                  when it is stale: the branch moved, the state changed, or Azure no longer matches
+                  what the plan read. The file holds no secret value.
 
 Values that exist only once another resource is applied (an identity's principalId feeding a
 RoleAssignment's principalIdFromConfig) show as "(known after apply)". Secret values are never shown.
@@ -103,6 +108,14 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 			rep, err := r.PlanOnly(cmd.Context(), refresh && !offline)
 			if err != nil {
 				return reportInputErrors(stderr, err)
+			}
+			if outFile != "" {
+				if offline {
+					return errors.New("--out: an offline plan cannot be applied; plan with Azure and the state")
+				}
+				if err := savePlan(r, rep, refresh, outFile); err != nil {
+					return err
+				}
 			}
 			switch output {
 			case "json":
@@ -126,6 +139,7 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 	s.register(cmd.Flags(), true)
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, json, or markdown (a pull-request comment)")
 	cmd.Flags().BoolVar(&offline, "offline", false, "plan without Azure or state: everything is a create")
+	cmd.Flags().StringVar(&outFile, "out", "", "save the plan to `FILE` for 'gitaso apply FILE' (mode 0600; no secret values)")
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read Azure to find drift and resources to adopt")
 	return cmd
 }
@@ -134,21 +148,39 @@ func applyCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{persistCharts: true}
 	var refresh, approveDeletions bool
 	cmd := &cobra.Command{
-		Use:   "apply",
-		Short: "Plan and apply the branch once",
+		Use:   "apply [SAVED-PLAN]",
+		Short: "Plan and apply the branch once, or apply a plan saved by 'gitaso plan --out'",
 		Long: `apply plans like 'gitaso plan' and applies the plan: PUTs in dependency order with bounded parallelism,
 then deletions of what was removed from Git, children first. Results, exports and the run are recorded in
 the state file. A revision with any input error is refused whole. Exit code 1 when anything failed, 3 when
-the deletion guard held the revision (nothing applied; --approve-deletions releases it).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+the deletion guard held the revision (nothing applied; --approve-deletions releases it).
+
+With SAVED-PLAN (a file of 'gitaso plan --out'), apply applies exactly that plan and nothing else: it
+checks that the branch is still at the plan's revision and the state unchanged, plans again (reading
+Azure when the saved plan did) and refuses with exit code 4, applying nothing, unless that plan is the
+saved one. Give it the same repository, branch and state flags as the plan. Objects the saved plan
+showed as known after apply are not applied by it: plan again for them.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			e, err := s.setup(cmd, stderr, false, true)
 			if err != nil {
 				return err
 			}
 			defer e.close()
 			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
-			first, err := r.Once(cmd.Context(), reconcile.Options{Trigger: "cli", Refresh: refresh, ApproveDeletions: approveDeletions})
+			var first *reconcile.Report
+			if len(args) == 1 {
+				sp, rerr := readSavedPlan(args[0])
+				if rerr != nil {
+					return rerr
+				}
+				first, err = r.ApplySaved(cmd.Context(), sp, approveDeletions)
+				if errors.Is(err, reconcile.ErrStalePlan) {
+					return &ExitError{Code: 4, Err: err}
+				}
+			} else {
+				first, err = r.Once(cmd.Context(), reconcile.Options{Trigger: "cli", Refresh: refresh, ApproveDeletions: approveDeletions})
+			}
 			// A run applies in phases when objects were known after apply.
 			var last *reconcile.Report
 			for rep := first; rep != nil; rep = rep.Then {
@@ -186,6 +218,44 @@ the deletion guard held the revision (nothing applied; --approve-deletions relea
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read Azure first to find drift and resources to adopt")
 	cmd.Flags().BoolVar(&approveDeletions, "approve-deletions", false, "apply a revision the deletion guard would hold (more deletions than --max-deletions/--max-deletion-fraction, an empty revision, a parent holding resources gitaso does not manage)")
 	return cmd
+}
+
+// savePlan writes a dry run's plan for 'gitaso apply FILE', readable by
+// its owner only.
+func savePlan(r *reconcile.Reconciler, rep *reconcile.Report, refreshed bool, file string) error {
+	sp, err := r.SavePlan(rep, refreshed, Version)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	tmp := file + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if _, err := sp.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--out %s: %w", file, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--out %s: %w", file, err)
+	}
+	if err := os.Rename(tmp, file); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return nil
+}
+
+func readSavedPlan(file string) (*reconcile.SavedPlan, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("saved plan: %w", err)
+	}
+	defer f.Close()
+	sp, err := reconcile.ReadSavedPlan(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return sp, nil
 }
 
 func printResult(w io.Writer, res *executor.Result) {
