@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,9 +20,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
@@ -339,6 +342,30 @@ func TestManifests(t *testing.T) {
 	checkSecurity(t, deployment(t, objs))
 }
 
+// dryRun applies one object with server-side apply, dryRun=All and strict
+// field validation (an unknown or duplicated field is an error).
+func dryRun(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, o *unstructured.Unstructured) error {
+	gvk := o.GroupVersionKind()
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return err
+	}
+	var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+	}
+	data, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	force := true
+	_, err = ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
+		FieldManager: "gitaso-deploy-test", Force: &force, DryRun: []string{metav1.DryRunAll},
+		FieldValidation: metav1.FieldValidationStrict,
+	})
+	return err
+}
+
 // TestDryRun applies every object of the chart (default and HA values) and
 // of the plain manifests to a real API server with a server-side dry run.
 func TestDryRun(t *testing.T) {
@@ -359,32 +386,40 @@ func TestDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, text := range map[string]string{
-		"default":   render(t, nil),
-		"ha":        render(t, haValues),
-		"manifests": string(manifest),
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, text string
+		objects    int
+	}{
+		{"default", render(t, nil), 8},
+		{"ha", render(t, haValues), 15},
+		{"manifests", string(manifest), 7},
 	} {
-		t.Run(name, func(t *testing.T) {
-			for _, o := range decode(t, text) {
-				gvk := o.GroupVersionKind()
-				m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-				if err != nil {
-					t.Errorf("%s %s: %v", gvk, o.GetName(), err)
-					continue
+		t.Run(c.name, func(t *testing.T) {
+			objs := decode(t, c.text)
+			if len(objs) != c.objects {
+				t.Errorf("%d objects, want %d: %v", len(objs), c.objects, kinds(objs))
+			}
+			for _, o := range objs {
+				if o.GetNamespace() == "" && o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" {
+					t.Errorf("%s %s has no namespace (the plain manifests must name it)", o.GetKind(), o.GetName())
 				}
-				var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-				if o.GetNamespace() != "" {
-					ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
-				}
-				_, err = ri.Apply(context.Background(), o.GetName(), o, metav1.ApplyOptions{
-					FieldManager: "gitaso-deploy-test", Force: true, DryRun: []string{metav1.DryRunAll},
-				})
-				if err != nil {
+				if err := dryRun(ctx, dyn, mapper, o); err != nil {
 					t.Errorf("server-side dry run of %s %s/%s: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 				}
 			}
 		})
 	}
+	// The dry run is strict: a field the API does not know is refused.
+	t.Run("refuses unknown fields", func(t *testing.T) {
+		o := find(t, decode(t, render(t, nil)), "Deployment", namespace, "gitaso")
+		if err := unstructured.SetNestedField(o.Object, true, "spec", "template", "spec", "containers0"); err != nil {
+			t.Fatal(err)
+		}
+		if err := dryRun(ctx, dyn, mapper, o); err == nil || !strings.Contains(err.Error(), "containers0") {
+			t.Errorf("a Deployment with spec.template.spec.containers0: %v", err)
+		}
+	})
 }
 
 // TestRBAC creates the HA rendering's service account and RBAC objects for
