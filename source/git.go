@@ -57,6 +57,11 @@ type GitOptions struct {
 	URL string
 	// Branch to follow; "main" when empty.
 	Branch string
+	// Ref, when set, is a full reference followed instead of Branch: a pull
+	// request's head (refs/pull/7/head on GitHub and Gitea,
+	// refs/merge-requests/7/head on GitLab) or the forge's test merge of it
+	// into its base (refs/pull/7/merge on GitHub and Azure DevOps).
+	Ref string
 	// Path below the repository root to read manifests from; "" is the root.
 	Path string
 	// CacheDir holds the on-disk bare clone (one subdirectory per URL and
@@ -121,6 +126,9 @@ func NewGit(opts GitOptions) (*Git, error) {
 	if !plumbing.NewBranchReferenceName(opts.Branch).IsBranch() || strings.ContainsAny(opts.Branch, " ~^:?*[\\") {
 		return nil, fmt.Errorf("git source: invalid branch name %q", opts.Branch)
 	}
+	if opts.Ref != "" && (!strings.HasPrefix(opts.Ref, "refs/") || strings.ContainsAny(opts.Ref, " ~^:?*[\\") || strings.Contains(opts.Ref, "..")) {
+		return nil, fmt.Errorf("git source: invalid reference %q (want refs/...)", opts.Ref)
+	}
 	sub, err := cleanPath(opts.Path)
 	if err != nil {
 		return nil, fmt.Errorf("git source: %w", err)
@@ -150,7 +158,7 @@ func NewGit(opts GitOptions) (*Git, error) {
 func (g *Git) URL() string { return g.display }
 
 // Branch returns the branch followed.
-func (g *Git) Branch() string { return g.opts.Branch }
+func (g *Git) Branch() string { return g.followed() }
 
 // Head asks the remote for the branch's current commit SHA without fetching
 // anything (like git ls-remote).
@@ -164,7 +172,7 @@ func (g *Git) Head(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", g.wrap("list remote refs of", err)
 	}
-	want := plumbing.NewBranchReferenceName(g.opts.Branch)
+	want := plumbing.ReferenceName(g.remoteRef())
 	for _, ref := range refs {
 		if ref.Name() == want {
 			return ref.Hash().String(), nil
@@ -204,7 +212,7 @@ func (g *Git) Fetch(ctx context.Context) (*manifest.Snapshot, error) {
 	}
 	rev := hash.String()
 	if rev == g.lastRev && g.unchanged() {
-		g.log.DebugContext(ctx, "git source unchanged", "url", g.display, "branch", g.opts.Branch, "revision", rev)
+		g.log.DebugContext(ctx, "git source unchanged", "url", g.display, "branch", g.followed(), "revision", rev)
 		return g.last, g.lastErr
 	}
 	snap, err := g.snapshotAt(ctx, hash)
@@ -226,7 +234,7 @@ func (g *Git) Fetch(ctx context.Context) (*manifest.Snapshot, error) {
 		return nil, err // I/O or cancellation: try again next time
 	}
 	g.lastRev, g.last, g.lastErr = rev, snap, err
-	attrs := []any{"url", g.display, "branch", g.opts.Branch, "revision", rev, "transferred", fetched,
+	attrs := []any{"url", g.display, "branch", g.followed(), "revision", rev, "transferred", fetched,
 		"duration", time.Since(start).Round(time.Millisecond)}
 	if err != nil {
 		g.log.WarnContext(ctx, "git revision refused", append(attrs, "errors", len(rerr.Errors))...)
@@ -256,7 +264,7 @@ func (g *Git) fetch(ctx context.Context) (plumbing.Hash, bool, error) {
 			}
 		}
 	}
-	refName := plumbing.NewRemoteReferenceName("origin", g.opts.Branch)
+	refName := plumbing.NewRemoteReferenceName("origin", g.followed())
 	before := plumbing.ZeroHash
 	if ref, err := g.repo.Reference(refName, true); err == nil {
 		before = ref.Hash()
@@ -278,7 +286,7 @@ func (g *Git) fetch(ctx context.Context) (plumbing.Hash, bool, error) {
 	// the whole tree again instead of what changed.
 	err := g.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName:      "origin",
-		RefSpecs:        []config.RefSpec{config.RefSpec(fmt.Sprintf("+refs/heads/%s:%s", g.opts.Branch, refName))},
+		RefSpecs:        []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", g.remoteRef(), refName))},
 		Depth:           depth,
 		Auth:            g.auth,
 		CABundle:        g.opts.CABundle,
@@ -321,7 +329,24 @@ func (g *Git) resetCache() error {
 
 // cacheDir is the on-disk bare repository of this URL and branch.
 func (g *Git) cacheDir() string {
-	return filepath.Join(g.opts.CacheDir, cacheKey(g.url, g.opts.Branch))
+	return filepath.Join(g.opts.CacheDir, cacheKey(g.url, g.followed()))
+}
+
+// remoteRef is the reference fetched: Ref, or the branch's.
+func (g *Git) remoteRef() string {
+	if g.opts.Ref != "" {
+		return g.opts.Ref
+	}
+	return "refs/heads/" + g.opts.Branch
+}
+
+// followed names what is followed in the cache and in messages: the
+// branch, or the reference without "refs/".
+func (g *Git) followed() string {
+	if g.opts.Ref != "" {
+		return strings.TrimPrefix(g.opts.Ref, "refs/")
+	}
+	return g.opts.Branch
 }
 
 // open opens (or creates) the bare cache repository.
@@ -596,9 +621,9 @@ func (g *Git) wrap(op string, err error) error {
 		kind = ErrBranchNotFound
 	}
 	if kind != nil && !errors.Is(err, kind) {
-		return fmt.Errorf("git %s %s (branch %s): %w: %w", op, g.display, g.opts.Branch, kind, err)
+		return fmt.Errorf("git %s %s (branch %s): %w: %w", op, g.display, g.followed(), kind, err)
 	}
-	return fmt.Errorf("git %s %s (branch %s): %w", op, g.display, g.opts.Branch, err)
+	return fmt.Errorf("git %s %s (branch %s): %w", op, g.display, g.followed(), err)
 }
 
 // splitUserInfo removes user info from an http(s) URL.
