@@ -211,7 +211,8 @@ func hasWrite(log []emulator.LogEntry, id string) bool {
 // leader is SIGKILLed while ARM still runs its Service Bus namespace's long-running PUT; the standby takes
 // the Lease over within the lease duration, resumes that operation (polls it, does not PUT again), applies
 // the rest, and every resource's PUT reached ARM exactly once. Before the kill the standby had not opened the
-// state file and served GET /api/v1/resources by forwarding it to the leader.
+// state file and served GET /api/v1/resources by forwarding it to the leader. Then a graceful handover: SIGTERM
+// to the new leader lets a fresh standby take over within a retry period, with nothing left to apply.
 //
 //	go test -race -tags kustomize_disable_go_plugin_support ./internal/reliability -run TestHA -v
 func TestHAFailover(t *testing.T) {
@@ -326,11 +327,30 @@ func TestHAFailover(t *testing.T) {
 		t.Error("the new leader did not resume the operation the old one left in flight")
 	}
 
+	// A graceful handover: a fresh standby (a restarted pod a); SIGTERM to b stops its loop, closes the state and
+	// only then releases the Lease, so the standby takes over within a retry period and finds nothing to do.
+	a2 := env.startServe(t, dir, "a2", repo.URL(), args...)
+	waitFor(t, 30*time.Second, "a2 to stand by", func() bool {
+		code, _, body, err := httpGet(a2.url + "/readyz")
+		return err == nil && code == http.StatusOK && string(body) == "standby, leader "+b.url+"\n"
+	})
+	stopped := time.Now()
 	if err := b.stop(t); err != nil {
 		t.Errorf("b after SIGTERM: %v", err)
 	}
+	waitFor(t, d.LeaseDuration+10*time.Second, "a2 to take the lease over", func() bool { return leader() == a2.url })
+	handover := time.Since(stopped)
+	waitFor(t, time.Minute, "a2 to converge", func() bool { return converged(a2.url, len(decls), stopped) })
+	t.Logf("handover: SIGTERM to the leader → standby holds the lease in %s", handover.Round(time.Millisecond))
+	if handover > 2*d.RetryPeriod+2*time.Second {
+		t.Errorf("handover after SIGTERM took %s, want about one retry period (%s)", handover, d.RetryPeriod)
+	}
+	waitFor(t, 30*time.Second, "a2's run to end", func() bool { return a2.logContains(`msg="run finished"`) })
+	if err := a2.stop(t); err != nil {
+		t.Errorf("a2 after SIGTERM: %v", err)
+	}
 	if leader() != "" {
-		t.Errorf("b did not release the lease on SIGTERM: held by %q", leader())
+		t.Errorf("a2 did not release the lease on SIGTERM: held by %q", leader())
 	}
 	requests := env.Emu.RequestLog()
 	puts := armWrites(requests, http.MethodPut)
