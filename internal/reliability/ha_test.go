@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/cluster"
@@ -458,5 +461,72 @@ func TestHAShards(t *testing.T) {
 		if !v.Converged() {
 			t.Errorf("shard %d (namespace %s): %s", k, f.Namespace, v.Findings())
 		}
+	}
+}
+
+// TestHALeadershipLost: a leader whose Lease is taken from it (here rewritten to another holder, as a partition
+// from the API server would let a standby do) exits non-zero within its renew deadline, releasing the state file.
+func TestHALeadershipLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gitaso and runs a kube-apiserver")
+	}
+	kube := kubetest.Start(t)
+	bin := buildGitaso(t)
+	env, err := NewEnv(EnvOptions{Dir: t.TempDir(), Gitaso: bin, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Close() })
+	cl, err := cluster.FromConfig(kube.Config, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	repo, err := NewRepo(filepath.Join(env.Dir, "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet := NewFleet("rel-hl", env.Sub)
+	kube.Namespace(t, fleet.Namespace)
+	if _, err := repo.Commit(fleet.Files(), "fleet"); err != nil {
+		t.Fatal(err)
+	}
+	statePath := filepath.Join(env.Dir, "gitaso.db")
+	a := env.startServe(t, env.Dir, "a", repo.URL(), "--state", statePath, "--leader-elect", "--kubeconfig", kube.Kubeconfig,
+		"--leader-election-namespace", "default", "--leader-election-id", "lost",
+		"--lease-duration", "4s", "--renew-deadline", "3s", "--retry-period", "500ms")
+	waitFor(t, 60*time.Second, "a to lead", func() bool {
+		u, err := cl.LeaderURL(ctx, "default", "lost")
+		return err == nil && u == a.url && a.holdsState(t, statePath)
+	})
+	leases := kube.Clientset().CoordinationV1().Leases("default")
+	intruder := "intruder_000000@http://127.0.0.1:1"
+	waitFor(t, 10*time.Second, "the lease to be taken", func() bool {
+		l, err := leases.Get(ctx, "lost", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		long := int32(3600)
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.AcquireTime, l.Spec.RenewTime = &intruder, &long, &now, &now
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err == nil
+	})
+	taken := time.Now()
+	select {
+	case <-a.done:
+	case <-time.After(3*time.Second + 10*time.Second):
+		t.Fatal("the leader did not exit after its lease was taken")
+	}
+	t.Logf("lease taken → leader exited in %s", time.Since(taken).Round(time.Millisecond))
+	var ee *exec.ExitError
+	if !errors.As(a.err, &ee) || ee.ExitCode() != 1 {
+		t.Errorf("exit: %v, want exit status 1", a.err)
+	}
+	if !a.logContains("leadership lost") {
+		t.Error("the leader did not log that it lost the lease")
+	}
+	if _, err := ReadState(statePath); err != nil {
+		t.Errorf("state after the exit: %v", err)
 	}
 }
