@@ -15,7 +15,8 @@ const maxWebhookBody = 1 << 20
 // webhook is POST /api/v1/webhook: a Git host's push notification (like
 // Flux's Receiver) makes the daemon fetch the branch now instead of at the
 // next poll. It is accepted when it proves it knows Options.WebhookSecret:
-// GitHub's X-Hub-Signature-256 (HMAC-SHA256 of the body), GitLab's
+// GitHub's X-Hub-Signature-256 (HMAC-SHA256 of the body; Gitea's and
+// Forgejo's X-Gitea-Signature is the same without "sha256="), GitLab's
 // X-Gitlab-Token, or "Authorization: Bearer <secret>" for anything else. The
 // body is not interpreted: the branch is fetched and only a new revision
 // runs.
@@ -42,7 +43,12 @@ func (s *server) webhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func webhookAuthentic(r *http.Request, body []byte, secret string) bool {
-	if sig := r.Header.Get("X-Hub-Signature-256"); sig != "" {
+	sig := r.Header.Get("X-Hub-Signature-256")
+	if sig == "" {
+		// Gitea and Forgejo: the same HMAC, hex without a prefix.
+		sig = r.Header.Get("X-Gitea-Signature")
+	}
+	if sig != "" {
 		want, err := hex.DecodeString(strings.TrimPrefix(sig, "sha256="))
 		if err != nil {
 			return false

@@ -42,6 +42,8 @@ func TestWebhook(t *testing.T) {
 	}{
 		{"github signature", map[string]string{"X-Hub-Signature-256": sign(secret)}, http.StatusAccepted},
 		{"github wrong signature", map[string]string{"X-Hub-Signature-256": sign("other")}, http.StatusUnauthorized},
+		{"gitea signature", map[string]string{"X-Gitea-Signature": strings.TrimPrefix(sign(secret), "sha256=")}, http.StatusAccepted},
+		{"gitea wrong signature", map[string]string{"X-Gitea-Signature": strings.TrimPrefix(sign("other"), "sha256=")}, http.StatusUnauthorized},
 		{"gitlab token", map[string]string{"X-Gitlab-Token": secret}, http.StatusAccepted},
 		{"bearer", map[string]string{"Authorization": "Bearer " + secret}, http.StatusAccepted},
 		{"nothing", nil, http.StatusUnauthorized},
