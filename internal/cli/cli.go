@@ -43,8 +43,10 @@ func (e *ExitError) Unwrap() error { return e.Err }
 
 // settings are the options shared by serve, plan, apply and validate.
 type settings struct {
-	exports                           stateExports    // exported values for substituteFrom (see stateExports)
-	kube                              clusterSettings // --kubeconfig, --in-cluster (cluster.go)
+	exports                           stateExports     // exported values for substituteFrom (see stateExports)
+	kube                              clusterSettings  // --kubeconfig, --in-cluster (cluster.go)
+	autoplan                          autoplanSettings // serve --autoplan (autoplan.go)
+	ref                               string           // a full Git reference instead of --branch (autoplan: a pull request)
 	repo, branch, path, dir, cacheDir string
 	gitUser, gitPasswordFile, gitCA   string
 	stateFile                         string
@@ -234,7 +236,7 @@ func (s *settings) source(log *slog.Logger) (source.Source, error) {
 		}
 		return source.NewDir(s.dir, s.readPath(), source.WithRenderer(rnd), source.WithLimits(s.sourceLimits)), nil
 	case s.repo != "":
-		opts := source.GitOptions{URL: s.repo, Branch: s.branch, Path: s.readPath(), CacheDir: s.cacheDir, Username: s.gitUser, Logger: log, Limits: s.sourceLimits}
+		opts := source.GitOptions{URL: s.repo, Branch: s.branch, Ref: s.ref, Path: s.readPath(), CacheDir: s.cacheDir, Username: s.gitUser, Logger: log, Limits: s.sourceLimits}
 		if rnd != nil {
 			opts.Renderer = rnd
 		}

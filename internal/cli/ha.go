@@ -204,8 +204,16 @@ func (h *haSettings) checkState(db *state.DB) error {
 func (s *settings) startReconciler(ctx context.Context, e *env, apiOpts api.Options) (*reconcile.Reconciler, http.Handler, error) {
 	r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
 	apiOpts.Sync, apiOpts.Approve, apiOpts.Ready, apiOpts.Logger = r.Sync, r.ApproveDeletions, r.Ready, e.log
+	autoplanNow, err := s.startAutoplan(ctx, e) // autoplan.go: the leader's only
+	if err != nil {
+		return nil, nil, err
+	}
 	if apiOpts.WebhookSecret != "" {
 		apiOpts.Webhook = r.Poll
+		if autoplanNow != nil {
+			// A pull-request event plans its pull request at once.
+			apiOpts.Webhook = func(ctx context.Context) error { autoplanNow(); return r.Poll(ctx) }
+		}
 	}
 	if err := s.watchInputs(ctx, r); err != nil { // cluster.go
 		return nil, nil, err
