@@ -114,6 +114,10 @@ type ExporterOptions struct {
 	Instance string
 	// Namespaces, when set, restricts pruning to these namespaces (a shard).
 	Namespaces func(namespace string) bool
+	// ListNamespaces, when set, are the only namespaces the first sync lists
+	// gitaso's objects in (one list each instead of one cluster-wide), for a
+	// Role per namespace instead of a ClusterRole (--cluster-namespaces).
+	ListNamespaces []string
 	// Parallelism bounds concurrent API requests (default 16).
 	Parallelism int
 	Logger      *slog.Logger
@@ -324,18 +328,24 @@ func (x *Exporter) listOwned(ctx context.Context) (map[string]objectMeta, error)
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: gvk.Kind + "List"})
 		sel := client.MatchingLabels{LabelManagedBy: "gitaso", LabelInstance: x.opts.Instance}
-		cont := ""
-		for {
-			if err := x.c.List(ctx, list, sel, client.Limit(500), client.Continue(cont)); err != nil {
-				return nil, fmt.Errorf("list gitaso's %ss: %w", gvk.Kind, explain(err))
-			}
-			for _, o := range list.Items {
-				m := objectMeta{secret: gvk.Kind == "Secret", namespace: o.Namespace, name: o.Name,
-					owner: o.Annotations[AnnotationOwner], resourceVersion: o.ResourceVersion}
-				out[m.kind()+"/"+m.namespace+"/"+m.name] = m
-			}
-			if cont = list.Continue; cont == "" {
-				break
+		namespaces := x.opts.ListNamespaces
+		if len(namespaces) == 0 {
+			namespaces = []string{metav1.NamespaceAll}
+		}
+		for _, ns := range namespaces {
+			cont := ""
+			for {
+				if err := x.c.List(ctx, list, sel, client.InNamespace(ns), client.Limit(500), client.Continue(cont)); err != nil {
+					return nil, fmt.Errorf("list gitaso's %ss: %w", gvk.Kind, explain(err))
+				}
+				for _, o := range list.Items {
+					m := objectMeta{secret: gvk.Kind == "Secret", namespace: o.Namespace, name: o.Name,
+						owner: o.Annotations[AnnotationOwner], resourceVersion: o.ResourceVersion}
+					out[m.kind()+"/"+m.namespace+"/"+m.name] = m
+				}
+				if cont = list.Continue; cont == "" {
+					break
+				}
 			}
 		}
 	}

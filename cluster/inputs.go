@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -34,12 +35,18 @@ type Inputs struct {
 	// OnChange is called (from a watch goroutine) when a watched Secret or
 	// ConfigMap changes; set it before Start.
 	OnChange func()
+	// Namespaces, when set before Start, are the only namespaces read: one
+	// watch of aso-credential per namespace instead of one cluster-wide, and
+	// no request for a Secret or ConfigMap elsewhere (it is absent), so that
+	// gitaso needs a Role in each namespace rather than a ClusterRole that
+	// reads every Secret of the cluster.
+	Namespaces []string
 
 	mu       sync.Mutex
 	ctx      context.Context
 	started  bool
-	creds    cache.Store // every namespace's aso-credential (informer)
-	synced   cache.InformerSynced
+	creds    map[string]cache.Store // aso-credential Secrets by namespace ("": every namespace), from informers
+	synced   []cache.InformerSynced
 	watching map[string]bool // "Kind/namespace/name" watched one by one
 	warned   map[string]bool
 }
@@ -62,22 +69,47 @@ func (in *Inputs) Start(ctx context.Context) error {
 	}
 	in.started, in.ctx = true, ctx
 	in.mu.Unlock()
-	lw := cache.NewListWatchFromClient(in.cl.Clientset.CoreV1().RESTClient(), "secrets", metav1.NamespaceAll,
-		fields.OneTermEqualSelector("metadata.name", CredentialSecretName))
-	inf := cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
-	if _, err := inf.AddEventHandler(in.handler()); err != nil {
-		return err
+	namespaces := in.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	stores := map[string]cache.Store{}
+	var synced []cache.InformerSynced
+	for _, ns := range namespaces {
+		lw := cache.NewListWatchFromClient(in.cl.Clientset.CoreV1().RESTClient(), "secrets", ns,
+			fields.OneTermEqualSelector("metadata.name", CredentialSecretName))
+		inf := cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
+		if _, err := inf.AddEventHandler(in.handler()); err != nil {
+			return err
+		}
+		stores[ns] = inf.GetStore()
+		synced = append(synced, inf.HasSynced)
+		go inf.Run(ctx.Done())
 	}
 	in.mu.Lock()
-	in.creds, in.synced = inf.GetStore(), inf.HasSynced
+	in.creds, in.synced = stores, synced
 	in.mu.Unlock()
-	go inf.Run(ctx.Done())
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if !cache.WaitForCacheSync(wctx.Done(), inf.HasSynced) {
+	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
 		return fmt.Errorf("list the cluster's %s Secrets: not done in 30 s (is the API server reachable, may gitaso list secrets?)", CredentialSecretName)
 	}
 	return nil
+}
+
+// readable reports whether a namespace is one gitaso reads.
+func (in *Inputs) readable(ns string) bool {
+	return len(in.Namespaces) == 0 || slices.Contains(in.Namespaces, ns)
+}
+
+// credStore is the informer store holding namespace ns's aso-credential.
+func (in *Inputs) credStore(ns string) cache.Store {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if s, ok := in.creds[ns]; ok {
+		return s
+	}
+	return in.creds[metav1.NamespaceAll]
 }
 
 // handler calls OnChange on a change after the first list.
@@ -140,8 +172,11 @@ func (in *Inputs) Secrets(ctx context.Context, keys []string) (map[string]map[st
 		if !ok {
 			continue
 		}
+		if !in.readable(ns) {
+			continue // outside --cluster-namespaces: absent
+		}
 		if name == CredentialSecretName && in.credsSynced() {
-			obj, found, err := in.creds.GetByKey(ns + "/" + name)
+			obj, found, err := in.credStore(ns).GetByKey(ns + "/" + name)
 			if err != nil {
 				return nil, err
 			}
@@ -165,13 +200,24 @@ func (in *Inputs) Secrets(ctx context.Context, keys []string) (map[string]map[st
 func (in *Inputs) credsSynced() bool {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.synced != nil && in.synced()
+	if len(in.synced) == 0 {
+		return false
+	}
+	for _, f := range in.synced {
+		if !f() {
+			return false
+		}
+	}
+	return true
 }
 
 // Lookup returns a ConfigMap's (or Secret's) data for substituteFrom, and
 // watches it. A read error is logged once and reported as absent (the
 // renderer then names the missing object, unless it is optional).
 func (in *Inputs) Lookup(ctx context.Context, secret bool, namespace, name string) (map[string]string, bool) {
+	if !in.readable(namespace) {
+		return nil, false
+	}
 	d, found, err := in.get(ctx, secret, namespace, name)
 	if err != nil {
 		key := fmt.Sprintf("%v/%s/%s", secret, namespace, name)

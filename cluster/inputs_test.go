@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gitaso/gitaso/cluster"
@@ -123,5 +124,69 @@ func TestInputsLookupAndOIDC(t *testing.T) {
 	}
 	if _, err := cluster.NewInputs(cl2, nil).Secrets(ctx, []string{ns + "/x"}); err == nil || !strings.Contains(err.Error(), "service account needs") {
 		t.Errorf("want a permission error with a hint, got %v", err)
+	}
+}
+
+// With Namespaces, gitaso needs only a Role in each namespace it reads: its
+// watches and lists stay inside them, and a Secret elsewhere is absent
+// without a request.
+func TestInputsNamespaceScoped(t *testing.T) {
+	env := kubetest.Start(t)
+	cs := env.Clientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := env.Namespace(t, "scoped-a"), env.Namespace(t, "scoped-b")
+	for _, ns := range []string{a, b} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aso-credential", Namespace: ns},
+			StringData: map[string]string{"AZURE_CLIENT_ID": "id-" + ns}}
+		if _, err := cs.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A Role in namespace a only, as the chart writes with rbac.namespaces.
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "gitaso", Namespace: a}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
+	if _, err := cs.RbacV1().Roles(a).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "gitaso", Namespace: a},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "gitaso"},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: "scoped-gitaso"}}}
+	if _, err := cs.RbacV1().RoleBindings(a).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := env.User(t, "scoped-gitaso")
+	cl, err := cluster.FromConfig(cfg, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := cluster.NewInputs(cl, nil)
+	in.Namespaces = []string{a}
+	if err := in.Start(ctx); err != nil {
+		t.Fatalf("start with a Role in %s only: %v", a, err)
+	}
+	got, err := in.Secrets(ctx, []string{a + "/aso-credential", b + "/aso-credential"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[a+"/aso-credential"]["AZURE_CLIENT_ID"] != "id-"+a {
+		t.Errorf("secrets %v, want only %s's", got, a)
+	}
+	if _, found := in.Lookup(ctx, false, b, "platform-vars"); found {
+		t.Error("a ConfigMap outside the namespaces was found")
+	}
+	// The exporter's first sync lists only there too.
+	x, err := cluster.NewExporter(cl, cluster.ExporterOptions{ListNamespaces: []string{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := x.Sync(ctx, []cluster.Export{{Owner: a + "/resources.azure.com/ResourceGroup/rg", Namespace: a, Name: "rg-settings",
+		Data: map[string]string{"location": "westeurope"}}})
+	if err != nil || len(res.Errors) > 0 {
+		t.Fatalf("sync with a Role in %s only: %v %v", a, err, res)
+	}
+	if cm, err := cs.CoreV1().ConfigMaps(a).Get(ctx, "rg-settings", metav1.GetOptions{}); err != nil || cm.Data["location"] != "westeurope" {
+		t.Errorf("export: %v %v", cm, err)
 	}
 }

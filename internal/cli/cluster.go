@@ -22,9 +22,10 @@ type clusterSettings struct {
 	inCluster               bool
 	qps                     float32
 	burst                   int
-	exports                 bool   // --cluster-exports
-	instance                string // --cluster-instance
-	oidcVar                 string // --cluster-oidc-var
+	exports                 bool     // --cluster-exports
+	instance                string   // --cluster-instance
+	oidcVar                 string   // --cluster-oidc-var
+	namespaces              []string // --cluster-namespaces
 	conn                    *cluster.Cluster
 	inputs                  *cluster.Inputs
 }
@@ -37,6 +38,7 @@ func (c *clusterSettings) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.burst, "kube-burst", 100, "burst of requests to the Kubernetes API server above --kube-qps")
 	fs.StringVar(&c.oidcVar, "cluster-oidc-var", "", "with a cluster: set this substitution variable (e.g. CLUSTER_OIDC) to the cluster's OIDC issuer, read from its API server's /.well-known/openid-configuration, unless --substitute sets it")
 	fs.BoolVar(&c.exports, "cluster-exports", true, "with a cluster: write every operatorSpec export (configMaps, secrets, CEL expressions) into the resource's namespace with server-side apply (field manager gitaso)")
+	fs.StringSliceVar(&c.namespaces, "cluster-namespaces", nil, "with a cluster: the only namespaces gitaso reads Secrets and ConfigMaps from and lists its exports in (one watch each), so that a Role in each namespace suffices instead of a ClusterRole reading every Secret (default: all namespaces)")
 	fs.StringVar(&c.instance, "cluster-instance", "gitaso", "label value (gitaso.io/instance) of the objects this gitaso writes into the cluster; gitaso removes only its own instance's objects, so two gitaso daemons on one cluster need different values")
 }
 
@@ -67,7 +69,7 @@ func (s *settings) wireExports(e *env) error {
 	if err != nil || cl == nil {
 		return err
 	}
-	x, err := cluster.NewExporter(cl, cluster.ExporterOptions{Instance: s.kube.instance, Logger: e.log})
+	x, err := cluster.NewExporter(cl, cluster.ExporterOptions{Instance: s.kube.instance, ListNamespaces: s.kube.namespaces, Logger: e.log})
 	if err != nil {
 		return err
 	}
@@ -85,6 +87,7 @@ func (c *clusterSettings) inputsOf(log *slog.Logger) (*cluster.Inputs, error) {
 		return nil, err
 	}
 	c.inputs = cluster.NewInputs(cl, log)
+	c.inputs.Namespaces = c.namespaces
 	return c.inputs, nil
 }
 
