@@ -214,7 +214,7 @@ func TestRenderDefault(t *testing.T) {
 func TestRenderHA(t *testing.T) {
 	objs := decode(t, render(t, haValues))
 	want := []string{
-		"ClusterRole//gitaso-read", "ClusterRoleBinding//gitaso-read", "Deployment/gitaso/gitaso",
+		"Deployment/gitaso/gitaso",
 		"NetworkPolicy/gitaso/gitaso", "PersistentVolumeClaim/gitaso/gitaso-state", "PodDisruptionBudget/gitaso/gitaso",
 		"Role/gitaso/gitaso-leader-election", "Role/team-a/gitaso", "Role/team-b/gitaso",
 		"RoleBinding/gitaso/gitaso-leader-election", "RoleBinding/team-a/gitaso", "RoleBinding/team-b/gitaso",
@@ -232,7 +232,8 @@ func TestRenderHA(t *testing.T) {
 	for _, a := range []string{"--leader-elect", "--leader-election-namespace=gitaso", "--leader-election-id=gitaso",
 		"--advertise-url=http://$(POD_IP):8080", "--git-password-file=/etc/gitaso/git/password",
 		"--git-ca-file=/etc/gitaso/git-ca/ca.crt", "--sops-age-key-file=/etc/gitaso/sops/age.agekey",
-		"--webhook-secret-file=/etc/gitaso/webhook/secret", "--cloud-config=/etc/gitaso/cloud/cloud.json"} {
+		"--webhook-secret-file=/etc/gitaso/webhook/secret", "--cloud-config=/etc/gitaso/cloud/cloud.json",
+		"--cluster-namespaces=team-a,team-b"} {
 		if !slices.Contains(c.Args, a) {
 			t.Errorf("args %q lack %s", c.Args, a)
 		}
@@ -392,7 +393,7 @@ func TestDryRun(t *testing.T) {
 		objects    int
 	}{
 		{"default", render(t, nil), 8},
-		{"ha", render(t, haValues), 15},
+		{"ha", render(t, haValues), 13},
 		{"manifests", string(manifest), 7},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -468,8 +469,9 @@ func TestRBAC(t *testing.T) {
 		{authzv1.ResourceAttributes{Namespace: "team-a", Verb: "create", Resource: "secrets"}, true},
 		{authzv1.ResourceAttributes{Namespace: "team-b", Verb: "patch", Resource: "configmaps"}, true},
 		{authzv1.ResourceAttributes{Namespace: "team-b", Verb: "delete", Resource: "secrets"}, true},
-		{authzv1.ResourceAttributes{Verb: "list", Resource: "secrets"}, true}, // clusterWideReads
-		{authzv1.ResourceAttributes{Verb: "watch", Resource: "secrets"}, true},
+		{authzv1.ResourceAttributes{Namespace: "team-a", Verb: "watch", Resource: "secrets"}, true},
+		{authzv1.ResourceAttributes{Verb: "list", Resource: "secrets"}, false}, // --cluster-namespaces: no cluster-wide read
+		{authzv1.ResourceAttributes{Verb: "watch", Resource: "secrets"}, false},
 		{authzv1.ResourceAttributes{Namespace: "other", Verb: "create", Resource: "secrets"}, false},
 		{authzv1.ResourceAttributes{Namespace: "other", Verb: "delete", Resource: "configmaps"}, false},
 		{authzv1.ResourceAttributes{Namespace: namespace, Verb: "create", Group: "coordination.k8s.io", Resource: "leases"}, true},
