@@ -53,6 +53,11 @@ func (r *Reconciler) syncExports(ctx context.Context, refresh bool) error {
 		r.log.ErrorContext(ctx, "exports not written to the cluster", "error", err)
 		return err
 	}
+	if ctx.Err() != nil {
+		// Stopped mid-sync (a shutdown, a lost leadership): what was not
+		// written is not the resources' fault; the next run writes it.
+		return ctx.Err()
+	}
 	if res.Applied > 0 || res.Deleted > 0 || len(res.Errors) > 0 {
 		r.log.InfoContext(ctx, "exports written to the cluster", "applied", res.Applied, "deleted", res.Deleted,
 			"unchanged", res.Unchanged, "failed", len(res.Errors), "took", time.Since(start).Round(time.Millisecond))
