@@ -1,0 +1,2 @@
+// Package forgetest starts a real Gitea server for tests.
+package forgetest
