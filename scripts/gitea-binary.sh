@@ -25,7 +25,8 @@ if [ ! -x "$out/gitea" ] || [ ! -d "$out/static/options" ]; then
   echo "building gitea v$GITEA_VERSION (several minutes, once)" >&2
   start=$(date +%s)
   work=$(mktemp -d)
-  trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+  trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work" "$out/gitea.tmp" "$out/static.tmp"' EXIT
+  trap 'exit 143' TERM INT # clean up when CI's timeout stops the build
   # The module is published as code.gitea.io/gitea but its go.mod says "module gitea.dev" (1.27+) and carries
   # replace directives, so neither `go install code.gitea.io/gitea@v…` nor a wrapper module requiring it works.
   # Build it as the main module instead, from a writable copy of its source in the module cache: its own go.mod,

@@ -501,6 +501,7 @@ func randHex(n int) string {
 // appINI is the server's configuration: installed, SQLite in dir, HTTP only
 // on 127.0.0.1:port, no SSH, mail, indexers, cron, actions or outgoing calls
 // other than webhooks (to any host), in-memory queues, cache and sessions.
+// (Gravatar is off by default in 1.26, so avatars make no outgoing calls.)
 func appINI(dir, static string, port int) string {
 	runUser := "gitaso"
 	if u, err := user.Current(); err == nil {
@@ -555,10 +556,6 @@ ENABLE_NOTIFY_MAIL = false
 
 [mailer]
 ENABLED = false
-
-[picture]
-DISABLE_GRAVATAR = true
-ENABLE_FEDERATED_AVATAR = false
 
 [webhook]
 ALLOWED_HOST_LIST = *
