@@ -159,6 +159,13 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 				// A renderer (Flux's entry path) does not know the revision.
 				missing.Revision = revision
 			}
+			if l := diag.AsList(err); l != nil && missing == nil && ctx.Err() == nil {
+				// The commit's input errors (YAML, kustomize, substitution,
+				// SOPS): the revision is refused like a parse error, so
+				// that it is a run with its revision, not a failure of
+				// every poll.
+				return nil, &RevisionError{Revision: revision, Errors: l.Sorted()}
+			}
 			return nil, fmt.Errorf("render revision %s: %w", revision, err)
 		}
 		slices.SortStableFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
