@@ -107,6 +107,7 @@ func TestAutoplanWithGitea(t *testing.T) {
 	}
 	status := func(sha string) (state, desc string) {
 		var ss []struct {
+			ID          int64  `json:"id"`
 			State       string `json:"status"`
 			Description string `json:"description"`
 			Context     string `json:"context"`
@@ -114,12 +115,13 @@ func TestAutoplanWithGitea(t *testing.T) {
 		if err := g.Do(t.Context(), http.MethodGet, fmt.Sprintf("/repos/%s/commits/%s/statuses", repo.FullName, sha), nil, &ss); err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range ss { // newest first
-			if s.Context == "gitaso/plan" {
-				return s.State, s.Description
+		var newest int64 // the list's order is not the posting order when two land in one second
+		for _, s := range ss {
+			if s.Context == "gitaso/plan" && s.ID > newest {
+				newest, state, desc = s.ID, s.State, s.Description
 			}
 		}
-		return "", ""
+		return state, desc
 	}
 
 	// A pull request: planned, commented, its status set.
