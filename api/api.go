@@ -275,9 +275,17 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 	if runs == nil {
 		runs = []record.Run{}
 	}
+	applied, err := s.db.LastGoodRevision()
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
 	s.writeJSON(w, http.StatusOK, struct {
 		Items []record.Run `json:"items"`
-	}{runs})
+		// Applied is the revision in force: the last one applied, which a
+		// refused or held revision leaves in place.
+		Applied string `json:"applied,omitempty"`
+	}{runs, applied})
 }
 
 func (s *server) plan(w http.ResponseWriter, r *http.Request) {

@@ -24,6 +24,9 @@
 //     manage that ARM's cascade would take, and an "Approve deletions"
 //     button (confirmed in a dialog, then POST /api/v1/approve with the
 //     revision);
+//   - a banner when the newest finished run refused its revision (a YAML,
+//     rendering or validation error): the revision, its errors, and the
+//     revision that stays applied (GET /api/v1/runs "applied");
 //   - a "Sync now" button (POST /api/v1/sync). When the API answers 401 the
 //     page asks for the bearer token and retries the action; the token is
 //     kept in memory only, never in the URL, cookies or web storage. Both

@@ -693,6 +693,37 @@
     box.hidden = false;
   }
 
+  // ---- refused revision banner ------------------------------------------
+
+  // renderRefused shows the banner when the newest finished run refused its
+  // revision: which revision, its errors, and the revision that stays applied.
+  function renderRefused(finished, applied) {
+    const box = $('refused');
+    const refused = finished && finished.outcome === 'refused' ? finished : null;
+    const sig = refused ? JSON.stringify([refused.id, refused.revision, refused.error, applied]) : '';
+    if (sig === cache.refusedText) return;
+    cache.refusedText = sig;
+    if (!refused) {
+      box.hidden = true;
+      box.replaceChildren();
+      return;
+    }
+    const rev = refused.revision || '';
+    const lines = (refused.error || '').split('\n').map((l) => l.trim()).filter(Boolean);
+    const ul = el('ul', { class: 'refused-errors' });
+    for (const l of lines.slice(0, HELD_SHOWN)) ul.append(el('li', null, el('code', { text: l })));
+    if (lines.length > HELD_SHOWN) ul.append(el('li', { class: 'muted', text: 'and ' + (lines.length - HELD_SHOWN) + ' more lines (Runs)' }));
+    box.replaceChildren(
+      el('h2', { id: 'refused-title' }, 'Revision ', el('code', { title: rev, text: rev ? shortRev(rev) : '(unknown)' }),
+        ' is refused: nothing of it is applied'),
+      el('p', null, applied
+        ? el('span', null, 'Revision ', el('code', { title: applied, text: shortRev(applied) }), ' stays applied and is still reconciled.')
+        : el('span', { text: 'No revision has been applied yet.' })),
+      ul,
+      el('p', { class: 'muted', text: 'Fix the errors and commit; the next poll plans the new revision.' }));
+    box.hidden = false;
+  }
+
   function confirmApprove(rev, h) {
     const d = $('approve-dialog');
     $('approve-what').textContent = 'Delete ' + plural(h.deletions || 0, 'resource', 'resources') + ' of revision ' + shortRev(rev) +
@@ -774,8 +805,13 @@
   // run at a time: at most one is in progress).
   async function loadLastRuns() {
     let runs = route.view === 'runs' && cache.runs ? cache.runs : null;
-    if (!runs) runs = JSON.parse(await api('api/v1/runs?limit=2')).items || [];
-    return { newest: runs[0], finished: runs.find((r) => r.outcome) };
+    let applied = cache.applied || '';
+    if (!runs) {
+      const doc = JSON.parse(await api('api/v1/runs?limit=2'));
+      runs = doc.items || [];
+      applied = cache.applied = doc.applied || '';
+    }
+    return { newest: runs[0], finished: runs.find((r) => r.outcome), applied };
   }
 
   // ---- refresh loop ---------------------------------------------------
@@ -801,6 +837,7 @@
     const runs = await loadLastRuns();
     const last = runs.newest;
     renderHeld(runs.finished, runs.newest);
+    renderRefused(runs.finished, runs.applied);
     lastOK = new Date();
     const r = $('refreshed');
     r.replaceChildren('Updated ' + lastOK.toLocaleTimeString());
