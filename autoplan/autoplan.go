@@ -184,10 +184,8 @@ func (a *Autoplanner) planOne(ctx context.Context, pr forge.PullRequest) error {
 	if _, err := a.cfg.Forge.UpsertComment(ctx, pr.Number, a.cfg.Comment(p, refused)); err != nil {
 		return fmt.Errorf("comment: %w", err)
 	}
-	status.State, status.Description = forge.StateSuccess, summary(p)
-	if refused != nil {
-		status.State, status.Description = forge.StateFailure, "refused: "+firstLine(refused.Error())
-	}
+	status = forge.StatusOf(p, refused) // what gitaso comment posts too
+	status.Context = a.cfg.StatusContext
 	if err := a.cfg.Forge.SetStatus(ctx, pr.HeadSHA, status); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
@@ -201,34 +199,6 @@ func (a *Autoplanner) fail(ctx context.Context, pr forge.PullRequest, state stri
 		return errors.Join(err, serr)
 	}
 	return err
-}
-
-// summary is the status line: "3 to create, 1 to delete" or "no changes".
-func summary(p *planner.Plan) string {
-	if p == nil {
-		return ""
-	}
-	s := p.Summary()
-	var parts []string
-	for _, a := range []struct {
-		act  planner.Action
-		word string
-	}{{planner.Create, "to create"}, {planner.Adopt, "to adopt"}, {planner.Move, "to move"}, {planner.Update, "to update"},
-		{planner.Drift, "drifted"}, {planner.Delete, "to delete"}, {planner.Detach, "to detach"}} {
-		if n := s[a.act]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, a.word))
-		}
-	}
-	if len(p.Deferred) > 0 {
-		parts = append(parts, fmt.Sprintf("%d known after apply", len(p.Deferred)))
-	}
-	if p.Held != nil {
-		parts = append(parts, "held: deletions need approval")
-	}
-	if len(parts) == 0 {
-		return "no changes"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // firstLine keeps a status description short (GitHub allows 140 characters).
