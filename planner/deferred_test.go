@@ -114,17 +114,33 @@ func TestDeferredKnownAfterApply(t *testing.T) {
 		prior[d.Key()] = record.Resource{Namespace: d.Namespace, Group: d.Group, Kind: d.Kind, Name: d.Name,
 			ARMID: "/subscriptions/" + sub + "/resourceGroups/x", APIVersion: "2020-06-01"}
 	}
+	// A group moved from namespace "old" into team-a, whose credential is
+	// not known yet, keeps its azureName: its old key's deletion waits for
+	// the deferred groups (a delete would take the moved group from Azure).
+	// A kind with nothing deferred is deleted as usual.
+	prior[planner.Key("old", "resources.azure.com", "ResourceGroup", "team-a-rg")] = record.Resource{Namespace: "old",
+		Group: "resources.azure.com", Kind: "ResourceGroup", Name: "team-a-rg", ARMID: "/subscriptions/" + sub + "/resourceGroups/team-a-rg", APIVersion: "2020-06-01"}
+	prior[planner.Key("old", "keyvault.azure.com", "Vault", "gone")] = record.Resource{Namespace: "old",
+		Group: "keyvault.azure.com", Kind: "Vault", Name: "gone", ARMID: "/subscriptions/" + sub + "/resourceGroups/x/providers/Microsoft.KeyVault/vaults/gone", APIVersion: "2023-07-01"}
 	p, err := g.Plan(planner.Input{Prior: prior})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var deleted []string
 	for _, r := range p.Resources {
 		if r.Action == planner.Delete || r.Action == planner.Detach {
-			t.Errorf("%s: %s while it is known after apply", r.ID(), r.Action)
+			deleted = append(deleted, r.ID())
 		}
 	}
-	if len(p.Deferred) != 4 || !p.HasChanges() {
-		t.Errorf("plan: %d deferred, changes %v", len(p.Deferred), p.HasChanges())
+	if diff := cmp.Diff([]string{"old/Vault/gone"}, deleted); diff != "" {
+		t.Errorf("deleted (-want +got):\n%s", diff)
+	}
+	if len(p.Deferred) != 5 || !p.HasChanges() || p.Deferred[0].ID() != "old/ResourceGroup/team-a-rg" ||
+		!strings.Contains(p.Deferred[0].Reason, "its deletion waits") {
+		t.Errorf("plan: %d deferred (first %+v), changes %v", len(p.Deferred), p.Deferred[0], p.HasChanges())
+	}
+	if len(g.Deferred) != 4 {
+		t.Errorf("the plan changed the graph's deferred list: %d", len(g.Deferred))
 	}
 	var text bytes.Buffer
 	if err := planner.RenderText(&text, p, planner.TextOptions{}); err != nil {
@@ -133,7 +149,7 @@ func TestDeferredKnownAfterApply(t *testing.T) {
 	for _, s := range []string{
 		`# team-a/StorageAccount/teamastore is known after apply: waits for its owner team-a/ResourceGroup/team-a-rg`,
 		`~ storage.azure.com StorageAccount "team-a/teamastore" (known after apply) {`,
-		`4 known after apply (planned in this run once their values exist).`,
+		`5 known after apply (planned in this run once their values exist).`,
 	} {
 		if !strings.Contains(text.String(), s) {
 			t.Errorf("text plan lacks %q:\n%s", s, text.String())

@@ -33,7 +33,7 @@ type Input struct {
 // Plan decides an action for every resource of the graph and for every
 // resource in state that is no longer in Git.
 func (g *Graph) Plan(in Input) (*Plan, error) {
-	p := &Plan{Revision: g.Revision, External: g.External, Deferred: g.Deferred, Resources: make([]*Resource, 0, len(g.Nodes))}
+	p := &Plan{Revision: g.Revision, External: g.External, Resources: make([]*Resource, 0, len(g.Nodes))}
 	moves, forget := g.moves(in.Prior)
 	var errs diag.List
 	for _, n := range g.Nodes {
@@ -58,8 +58,23 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 	for _, old := range moves {
 		movedAway[old] = true
 	}
+	// A resource of a kind that has objects known after apply may be one of
+	// them under another key (a move into a namespace whose credential is not
+	// known yet): its deletion waits for them, in the run's next phase.
+	deferredKinds := map[string]bool{}
+	for _, d := range g.Deferred {
+		deferredKinds[d.Group+"/"+d.Kind] = true
+	}
+	if len(g.Deferred) > 0 {
+		p.Deferred = append([]*Deferred(nil), g.Deferred...)
+	}
 	for key, prior := range in.Prior {
 		if g.byKey[key] != nil || movedAway[key] || g.deferredKeys[key] {
+			continue
+		}
+		if deferredKinds[prior.Group+"/"+prior.Kind] {
+			p.Deferred = append(p.Deferred, &Deferred{Namespace: prior.Namespace, Group: prior.Group, Kind: prior.Kind, Name: prior.Name,
+				File: prior.File, Reason: "its deletion waits for the " + prior.Kind + " objects known after apply: one of them may declare its ARM ID"})
 			continue
 		}
 		r := &Resource{
@@ -85,6 +100,7 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 		dels = append(dels, r)
 	}
 	sort.Slice(dels, func(i, j int) bool { return dels[i].Key() < dels[j].Key() })
+	sort.Slice(p.Deferred, func(i, j int) bool { return p.Deferred[i].Key() < p.Deferred[j].Key() })
 	// Children of a resource being deleted go with it (ARM cascades nested
 	// and extension resources), unless the parent is only detached.
 	for _, r := range dels {
