@@ -56,7 +56,7 @@ func New(cfg Config) *Autoplanner {
 		cfg.Interval = time.Minute
 	}
 	if cfg.StatusContext == "" {
-		cfg.StatusContext = "gitaso/plan"
+		cfg.StatusContext = forge.DefaultContext
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
