@@ -70,6 +70,8 @@ type DB struct {
 
 	keyMu sync.Mutex
 	key   []byte // AES-256 key for secret exports, loaded or created on first use
+
+	ready readyIndex // Ready status per resource, for ReadyCounts (ready.go)
 }
 
 type options struct {

@@ -34,6 +34,7 @@ func (w *Writer) PutResource(r record.Resource) error {
 	if err := w.tx.Bucket(bucketResources).Put([]byte(r.Key()), b); err != nil {
 		return fmt.Errorf("state: put resource %s: %w", r.Key(), err)
 	}
+	w.noteReady(r.Key(), r.ReadyStatus())
 	return nil
 }
 
@@ -42,6 +43,7 @@ func (w *Writer) DeleteResource(key string) error {
 	if err := w.tx.Bucket(bucketResources).Delete([]byte(key)); err != nil {
 		return fmt.Errorf("state: delete resource %s: %w", key, err)
 	}
+	w.noteReady(key, "")
 	return nil
 }
 
@@ -173,28 +175,4 @@ func decodeResources(keys, vals [][]byte) ([]record.Resource, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-// ReadyCounts returns how many resources have each Ready status (True, False,
-// Unknown), for metrics.
-func (db *DB) ReadyCounts() (map[string]int, error) {
-	counts := map[string]int{record.StatusTrue: 0, record.StatusFalse: 0, record.StatusUnknown: 0}
-	err := db.view(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketResources).ForEach(func(k, v []byte) error {
-			var r struct {
-				Ready struct {
-					Status string `json:"status"`
-				} `json:"ready"`
-			}
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode resource %s: %w", k, err)
-			}
-			counts[record.Resource{Ready: record.Condition{Status: r.Ready.Status}}.ReadyStatus()]++
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("state: count resources: %w", err)
-	}
-	return counts, nil
 }
