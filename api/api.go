@@ -10,12 +10,12 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
 
+	"github.com/gitaso/gitaso/metrics"
 	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
@@ -56,6 +56,9 @@ type Options struct {
 	// 503 unless both are set.
 	Webhook       func(ctx context.Context) error
 	WebhookSecret string
+	// Metrics is the registry GET /metrics serves, with the state gauges
+	// added (metrics.go); nil: a registry of the API's own.
+	Metrics *metrics.Metrics
 }
 
 // DefaultRunsLimit is how many runs GET /api/v1/runs returns without ?limit.
@@ -88,6 +91,14 @@ type Resource struct {
 	SecretOutputs []string `json:"secretOutputs"`
 	// AppliedBody (secret values redacted) is only in the single-resource GET.
 	AppliedBody json.RawMessage `json:"appliedBody,omitempty"`
+	// DependsOn are the keys of the resources this one depends on (owner,
+	// references); single-resource GET only.
+	DependsOn []string `json:"dependsOn,omitempty"`
+	// Runs are the runs that touched the resource, newest first, and
+	// LastChange the diff of its last applied change; single-resource GET
+	// only.
+	Runs       []record.ResourceRun `json:"runs,omitempty"`
+	LastChange *Change              `json:"lastChange,omitempty"`
 }
 
 // ErrorBody is the shape of every API error: {"error":{"code","message"}}.
@@ -147,13 +158,16 @@ func New(db *state.DB, opts Options) http.Handler {
 	// mismatch into a 404.
 	r.Handle("/healthz", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.healthz, http.MethodHead: s.healthz}))
 	r.Handle("/readyz", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.readyz, http.MethodHead: s.readyz}))
-	r.Handle("/metrics", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.metrics}))
+	r.Handle("/metrics", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.metricsHandler()}))
 
 	v1 := r.PathPrefix("/api/v1").Subrouter()
 	v1.Handle("/resources", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.listResources}))
 	v1.Handle("/resources/{namespace}/{kind}/{name}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.getResource}))
 	v1.Handle("/resources/{namespace}/{group}/{kind}/{name}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.getResource}))
 	v1.Handle("/runs", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.listRuns}))
+	v1.Handle("/runs/{id}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.getRun}))
+	v1.Handle("/graph", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.graph}))
+	v1.Handle("/summary", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.summary}))
 	v1.Handle("/plan", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.plan}))
 	v1.Handle("/sync", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.sync)}))
 	v1.Handle("/approve", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.approve)}))
@@ -181,27 +195,6 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeText(w, http.StatusOK, "ok\n")
 }
 
-func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	ready, err := record.ParseReady(q.Get("ready"))
-	if err != nil {
-		s.writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("invalid ready=%q: want true, false or unknown", q.Get("ready")))
-		return
-	}
-	rs, err := s.db.Resources(record.Filter{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Ready: ready})
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	items := make([]Resource, len(rs))
-	for i, res := range rs {
-		items[i] = view(res, false)
-	}
-	s.writeJSON(w, http.StatusOK, struct {
-		Items []Resource `json:"items"`
-	}{items})
-}
-
 func (s *server) getResource(w http.ResponseWriter, r *http.Request) {
 	v := mux.Vars(r)
 	ns, group, kind, name := v["namespace"], v["group"], v["kind"], v["name"]
@@ -209,22 +202,52 @@ func (s *server) getResource(w http.ResponseWriter, r *http.Request) {
 	if group != "" {
 		kindFilter = group + "/" + kind
 	}
-	rs, err := s.db.Resources(record.Filter{Namespace: ns, Kind: kindFilter})
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
 	var found []record.Resource
-	for _, res := range rs {
-		if res.Name == name {
+	if group != "" {
+		// The exact key first: one read, not a scan of the kind.
+		res, ok, err := s.db.Resource(record.ResourceKey(ns, group, kind, name))
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		if ok {
 			found = append(found, res)
 		}
 	}
+	if len(found) == 0 {
+		rs, err := s.db.Resources(record.Filter{Namespace: ns, Kind: kindFilter})
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		for _, res := range rs {
+			if res.Name == name {
+				found = append(found, res)
+			}
+		}
+	}
+	var err error
 	switch len(found) {
 	case 0:
 		s.writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("resource %s/%s/%s not found", ns, kindFilter, name))
 	case 1:
-		s.writeJSON(w, http.StatusOK, view(found[0], true))
+		out := view(found[0], true)
+		out.DependsOn = found[0].DependsOn
+		key := found[0].Key()
+		if out.Runs, err = s.db.ResourceRuns(key); err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		if c, ok, err := s.db.Change(key); err != nil {
+			s.internal(w, r, err)
+			return
+		} else if ok {
+			if out.LastChange, err = changeView(c, found[0].AppliedBody); err != nil {
+				s.internal(w, r, fmt.Errorf("diff of %s: %w", key, err))
+				return
+			}
+		}
+		s.writeJSON(w, http.StatusOK, out)
 	default:
 		var kinds []string
 		for _, f := range found {
@@ -255,37 +278,6 @@ func view(r record.Resource, withBody bool) Resource {
 		out.AppliedBody = r.AppliedBody
 	}
 	return out
-}
-
-func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
-	limit := DefaultRunsLimit
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > MaxRunsLimit {
-			s.writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("invalid limit=%q: want 1..%d", l, MaxRunsLimit))
-			return
-		}
-		limit = n
-	}
-	runs, err := s.db.Runs(limit)
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	if runs == nil {
-		runs = []record.Run{}
-	}
-	applied, err := s.db.LastGoodRevision()
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, struct {
-		Items []record.Run `json:"items"`
-		// Applied is the revision in force: the last one applied, which a
-		// refused or held revision leaves in place.
-		Applied string `json:"applied,omitempty"`
-	}{runs, applied})
 }
 
 func (s *server) plan(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,369 @@
+package api
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/gitaso/gitaso/record"
+	"github.com/gitaso/gitaso/state"
+)
+
+// DefaultPageLimit is the page size of GET /api/v1/resources when a continue
+// token comes without ?limit.
+const DefaultPageLimit = 500
+
+// MaxPageLimit is the largest ?limit GET /api/v1/resources accepts.
+const MaxPageLimit = 10000
+
+// streamChunk is how many resources an unpaged GET /api/v1/resources reads
+// per transaction while it streams the answer.
+const streamChunk = 1000
+
+// pageToken is the content of a continue token: where the next page starts
+// and a digest of the filters it was issued for. It travels base64url-encoded
+// and is opaque to clients.
+type pageToken struct {
+	V      int    `json:"v"`
+	After  string `json:"a,omitempty"` // resources: the last key served
+	Before uint64 `json:"b,omitempty"` // runs: the last ID served
+	Filter string `json:"f,omitempty"` // digest of the filters
+}
+
+func encodeToken(t pageToken) string {
+	t.V = 1
+	b, _ := json.Marshal(t)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+var errToken = errors.New("invalid continue token")
+
+func decodeToken(s, filter string) (pageToken, error) {
+	var t pageToken
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &t) != nil || t.V != 1 {
+		return t, fmt.Errorf("%w %q: pass the continue value of the previous answer unchanged", errToken, s)
+	}
+	if t.Filter != filter {
+		return t, fmt.Errorf("%w: it was issued for other filters; send the same namespace, kind, ready and name as the first page", errToken)
+	}
+	return t, nil
+}
+
+func filterDigest(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:8])
+}
+
+// pageLimit parses ?limit (def when absent) within 1..max.
+func pageLimit(q string, def, max int) (int, error) {
+	if q == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(q)
+	if err != nil || n < 1 || n > max {
+		return 0, fmt.Errorf("invalid limit=%q: want 1..%d", q, max)
+	}
+	return n, nil
+}
+
+// stream writes a JSON object {"items":[...], tail...} item by item through
+// a buffer, so that a long list is never held as one answer in memory.
+type stream struct {
+	w     *bufio.Writer
+	n     int
+	errOn error
+}
+
+func (s *server) startStream(w http.ResponseWriter) *stream {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	st := &stream{w: bufio.NewWriterSize(w, 32<<10)}
+	_, st.errOn = st.w.WriteString(`{"items":[`)
+	return st
+}
+
+func (st *stream) item(v any) {
+	if st.errOn != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		st.errOn = err
+		return
+	}
+	if st.n > 0 {
+		_ = st.w.WriteByte(',')
+	}
+	st.n++
+	_, st.errOn = st.w.Write(b)
+}
+
+// end closes the items and adds the fields of tail (a map or struct
+// encoded as an object, whose braces are dropped).
+func (st *stream) end(tail any) error {
+	if st.errOn != nil {
+		return st.errOn
+	}
+	_, _ = st.w.WriteString("]")
+	if tail != nil {
+		b, err := json.Marshal(tail)
+		if err != nil {
+			return err
+		}
+		if len(b) > 2 {
+			_ = st.w.WriteByte(',')
+			_, _ = st.w.Write(b[1 : len(b)-1])
+		}
+	}
+	_, _ = st.w.WriteString("}\n")
+	return st.w.Flush()
+}
+
+// abort ends a streamed answer that failed after its status was sent: the
+// connection is cut so that the client sees a truncated answer, not a
+// complete wrong one.
+func (s *server) abort(r *http.Request, err error) {
+	s.log.ErrorContext(r.Context(), "api answer cut short", "method", r.Method, "path", r.URL.Path, "error", err)
+	panic(http.ErrAbortHandler)
+}
+
+// listResources is GET /api/v1/resources; see the package documentation.
+func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ready, err := record.ParseReady(q.Get("ready"))
+	if err != nil {
+		s.writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("invalid ready=%q: want true, false or unknown", q.Get("ready")))
+		return
+	}
+	page := state.Page{Filter: record.Filter{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Ready: ready}, Name: q.Get("name")}
+	digest := filterDigest(page.Filter.Namespace, strings.ToLower(page.Filter.Kind), ready, strings.ToLower(page.Name))
+	paged := q.Has("limit") || q.Has("continue")
+	if paged {
+		if page.Limit, err = pageLimit(q.Get("limit"), DefaultPageLimit, MaxPageLimit); err != nil {
+			s.writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+			return
+		}
+		if c := q.Get("continue"); c != "" {
+			t, err := decodeToken(c, digest)
+			if err != nil || t.After == "" {
+				if err == nil {
+					err = fmt.Errorf("%w: it is not a resources token", errToken)
+				}
+				s.writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+				return
+			}
+			page.After = t.After
+		}
+	} else {
+		page.Limit = streamChunk
+	}
+	// The first chunk is read before the status is sent, so that a failing
+	// state read is an error answer, not a cut one.
+	items, more, err := s.db.ResourcePage(page)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	st := s.startStream(w)
+	for {
+		for _, res := range items {
+			st.item(view(res, false))
+		}
+		if paged || !more {
+			break
+		}
+		page.After = items[len(items)-1].Key()
+		if items, more, err = s.db.ResourcePage(page); err != nil {
+			s.abort(r, err)
+		}
+	}
+	var tail struct {
+		Continue string `json:"continue,omitempty"`
+	}
+	if paged && more {
+		tail.Continue = encodeToken(pageToken{After: items[len(items)-1].Key(), Filter: digest})
+	}
+	if err := st.end(tail); err != nil {
+		s.abort(r, err)
+	}
+}
+
+// listRuns is GET /api/v1/runs; see the package documentation.
+func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := pageLimit(q.Get("limit"), DefaultRunsLimit, MaxRunsLimit)
+	if err != nil {
+		s.writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+		return
+	}
+	var before uint64
+	if c := q.Get("continue"); c != "" {
+		t, err := decodeToken(c, "runs")
+		if err != nil || t.Before == 0 {
+			if err == nil {
+				err = fmt.Errorf("%w: it is not a runs token", errToken)
+			}
+			s.writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
+			return
+		}
+		before = t.Before
+	}
+	runs, more, err := s.db.RunPage(before, limit)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	applied, err := s.db.LastGoodRevision()
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	st := s.startStream(w)
+	for _, run := range runs {
+		st.item(run)
+	}
+	tail := struct {
+		// Applied is the revision in force: the last one applied, which a
+		// refused or held revision leaves in place.
+		Applied  string `json:"applied,omitempty"`
+		Continue string `json:"continue,omitempty"`
+	}{Applied: applied}
+	if more {
+		tail.Continue = encodeToken(pageToken{Before: runs[len(runs)-1].ID, Filter: "runs"})
+	}
+	if err := st.end(tail); err != nil {
+		s.abort(r, err)
+	}
+}
+
+// RunDetail is GET /api/v1/runs/{id}: the run and the resources it touched.
+type RunDetail struct {
+	Run       record.Run       `json:"run"`
+	Resources []record.Touched `json:"resources"`
+	Applied   string           `json:"applied,omitempty"`
+}
+
+func (s *server) getRun(w http.ResponseWriter, r *http.Request) {
+	raw := mux.Vars(r)["id"]
+	id, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil || id == 0 {
+		s.writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("invalid run id %q: want a positive integer", raw))
+		return
+	}
+	run, touched, ok, err := s.db.Run(id)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if !ok {
+		s.writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("run %d not found (runs beyond the newest kept are pruned)", id))
+		return
+	}
+	applied, err := s.db.LastGoodRevision()
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	if touched == nil {
+		touched = []record.Touched{}
+	}
+	s.writeJSON(w, http.StatusOK, RunDetail{Run: run, Resources: touched, Applied: applied})
+}
+
+// Graph is GET /api/v1/graph: every resource and its dependencies, in
+// columns so that 10,000 resources stay small. Node i is Keys[i]
+// ("namespace/group/Kind/name") with Ready[i] its Ready status (T, F or U);
+// an edge [i, j] says node i depends on node j: in Owners j is i's owner
+// (its ARM parent), in References any other dependency.
+type Graph struct {
+	Keys       []string `json:"keys"`
+	Ready      string   `json:"ready"`
+	Owners     [][2]int `json:"owners"`
+	References [][2]int `json:"references"`
+}
+
+func (s *server) graph(w http.ResponseWriter, r *http.Request) {
+	nodes, err := s.db.Nodes()
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, buildGraph(nodes))
+}
+
+func buildGraph(nodes []state.Node) Graph {
+	g := Graph{Keys: make([]string, len(nodes)), Owners: [][2]int{}, References: [][2]int{}}
+	idx := make(map[string]int, len(nodes))
+	ready := make([]byte, len(nodes))
+	for i, n := range nodes {
+		g.Keys[i] = n.Key
+		idx[n.Key] = i
+		ready[i] = n.Ready[0]
+	}
+	g.Ready = string(ready)
+	for i, n := range nodes {
+		for _, d := range n.DependsOn {
+			j, ok := idx[d]
+			if !ok || j == i {
+				continue
+			}
+			if owns(nodes[j].ARMID, n.ARMID) {
+				g.Owners = append(g.Owners, [2]int{i, j})
+			} else {
+				g.References = append(g.References, [2]int{i, j})
+			}
+		}
+	}
+	return g
+}
+
+// owns reports whether the resource with ARM ID parent is the ARM parent
+// (owner) of the one with ARM ID child: child's ID extends parent's.
+func owns(parent, child string) bool {
+	return parent != "" && len(child) > len(parent)+1 && child[len(parent)] == '/' && strings.EqualFold(child[:len(parent)], parent)
+}
+
+// Summary is GET /api/v1/summary: how many resources have each Ready
+// status, and the namespaces and kinds there are (for filters).
+type Summary struct {
+	Total      int            `json:"total"`
+	Ready      map[string]int `json:"ready"`
+	Namespaces []string       `json:"namespaces"`
+	Kinds      []string       `json:"kinds"`
+}
+
+func (s *server) summary(w http.ResponseWriter, r *http.Request) {
+	counts, err := s.db.ReadyCounts()
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	ns, kinds, err := s.db.Facets()
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	out := Summary{Ready: counts, Namespaces: ns, Kinds: kinds}
+	for _, n := range counts {
+		out.Total += n
+	}
+	if out.Namespaces == nil {
+		out.Namespaces = []string{}
+	}
+	if out.Kinds == nil {
+		out.Kinds = []string{}
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
