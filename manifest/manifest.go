@@ -190,4 +190,8 @@ type Snapshot struct {
 	// from (charts of HelmReleases), sorted; when there are any, Revision is
 	// the commit's followed by "+" and a digest of them (see source.Build).
 	External []External `json:"external,omitempty"`
+	// Texts are the files the objects were parsed from, by File, for the
+	// files whose lines are their own (not text a renderer generated): an
+	// error about a field can point at the field's line (source.LocateFields).
+	Texts map[string][]byte `json:"-"`
 }

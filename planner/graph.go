@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -222,6 +223,9 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 
 	// ASO objects.
 	var pending []pendingNode
+	// The fields each node's own checks found wrong: what resolving its
+	// owner and references would say of the same fields is not said again.
+	invalid := map[*Node][]string{}
 	for _, o := range snap.Objects {
 		if !IsASO(o.Group()) {
 			if e := misspeltGroup(o); e != nil {
@@ -254,7 +258,11 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 			errs = append(errs, objErr(o, "metadata.name", "%s is also declared in %s:%d", n.ID(), prev.Object.File, prev.Object.Line))
 			continue
 		}
-		errs = append(errs, objectErrors(k, o)...)
+		checked := objectErrors(k, o)
+		errs = append(errs, checked...)
+		for _, e := range checked {
+			invalid[n] = append(invalid[n], e.Field)
+		}
 		an, err := aso.AzureName(k, n.Namespace, n.Name, spec)
 		if err != nil {
 			errs = append(errs, objErr(o, "spec.azureName", "%v", err))
@@ -269,6 +277,9 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 		deps, err := aso.Dependencies(k, spec)
 		if l := diag.AsList(err); len(l) > 0 {
 			for _, e := range l {
+				if related(invalid[n], e.Field) {
+					continue // the field's own error says it
+				}
 				e.File, e.Line, e.Object = o.File, o.Line, o.ID()
 				errs = append(errs, e)
 			}
@@ -322,7 +333,13 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 			continue // no subscription: its ARM ID cannot be built, already reported
 		}
 		if _, err := g.resolveARMID(n); err != nil {
+			if of := (*ownerFailed)(nil); errors.As(err, &of) {
+				continue // reported at the owner (or the owner's owner)
+			}
 			if de, ok := err.(*diag.Error); ok {
+				if related(invalid[n], de.Field) {
+					continue // the field's own error says it
+				}
 				if de.File == "" {
 					de.File, de.Line, de.Object = n.Object.File, n.Object.Line, n.ID()
 				}
@@ -480,13 +497,16 @@ func (g *Graph) resolveARMID(n *Node) (string, error) {
 				o = g.findLoose(n.Namespace, group, kind, ref.Name)
 			}
 			if o == nil {
-				n.ownerErr = objErr(n.Object, "spec.owner.name", "owner %s %q not found in namespace %q", kind, ref.Name, n.Namespace)
+				n.ownerErr = objErr(n.Object, "spec.owner.name", "owner %s %q not found in namespace %q%s", kind, ref.Name, n.Namespace, g.elsewhere(n, group, kind, ref.Name))
 				return "", n.ownerErr
 			}
 			n.owner = o
 			id, err := g.resolveARMID(o)
 			if err != nil {
-				n.ownerErr = objErr(n.Object, "spec.owner.name", "owner %s: %v", o.ID(), shortErr(err))
+				if n.ownerErr == nil { // else an owner cycle back to n has set n's own error
+					// The owner's own error says what is wrong: one problem, one error.
+					n.ownerErr = &ownerFailed{owner: o.ID(), cause: err}
+				}
 				return "", n.ownerErr
 			}
 			ownerID = id
@@ -500,6 +520,64 @@ func (g *Graph) resolveARMID(n *Node) (string, error) {
 	n.ARMID = id
 	n.ownerARM = ownerID
 	return id, nil
+}
+
+// related reports whether field is one of fields, or a parent or child of
+// one of them.
+func related(fields []string, field string) bool {
+	for _, f := range fields {
+		if f == field || strings.HasPrefix(f, field+".") || strings.HasPrefix(field, f+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// ownerFailed is the ARM ID error of a node whose owner's ARM ID failed:
+// the owner's error is reported, not this one.
+type ownerFailed struct {
+	owner string
+	cause error
+}
+
+func (e *ownerFailed) Error() string { return "owner " + e.owner + ": " + shortErr(e.cause) }
+func (e *ownerFailed) Unwrap() error { return e.cause }
+
+// elsewhere explains a dependency of n not found in n's namespace when an
+// object of that kind and name is declared in another one (owners and
+// references are looked up in the object's own namespace), and when n itself
+// has no metadata.namespace (it lands in "default"). It returns "" or a
+// clause starting with "; ".
+func (g *Graph) elsewhere(n *Node, group, kind, name string) string {
+	var found []string
+	for _, c := range g.Nodes {
+		if c.Name != name || c.Namespace == n.Namespace || !strings.EqualFold(c.Kind.Kind, kind) ||
+			group != "" && !strings.EqualFold(c.Kind.Group, group) {
+			continue
+		}
+		where := fmt.Sprintf("namespace %q (%s:%d)", c.Namespace, c.Object.File, c.Object.Line)
+		if c.Namespace == manifest.DefaultNamespace && !hasNamespace(c.Object) {
+			where = fmt.Sprintf("namespace %q: %s:%d has no metadata.namespace", c.Namespace, c.Object.File, c.Object.Line)
+		}
+		found = append(found, where)
+	}
+	var b strings.Builder
+	if len(found) > 0 {
+		sort.Strings(found)
+		if len(found) > 3 {
+			found = append(found[:3], fmt.Sprintf("%d more", len(found)-3))
+		}
+		fmt.Fprintf(&b, "; %s %q is declared in %s, and an owner or reference must be in the object's own namespace", kind, name, strings.Join(found, ", "))
+	}
+	if len(found) > 0 && n.Namespace == manifest.DefaultNamespace && !hasNamespace(n.Object) {
+		b.WriteString("; this object has no metadata.namespace, so it is in \"default\"")
+	}
+	return b.String()
+}
+
+func hasNamespace(o manifest.Object) bool {
+	ns, _ := o.Metadata()["namespace"].(string)
+	return ns != ""
 }
 
 // findLoose finds a node by group (any CRD version) and kind case-insensitively.
@@ -568,7 +646,7 @@ func (g *Graph) edges(n *Node) diag.List {
 				t = g.findLoose(n.Namespace, d.Group, d.Kind, d.Name)
 			}
 			if t == nil {
-				errs = append(errs, objErr(n.Object, d.Field, "referenced %s %q (%s) not found in namespace %q", d.Kind, d.Name, d.Group, n.Namespace))
+				errs = append(errs, objErr(n.Object, d.Field, "referenced %s %q (%s) not found in namespace %q%s", d.Kind, d.Name, d.Group, n.Namespace, g.elsewhere(n, d.Group, d.Kind, d.Name)))
 				continue
 			}
 			add(t.Key())

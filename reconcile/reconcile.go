@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -164,13 +165,8 @@ func (r *Reconciler) subscription() string {
 func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Graph, error) {
 	snap, err := r.src.Fetch(ctx)
 	var revErr *source.RevisionError
-	if errors.As(err, &revErr) && len(revErr.Parsed) > 0 {
-		// Report the problems of the files that did parse with those of the
-		// files that did not: all errors of a commit together.
-		if extra := planner.ValidateObjects(revErr.Parsed); len(extra) > 0 {
-			merged := append(append(diag.List(nil), revErr.Errors...), extra...)
-			err = &source.RevisionError{Revision: revErr.Revision, Errors: merged.Sorted(), Parsed: revErr.Parsed}
-		}
+	if errors.As(err, &revErr) {
+		err = r.checkRefused(ctx, revErr)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("fetch source: %w", err)
@@ -179,19 +175,78 @@ func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 	if err != nil {
 		return snap, nil, fmt.Errorf("read credential secrets: %w", err)
 	}
-	g, err := planner.Build(snap, planner.Options{
-		SubscriptionID:      r.subscription(),
-		SubscriptionUnknown: r.cfg.SubscriptionUnknown,
-		Secrets:             local,
-		DefaultPolicy:       r.cfg.DefaultPolicy,
-		NamespacePolicy:     r.cfg.NamespacePolicy,
-	})
+	g, err := planner.Build(snap, r.graphOptions(local))
+	if l := diag.AsList(err); len(l) > 0 {
+		source.LocateFields(l, snap.Texts)
+	}
 	if err != nil {
 		return snap, nil, err
 	}
 	// CEL export expressions were compiled by planner.Build, against each
 	// kind's typed self (aso.Validate → aso.CheckExpression).
 	return snap, g, nil
+}
+
+func (r *Reconciler) graphOptions(local map[string]map[string]string) planner.Options {
+	return planner.Options{
+		SubscriptionID:      r.subscription(),
+		SubscriptionUnknown: r.cfg.SubscriptionUnknown,
+		Secrets:             local,
+		DefaultPolicy:       r.cfg.DefaultPolicy,
+		NamespacePolicy:     r.cfg.NamespacePolicy,
+	}
+}
+
+// checkRefused adds to a refused revision the problems of what did parse
+// (field errors, owners, references, credentials: the whole graph), so
+// that every error of a commit is reported at once, each at its field's
+// line. Errors about objects whose problem is already reported, and an
+// error reported twice, are left out.
+func (r *Reconciler) checkRefused(ctx context.Context, re *source.RevisionError) error {
+	errs := slices.Clone(re.Errors)
+	if len(re.Parsed) > 0 {
+		snap := &manifest.Snapshot{Revision: re.Revision, Objects: re.Parsed}
+		local, err := r.secretsOutsideGit(ctx, snap)
+		if err != nil {
+			local = nil // checked again, and reported, once the revision is valid
+		}
+		_, err = planner.Build(snap, r.graphOptions(local))
+		extra := diag.AsList(err)
+		source.LocateFields(extra, re.Texts)
+		extra = source.DropReported(extra, re.Reported)
+		unread := unreadFiles(re.Errors)
+		seen := map[string]bool{}
+		for _, e := range errs {
+			seen[e.Error()] = true
+		}
+		for _, e := range extra {
+			if seen[e.Error()] {
+				continue
+			}
+			seen[e.Error()] = true
+			if unread != "" && strings.Contains(e.Msg, " not found in namespace ") {
+				e.Msg += " (or in " + unread + ", which could not be read)"
+			}
+			errs = append(errs, e)
+		}
+	}
+	source.LocateFields(errs, re.Texts)
+	return &source.RevisionError{Revision: re.Revision, Errors: errs.Sorted(), Parsed: re.Parsed, Reported: re.Reported}
+}
+
+// unreadFiles names the files a refused revision could not parse at all
+// (errors without an object), "" when there are none.
+func unreadFiles(errs diag.List) string {
+	var files []string
+	for _, e := range errs {
+		if e.Object == "" && e.File != "" && strings.HasPrefix(e.Msg, "invalid YAML") && !slices.Contains(files, e.File) {
+			files = append(files, e.File)
+		}
+	}
+	if len(files) > 3 {
+		files = append(files[:3], fmt.Sprintf("%d more files", len(files)-3))
+	}
+	return strings.Join(files, ", ")
 }
 
 // PlanOnly builds and plans without applying (gitaso plan). With refresh it
@@ -270,7 +325,7 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		var l diag.List
 		if errors.As(err, &l) || snap != nil {
-			err = fmt.Errorf("%w: %s", ErrRefused, err)
+			err = fmt.Errorf("%w: %w", ErrRefused, err)
 			rep.Run.Outcome = record.OutcomeRefused
 		} else {
 			rep.Run.Outcome = record.OutcomeFailed
@@ -541,6 +596,9 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 	switch rr.Outcome {
 	case executor.Deleted, executor.Detached:
 		if err := dropExports(w, pr.Namespace, prior); err != nil {
+			return err
+		}
+		if err := w.DeleteChange(rr.Key); err != nil {
 			return err
 		}
 		return w.DeleteResource(rr.Key)

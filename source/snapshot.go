@@ -68,7 +68,29 @@ type RevisionError struct {
 	// Parsed holds the objects of the files that did parse, so that a
 	// caller can report their problems together with these.
 	Parsed []manifest.Object
+	// Reported are the "file:line" of problems already in Errors (unset
+	// variables): an error about a field on such a line follows from it
+	// and is not reported again (DropReported).
+	Reported []string
+	// Texts are the files Parsed came from (see manifest.Snapshot.Texts),
+	// for LocateFields.
+	Texts map[string][]byte
 }
+
+// PartialRenderError is a Renderer's answer when some documents have input
+// errors (Errors) that do not stop the others: it returns its files too,
+// the documents named in Reported rendered leniently, so that the rest of
+// the revision is checked with them and every problem is reported at once.
+// The revision is refused all the same.
+type PartialRenderError struct {
+	Errors   diag.List
+	Reported []string // "file:line" of the problems in Errors, see RevisionError.Reported
+}
+
+func (e *PartialRenderError) Error() string { return e.Errors.Error() }
+
+// Unwrap returns the diag.List.
+func (e *PartialRenderError) Unwrap() error { return e.Errors }
 
 // Error lists every problem, one per line, after a heading naming the revision.
 func (e *RevisionError) Error() string {
@@ -137,6 +159,7 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 	lim = lim.WithDefaults()
 	files = slices.Clone(files)
 	var external []manifest.External
+	var partial *PartialRenderError
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	if r != nil {
 		// Every byte a renderer's decoders (kyaml, SOPS) see is checked
@@ -152,6 +175,9 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 			files, external, err = sr.RenderSources(ctx, files)
 		} else {
 			files, err = r.Render(ctx, files)
+		}
+		if pe := (*PartialRenderError)(nil); errors.As(err, &pe) && files != nil {
+			partial, err = pe, nil
 		}
 		if err != nil {
 			var missing *PathNotFoundError
@@ -185,6 +211,34 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 		return nil, &RevisionError{Revision: revision, Errors: diag.List{e}}
 	}
 	snap, err := assemble(revision, parsed)
+	texts := map[string][]byte{}
+	for _, f := range files {
+		if !f.Generated {
+			texts[f.Path] = f.Data
+		}
+	}
+	if re := (*RevisionError)(nil); errors.As(err, &re) {
+		re.Texts = texts
+	}
+	if partial != nil {
+		// Refused with the render's errors and the others it let be found.
+		re := &RevisionError{Revision: revision, Reported: partial.Reported, Texts: texts}
+		errs := slices.Clone(partial.Errors)
+		if snap != nil {
+			re.Parsed = snap.Objects
+		} else if prev := (*RevisionError)(nil); errors.As(err, &prev) {
+			re.Parsed = prev.Parsed
+			errs = append(errs, prev.Errors...)
+		} else if err != nil {
+			return nil, err
+		}
+		LocateFields(errs, texts)
+		re.Errors = DropReported(errs, partial.Reported).Sorted()
+		return nil, re
+	}
+	if snap != nil {
+		snap.Texts = texts
+	}
 	if err != nil || len(external) == 0 {
 		return snap, err
 	}

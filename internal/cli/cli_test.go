@@ -68,13 +68,104 @@ func TestValidateReportsEveryError(t *testing.T) {
 		t.Fatalf("exit code %d (%v), want 1", exitCode(err), err)
 	}
 	for _, want := range []string{
-		`a.yaml:1: n/StorageAcount/x: kind: unknown ASO kind`,
+		`a.yaml:2: n/StorageAcount/x: kind: unknown ASO kind`,
 		`StorageAccount`,
-		`b.yaml:1: n/ResourceGroup/rg: spec.locaton: unknown field "locaton"`,
+		`b.yaml:7: n/ResourceGroup/rg: spec.locaton: unknown field "locaton"`,
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+}
+
+// validate reports everything in one pass: a file that is not YAML and an
+// unset variable under --substitute-strict do not hide the other files'
+// errors; each error is at its field's line; a missing owner is one error,
+// not one more per resource below it; an owner in another namespace (where a
+// manifest without metadata.namespace lands) is named.
+func TestValidateOnePass(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.yaml", `apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: rg
+spec:
+  location: westeurope
+---
+apiVersion: managedidentity.azure.com/v1api20230131
+kind: UserAssignedIdentity
+metadata:
+  name: id1
+  namespace: my-app
+spec:
+  location: ${LOC}
+  owner:
+    name: rg
+  tags:
+    team: ${TEAM}
+`)
+	write(t, dir, "b.yaml", `apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccount
+metadata:
+  name: sa
+  namespace: my-app
+spec:
+  location: westeurope
+  kindd: StorageV2
+  sku:
+    name: Standard_LRS
+  owner:
+    name: rg2
+`)
+	write(t, dir, "c.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n data: [\n")
+	write(t, dir, "d.yaml", `apiVersion: network.azure.com/v1api20201101
+kind: VirtualNetwork
+metadata:
+  name: vnet
+  namespace: my-app
+spec:
+  location: westeurope
+  owner:
+    name: rgx
+---
+apiVersion: network.azure.com/v1api20201101
+kind: VirtualNetworksSubnet
+metadata:
+  name: sn
+  namespace: my-app
+spec:
+  owner:
+    name: vnet
+  addressPrefix: 10.0.0.0/24
+`)
+	out, stderr, err := run(t, "validate", "--dir", dir, "--substitute-strict")
+	if exitCode(err) != 1 {
+		t.Fatalf("exit code %d (%v), want 1\n%s%s", exitCode(err), err, out, stderr)
+	}
+	want := []string{
+		`a.yaml:14: my-app/UserAssignedIdentity/id1: ${LOC}: variable is not set`,
+		`a.yaml:16: my-app/UserAssignedIdentity/id1: spec.owner.name: owner ResourceGroup "rg" not found in namespace "my-app"; ResourceGroup "rg" is declared in namespace "default": a.yaml:1 has no metadata.namespace`,
+		`a.yaml:18: my-app/UserAssignedIdentity/id1: ${TEAM}: variable is not set`,
+		`b.yaml:6: my-app/StorageAccount/sa: spec.kind: required field is missing`,
+		`b.yaml:8: my-app/StorageAccount/sa: spec.kindd: unknown field "kindd": did you mean "kind"?`,
+		`b.yaml:12: my-app/StorageAccount/sa: spec.owner.name: owner ResourceGroup "rg2" not found in namespace "my-app" (or in c.yaml, which could not be read)`,
+		`c.yaml:4: invalid YAML`,
+		`d.yaml:9: my-app/VirtualNetwork/vnet: spec.owner.name: owner ResourceGroup "rgx" not found`,
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if len(lines) != len(want) {
+		t.Errorf("%d lines, want %d errors and the count:\n%s", len(lines), len(want), stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	if strings.Contains(stderr, "sn") || strings.Contains(stderr, "applied") {
+		t.Errorf("the subnet's owner error is reported twice, or validate speaks of applying:\n%s", stderr)
+	}
+	if err.Error() != "8 errors" {
+		t.Errorf("summary %q, want %q", err.Error(), "8 errors")
 	}
 }
 

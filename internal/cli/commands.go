@@ -40,7 +40,7 @@ line, object and field. Exit code 1 when there is any error.`,
 			r := reconcile.New(e.src, nil, nil, e.cfg, e.log)
 			snap, g, err := r.Build(cmd.Context())
 			if err != nil {
-				return reportInputErrors(stderr, err)
+				return reportInputErrors(stderr, err, "")
 			}
 			for _, o := range g.Ignored() {
 				fmt.Fprintf(stderr, "%s:%d: %s: ignored: %s is not an ASO kind, ConfigMap or Secret\n", o.File, o.Line, o.ID(), o.APIVersion())
@@ -59,7 +59,9 @@ line, object and field. Exit code 1 when there is any error.`,
 	return cmd
 }
 
-func reportInputErrors(stderr io.Writer, err error) error {
+// reportInputErrors prints every input error, one per line, and returns
+// the count (with outcome, what the command did not do, when not "").
+func reportInputErrors(stderr io.Writer, err error, outcome string) error {
 	if l := diag.AsList(err); len(l) > 0 {
 		for _, e := range l.Sorted() {
 			fmt.Fprintln(stderr, e.Error())
@@ -68,7 +70,10 @@ func reportInputErrors(stderr io.Writer, err error) error {
 		if len(l) == 1 {
 			word = "error"
 		}
-		return &ExitError{Code: 1, Err: fmt.Errorf("%d %s; nothing was applied", len(l), word)}
+		if outcome != "" {
+			word += "; " + outcome
+		}
+		return &ExitError{Code: 1, Err: fmt.Errorf("%d %s", len(l), word)}
 	}
 	return err
 }
@@ -107,7 +112,7 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
 			rep, err := r.PlanOnly(cmd.Context(), refresh && !offline)
 			if err != nil {
-				return reportInputErrors(stderr, err)
+				return reportInputErrors(stderr, err, "no plan")
 			}
 			if outFile != "" {
 				if offline {
@@ -198,7 +203,7 @@ showed as known after apply are not applied by it: plan again for them.`,
 				last = rep
 			}
 			if err != nil {
-				return reportInputErrors(stderr, err)
+				return reportInputErrors(stderr, err, "nothing was applied")
 			}
 			for rep := first; rep != nil; rep = rep.Then {
 				if rep.Run.Outcome == record.OutcomeHeld {

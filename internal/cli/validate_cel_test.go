@@ -40,9 +40,9 @@ spec:
 			t.Fatalf("%s: exit code %d (%v), want 1\n%s", args[0], exitCode(err), err, stderr)
 		}
 		for _, want := range []string{
-			`id.yaml:1: n/UserAssignedIdentity/id: spec.operatorSpec.configMapExpressions[0].value: failed to compile CEL expression: "self.spec.locaton"`,
+			`id.yaml:13: n/UserAssignedIdentity/id: spec.operatorSpec.configMapExpressions[0].value: failed to compile CEL expression: "self.spec.locaton"`,
 			`undefined field 'locaton'`,
-			`spec.operatorSpec.secretExpressions[0].value: failed to compile CEL expression`,
+			`id.yaml:20: n/UserAssignedIdentity/id: spec.operatorSpec.secretExpressions[0].value: failed to compile CEL expression`,
 			`found no matching overload for '_+_'`,
 		} {
 			if !strings.Contains(stderr, want) {

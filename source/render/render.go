@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -183,6 +184,9 @@ type unit struct {
 	generated bool
 	id        string // object ID when known (kustomize output)
 	text      string
+	// reported are the "file:line" of the document's unset variables,
+	// reported; it was rendered leniently so that the rest can be checked.
+	reported []string
 }
 
 // Render implements source.Renderer: it builds kustomizations, substitutes
@@ -317,6 +321,7 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 
 	// Substitute every document on all CPUs; each goroutine writes its own slots.
 	perFile := make([]diag.List, len(out))
+	var failed atomic.Bool // an error that stops the revision's rendering
 	workers := min(runtime.GOMAXPROCS(0), len(out))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -341,7 +346,26 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 						if de.Object = u.id; de.Object == "" {
 							de.Object = docID(u.text)
 						}
+						if errors.Is(de, ErrUnsetVariable) && !u.generated {
+							// Every unset variable of the document is an
+							// error; the document goes on as Flux without
+							// strict renders it, so that the rest of the
+							// revision is checked too (the errors that
+							// follow on those lines are these).
+							all := unsetAll(u.file, u.line, u.text, vars)
+							s, err := substitute(u.file, u.line, u.text, vars, false, deferring)
+							if len(all) > 0 && err == nil {
+								for _, e := range all {
+									e.Object = de.Object
+									perFile[i] = append(perFile[i], e)
+									u.reported = append(u.reported, fmt.Sprintf("%s:%d", e.File, e.Line))
+								}
+								u.text = s
+								continue
+							}
+						}
 						perFile[i] = append(perFile[i], de)
+						failed.Store(true)
 						continue
 					}
 					u.text = s
@@ -356,13 +380,21 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 	for _, l := range perFile {
 		errs = append(errs, l...)
 	}
-	if len(errs) > 0 {
+	if len(errs) > 0 && failed.Load() {
 		return nil, errs
 	}
+	var reported []string
 	for i := range out {
 		if groups[i] != nil {
 			out[i].Data = join(groups[i])
 		}
+		for _, u := range groups[i] {
+			reported = append(reported, u.reported...)
+		}
+	}
+	if len(errs) > 0 {
+		// Only unset variables: every other document is checked with them.
+		return out, &source.PartialRenderError{Errors: errs, Reported: reported}
 	}
 	r.logger.Debug("rendered", "files", len(files), "kustomizations", len(roots), "built", built,
 		"variables", len(vars), "decrypted", decrypted, "duration", time.Since(start))

@@ -106,9 +106,9 @@ func (r *Renderer) RenderSources(ctx context.Context, files []source.File) ([]so
 	})
 	ctx = context.WithValue(ctx, externalKey{}, add)
 	out, err := r.Render(ctx, files)
-	if err != nil {
+	if err != nil && out == nil { // a PartialRenderError comes with its files
 		return nil, nil, err
 	}
 	sort.Slice(ext, func(i, j int) bool { return ext[i].Less(ext[j]) })
-	return out, ext, nil
+	return out, ext, err
 }

@@ -132,6 +132,25 @@ func exprError(file string, line int, expr, missing string, err error) *diag.Err
 		Err: fmt.Errorf("%w: %v (write $${ for a literal ${)", ErrBadSubstitution, err)}
 }
 
+// unsetAll returns an error for every expression of text that fails on its
+// own in strict mode because its variable is unset (nil when another kind of
+// error is among them: that one stops the document).
+func unsetAll(file string, line int, text string, vars Vars) []*diag.Error {
+	var out []*diag.Error
+	for _, sp := range expressions(text) {
+		expr := text[sp[0]:sp[1]]
+		var missing string
+		if _, err := envsubst.Eval(expr, mapping(vars, true, &missing)); err != nil {
+			e := exprError(file, line+strings.Count(text[:sp[0]], "\n"), expr, missing, err)
+			if !errors.Is(e, ErrUnsetVariable) {
+				return nil
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // expressions returns the [start, end) spans of the ${...} expressions in
 // text in order, skipping $$ escapes and matching nested braces. An
 // unterminated expression runs to the end of the text.
