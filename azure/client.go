@@ -47,6 +47,9 @@ type Options struct {
 	FederatedTokenFile string
 	// ApplicationID is added to the User-Agent.
 	ApplicationID string
+	// Metrics, when set, is told about every try of every ARM request
+	// (metrics.go).
+	Metrics RequestMetrics
 }
 
 // DefaultOptions returns the production settings.
@@ -169,6 +172,9 @@ func (cs *Clients) For(cred *Credential) (*Client, error) {
 	}
 	if !cs.opts.Limits.Disabled {
 		co.PerRetryPolicies = []policy.Policy{newLimitPolicy(cs.limits, cred.SubscriptionID)}
+	}
+	if cs.opts.Metrics != nil {
+		co.PerRetryPolicies = append(co.PerRetryPolicies, metricsPolicy{cs.opts.Metrics})
 	}
 	ac, err := arm.NewClient("gitaso/azure", moduleVersion, tc, &arm.ClientOptions{
 		ClientOptions:         co,

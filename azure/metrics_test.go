@@ -1,0 +1,85 @@
+package azure_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gitaso/gitaso/azure"
+	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/internal/emutest"
+)
+
+// observation is one ObserveARMRequest call, its duration left out.
+type observation struct {
+	Type, Method string
+	Code         int
+	Err          bool
+	Try          int
+}
+
+type recordMetrics struct {
+	mu  sync.Mutex
+	obs []observation
+}
+
+func (r *recordMetrics) ObserveARMRequest(resourceType, method string, code int, err error, d time.Duration, try int) {
+	if d <= 0 {
+		panic("a try took no time")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.obs = append(r.obs, observation{resourceType, method, code, err != nil, try})
+}
+
+func (r *recordMetrics) take() []observation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.obs
+	r.obs = nil
+	return o
+}
+
+// TestMetricsPolicyObservesEveryTry sends requests through the production
+// pipeline to the emulator: each try is observed with ASO's resource type
+// label, a connection reset is a try without an answer, and a retry carries
+// its try number.
+func TestMetricsPolicyObservesEveryTry(t *testing.T) {
+	rec := &recordMetrics{}
+	env := emutest.New(t, emutest.ClientOptions(func(o *azure.Options) {
+		o.Metrics = rec
+		o.Retry.MaxRetries = 1
+		o.Retry.RetryDelay = time.Millisecond
+		o.Retry.MaxRetryDelay = 10 * time.Millisecond
+	}))
+	ctx := context.Background()
+	rg := "/subscriptions/" + env.Sub + "/resourceGroups/metrics-rg"
+	if _, err := env.Client.Put(ctx, rg, "2020-06-01", []byte(`{"location":"westeurope"}`)); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.take()
+	if len(got) == 0 || got[0] != (observation{"Microsoft.Resources/resourceGroups", "PUT", got[0].Code, false, 1}) || got[0].Code/100 != 2 {
+		t.Fatalf("PUT observed as %+v, want one 2xx try of Microsoft.Resources/resourceGroups", got)
+	}
+	if _, err := env.Client.List(ctx, "/subscriptions/"+env.Sub+"/resourcegroups", "2020-06-01"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); len(got) != 1 || got[0].Type != "Microsoft.Resources/resourceGroups" || got[0].Method != "GET" {
+		t.Errorf("a collection GET observed as %+v, want the type of its members", got)
+	}
+
+	env.Emu.SetFaults(emulator.Faults{ResetRate: 1, Methods: []string{"GET"}})
+	if _, err := env.Client.Get(ctx, rg, "2020-06-01"); err == nil {
+		t.Fatal("GET through connection resets succeeded")
+	}
+	want := []observation{
+		{"Microsoft.Resources/resourceGroups", "GET", 0, true, 1},
+		{"Microsoft.Resources/resourceGroups", "GET", 0, true, 2},
+	}
+	if d := cmp.Diff(want, rec.take()); d != "" {
+		t.Errorf("reset GET tries (-want +got):\n%s", d)
+	}
+}
