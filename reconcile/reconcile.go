@@ -63,6 +63,9 @@ type Config struct {
 	// ClusterSecrets, when set, reads credential Secrets from that cluster
 	// on every run; --credentials-dir and the repository win (inputs.go).
 	ClusterSecrets ClusterSecrets
+	// Metrics, when set, is told about every plan and every resource the
+	// executor finishes (metrics.go).
+	Metrics Metrics
 }
 
 // DefaultConfig returns the defaults.
@@ -385,6 +388,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		return fmt.Errorf("%w: %s", ErrRefused, err)
 	}
 	rep.Plan, rep.observed = p, r.observed
+	r.observePlan(opts, p)
 	p.Held = r.hold(ctx, g, p, prior, opts)
 	if opts.expect != nil {
 		if err := r.checkSaved(opts.expect, p, prior, rep.observed); err != nil {
@@ -465,7 +469,7 @@ func (r *Reconciler) apply(ctx context.Context, g *planner.Graph, p *planner.Pla
 	}
 	rec := newRecorder(r, prior, p.Revision)
 	ex := executor.New(&clientsFor{r: r, g: g}, executor.Options{Parallelism: r.cfg.Parallelism, Logger: r.log,
-		OnResult: rec.add, OnOperation: rec.operation})
+		OnResult: r.observeResult(rec.add), OnOperation: rec.operation})
 	res, applyErr := ex.Apply(ctx, p, planner.Values{Outputs: outputs, Secrets: g})
 	rec.stop()
 	rep.Result = res
