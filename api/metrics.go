@@ -1,52 +1,104 @@
 package api
 
 import (
-	"bytes"
-	"fmt"
 	"net/http"
-	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gitaso/gitaso/metrics"
 	"github.com/gitaso/gitaso/record"
+	"github.com/gitaso/gitaso/state"
 )
 
-// metrics writes the Prometheus text exposition format (version 0.0.4) by
-// hand: every value is read from state at scrape time, so counters survive
-// restarts and there is no registry to keep in sync.
-func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
-	ready, err := s.db.ReadyCounts()
-	if err != nil {
-		s.internal(w, r, err)
-		return
+// metricsHandler returns GET /metrics: opts.Metrics' registry (a registry of
+// its own when nil) with the state collector of s.db in it, in the
+// Prometheus text format (version 0.0.4, whatever the scraper accepts: serve
+// --leader-elect appends gitaso_leader to it as text).
+func (s *server) metricsHandler() http.HandlerFunc {
+	m := s.opts.Metrics
+	if m == nil {
+		m = metrics.New()
 	}
-	totals, err := s.db.RunTotals()
-	if err != nil {
-		s.internal(w, r, err)
-		return
+	if err := m.Replace(newStateCollector(s.db)); err != nil {
+		s.log.Error("metrics: the state gauges are not exported", "error", err)
+	}
+	h := m.Handler()
+	return func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		r.Header.Del("Accept")
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	}
+}
+
+// stateCollector exports what state knows, read at scrape time from values
+// state keeps as they change, so that a scrape costs the same at 10,000
+// resources as at 10: the Ready counts (kept in memory, state/ready.go), the
+// run totals (one record, kept across restarts and run pruning), the two
+// newest runs and the operations in flight.
+type stateCollector struct {
+	db *state.DB
+
+	resources, runsTotal, lastRun, lastDuration, inFlight, held, deletionsHeld, refused *prometheus.Desc
+}
+
+func newStateCollector(db *state.DB) *stateCollector {
+	return &stateCollector{
+		db: db,
+		resources: prometheus.NewDesc("gitaso_resources",
+			"Resources in state by the status of their Ready condition.", []string{"ready"}, nil),
+		runsTotal: prometheus.NewDesc("gitaso_runs_total",
+			"Reconcile runs finished, by outcome.", []string{"outcome"}, nil),
+		lastRun: prometheus.NewDesc("gitaso_last_run_timestamp_seconds",
+			"Unix time the latest run finished (or started, while it runs); 0 before the first run.", nil, nil),
+		lastDuration: prometheus.NewDesc("gitaso_last_run_duration_seconds",
+			"Duration of the latest finished run.", nil, nil),
+		inFlight: prometheus.NewDesc("gitaso_operations_in_flight",
+			"ARM long-running operations recorded as in flight.", nil, nil),
+		held: prometheus.NewDesc("gitaso_revision_held",
+			"1 when the newest finished run was held: its deletions wait for POST /api/v1/approve.", nil, nil),
+		deletionsHeld: prometheus.NewDesc("gitaso_deletions_held",
+			"Deletions the newest finished run holds for an approval; 0 unless it was held.", nil, nil),
+		refused: prometheus.NewDesc("gitaso_revision_refused",
+			"1 when the newest finished run was refused: its revision is invalid and the last good revision stays applied.", nil, nil),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.resources, c.runsTotal, c.lastRun, c.lastDuration, c.inFlight, c.held, c.deletionsHeld, c.refused} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	if ready, err := c.db.ReadyCounts(); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.resources, err)
+	} else {
+		for _, st := range []string{record.StatusTrue, record.StatusFalse, record.StatusUnknown} {
+			gauge(c.resources, float64(ready[st]), st)
+		}
+	}
+	if totals, err := c.db.RunTotals(); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.runsTotal, err)
+	} else {
+		for _, o := range record.Outcomes {
+			ch <- prometheus.MustNewConstMetric(c.runsTotal, prometheus.CounterValue, float64(totals[o]), string(o))
+		}
+	}
+	if ops, err := c.db.Operations(); err != nil {
+		ch <- prometheus.NewInvalidMetric(c.inFlight, err)
+	} else {
+		gauge(c.inFlight, float64(len(ops)))
 	}
 	// The newest run, and the newest finished one (one run at a time: a
 	// run in progress is the newest, the finished one is next).
-	runs, err := s.db.Runs(2)
+	runs, err := c.db.Runs(2)
 	if err != nil {
-		s.internal(w, r, err)
+		ch <- prometheus.NewInvalidMetric(c.lastRun, err)
 		return
-	}
-	ops, err := s.db.Operations()
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-
-	var b bytes.Buffer
-	header := func(name, typ, help string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-	}
-	header("gitaso_resources", "gauge", "Resources in state by the status of their Ready condition.")
-	for _, st := range []string{record.StatusTrue, record.StatusFalse, record.StatusUnknown} {
-		fmt.Fprintf(&b, "gitaso_resources{ready=%q} %d\n", st, ready[st])
-	}
-	header("gitaso_runs_total", "counter", "Reconcile runs finished, by outcome.")
-	for _, o := range record.Outcomes {
-		fmt.Fprintf(&b, "gitaso_runs_total{outcome=%q} %d\n", string(o), totals[o])
 	}
 	var last, dur float64
 	if len(runs) > 0 {
@@ -59,34 +111,25 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
 		}
 		last = float64(t.UnixNano()) / 1e9
 	}
-	header("gitaso_last_run_timestamp_seconds", "gauge", "Unix time the latest run finished (or started, while it runs); 0 before the first run.")
-	fmt.Fprintf(&b, "gitaso_last_run_timestamp_seconds %s\n", formatFloat(last))
-	header("gitaso_last_run_duration_seconds", "gauge", "Duration of the latest finished run.")
-	fmt.Fprintf(&b, "gitaso_last_run_duration_seconds %s\n", formatFloat(dur))
-	header("gitaso_operations_in_flight", "gauge", "ARM long-running operations recorded as in flight.")
-	fmt.Fprintf(&b, "gitaso_operations_in_flight %d\n", len(ops))
-	held, deletions := 0, 0
+	gauge(c.lastRun, last)
+	gauge(c.lastDuration, dur)
+	held, deletions, refused := 0, 0, 0
 	for _, run := range runs {
 		if run.Outcome == "" {
 			continue
 		}
-		if run.Outcome == record.OutcomeHeld {
+		switch run.Outcome {
+		case record.OutcomeHeld:
 			held = 1
 			if run.Held != nil {
 				deletions = run.Held.Deletions
 			}
+		case record.OutcomeRefused:
+			refused = 1
 		}
 		break
 	}
-	header("gitaso_revision_held", "gauge", "1 when the newest finished run was held: its deletions wait for POST /api/v1/approve.")
-	fmt.Fprintf(&b, "gitaso_revision_held %d\n", held)
-	header("gitaso_deletions_held", "gauge", "Deletions the newest finished run holds for an approval; 0 unless it was held.")
-	fmt.Fprintf(&b, "gitaso_deletions_held %d\n", deletions)
-
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b.Bytes())
+	gauge(c.held, float64(held))
+	gauge(c.deletionsHeld, float64(deletions))
+	gauge(c.refused, float64(refused))
 }
-
-func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

@@ -163,7 +163,7 @@ func (e *Emulator) initFresh() error {
 }
 
 func (e *Emulator) listen() error {
-	cert, err := e.ca.serverCert(append(hostOf(e.opts.addr), e.opts.hostnames...))
+	cert, err := e.ca.serverCert(append(append(hostOf(e.opts.addr), e.opts.hostnames...), keyVaultCertHosts...))
 	if err != nil {
 		return err
 	}
@@ -377,6 +377,8 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		first = first[:i]
 	}
 	switch {
+	case isVaultHost(r.Host): // keyvault_keys.go
+		e.serveKeyVaultData(rec, r, info)
 	case strings.EqualFold(first, "subscriptions") || strings.EqualFold(first, "providers"):
 		e.serveARM(rec, r, info)
 	case first == "_admin":

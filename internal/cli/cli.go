@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gitaso/gitaso/azure"
+	"github.com/gitaso/gitaso/metrics"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/source"
@@ -407,6 +408,9 @@ type env struct {
 	db      *state.DB
 	clients *azure.Clients
 	cfg     reconcile.Config
+	// metrics is what serve's /metrics exports: the ARM client's requests,
+	// the executor's resources and the plans of this process.
+	metrics *metrics.Metrics
 }
 
 func (e *env) close() {
@@ -427,7 +431,8 @@ func (s *settings) setup(cmd *cobra.Command, stderr io.Writer, offline, needStat
 // build prepares source, state, credentials and ARM clients. offline skips
 // everything Azure.
 func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error) {
-	e := &env{log: s.logger(stderr), cfg: reconcile.DefaultConfig()}
+	e := &env{log: s.logger(stderr), cfg: reconcile.DefaultConfig(), metrics: metrics.New()}
+	e.cfg.Metrics = e.metrics
 	var err error
 	if e.src, err = s.source(e.log); err != nil {
 		return nil, err
@@ -481,6 +486,7 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 	}
 	opts := azure.DefaultOptions()
 	opts.Logger = e.log
+	opts.Metrics = e.metrics
 	e.clients = azure.NewClients(cloud, opts)
 	if needState {
 		if err := s.openState(e); err != nil {
