@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X github.com/gitaso/gitaso/internal/cli.Version=$(VERSION)
 TAGS    := kustomize_disable_go_plugin_support
 SHARED  ?= $(abspath ../shared)
 
-.PHONY: all build test test-short lint bench fuzz demo catalog roles clean reliability image
+.PHONY: all build test test-short lint bench fuzz demo catalog emulator-table roles clean reliability image
 
 all: build
 
@@ -50,6 +50,11 @@ fuzz:
 ## catalog: regenerate the embedded ASO catalog from ../shared/aso-schema
 catalog:
 	$(GO) run ./aso/gen -schema $(SHARED)/aso-schema -out aso/catalog/catalog.json.gz
+
+## emulator-table: regenerate the emulator's per-type answers (status, LRO style) from ../shared/conformance/arm-responses.json
+emulator-table:
+	$(GO) run ./azure/emulator/gen -in $(SHARED)/conformance/arm-responses.json -sets $(SHARED)/conformance/aso \
+		-out azure/emulator/armtable_gen.go
 
 ## roles: regenerate aso/roles/builtin-roles.json, Azure's built-in roles (aso/roles.go), from a role list:
 ## ROLES_FROM is a directory of `az role definition list` files (github.com/easimon/azure-builtin-roles azure-roles/),

@@ -23,6 +23,7 @@ type faultsWire struct {
 	Latency              string                `json:"latency,omitempty"`
 	Methods              []string              `json:"methods,omitempty"`
 	ProvisioningFailures []ProvisioningFailure `json:"provisioningFailures,omitempty"`
+	Answers              []AnswerOverride      `json:"answers,omitempty"`
 }
 
 // serveAdmin serves the admin API. It answers only loopback clients that send the admin token (AdminToken()) in
@@ -63,7 +64,7 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	switch route {
 	case "GET /_admin/faults":
 		f := e.CurrentFaults()
-		fw := faultsWire{Rate429: f.Rate429, Rate500: f.Rate500, Rate503: f.Rate503, ResetRate: f.ResetRate, ResetAfterRate: f.ResetAfterRate, Methods: f.Methods, ProvisioningFailures: f.ProvisioningFailures}
+		fw := faultsWire{Rate429: f.Rate429, Rate500: f.Rate500, Rate503: f.Rate503, ResetRate: f.ResetRate, ResetAfterRate: f.ResetAfterRate, Methods: f.Methods, ProvisioningFailures: f.ProvisioningFailures, Answers: f.Answers}
 		if f.Latency > 0 {
 			fw.Latency = f.Latency.String()
 		}
@@ -73,7 +74,11 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		if !decode(&fw) {
 			return
 		}
-		f := Faults{Rate429: fw.Rate429, Rate500: fw.Rate500, Rate503: fw.Rate503, ResetRate: fw.ResetRate, ResetAfterRate: fw.ResetAfterRate, Methods: fw.Methods, ProvisioningFailures: fw.ProvisioningFailures}
+		f := Faults{Rate429: fw.Rate429, Rate500: fw.Rate500, Rate503: fw.Rate503, ResetRate: fw.ResetRate, ResetAfterRate: fw.ResetAfterRate, Methods: fw.Methods, ProvisioningFailures: fw.ProvisioningFailures, Answers: fw.Answers}
+		if err := f.Validate(); err != nil {
+			writeARMError(w, http.StatusBadRequest, "InvalidRequestContent", err.Error())
+			return
+		}
 		if fw.Latency != "" {
 			d, err := time.ParseDuration(fw.Latency)
 			if err != nil {

@@ -366,13 +366,21 @@ func (e *Emulator) put(p armPath, in map[string]any, patch bool, apiVersion stri
 	if aerr := e.prepareTypeSpecific(p, typeKey, body, old); aerr != nil {
 		return 0, nil, nil, aerr
 	}
+	op := writeCreate
+	switch {
+	case existing != nil && patch:
+		op = writePatch
+	case existing != nil:
+		op = writeUpdate
+	}
+	ans := e.answerFor(typeKey, p.ID, op) // armtable.go
+	sync := isSync(ans)
 	fail := e.faults.provisioningFailure(p.ID)
-	style := styleFor(typeKey)
-	if style.sync && fail != nil {
+	if sync && fail != nil {
 		return 0, nil, nil, newARMError(http.StatusBadRequest, fail.Code, "%s", fail.Message)
 	}
 	state := "Succeeded"
-	if !style.sync {
+	if !sync {
 		state = "Accepted"
 	}
 	if serviceSettingsTypes[typeKey] {
@@ -411,33 +419,7 @@ func (e *Emulator) put(p armPath, in map[string]any, patch bool, apiVersion stri
 		delete(e.deletedVaults, strings.ToLower(p.Name))
 	}
 	e.markDirty()
-	status := http.StatusOK
-	if existing == nil {
-		status = style.createStatus
-	}
-	if typeKey == raTypeKey {
-		status = http.StatusCreated // real ARM answers 201 to every role assignment PUT, even an identical re-PUT
-	}
-	hdr := map[string]string{}
-	if style.sync {
-		if status == http.StatusCreated && (typeKey == rgTypeKey || typeKey == raTypeKey || typeKey == uaiTypeKey || typeKey == ficTypeKey) {
-			hdr["Location"] = res.ID + "?api-version=" + apiVersion // relative, as ARM sends on these sync 201s
-		}
-		return status, hdr, res.body, nil
-	}
-	op := e.startOp(res, opPut, existing == nil, apiVersion, fail)
-	h := http.Header{}
-	e.setRetryHeaders(h, op.due.Sub(op.start))
-	hdr["Retry-After"], hdr["retry-after-ms"] = h.Get("Retry-After"), h.Get("retry-after-ms")
-	if style.accepted {
-		hdr["Location"] = e.opURL(op, true)
-		if !style.locationOnly {
-			hdr["Azure-AsyncOperation"] = e.opURL(op, false)
-		}
-		return http.StatusAccepted, hdr, nil, nil
-	}
-	hdr["Azure-AsyncOperation"] = e.opURL(op, false)
-	return status, hdr, res.body, nil
+	return e.answerPut(res, ans, apiVersion, existing == nil, fail)
 }
 
 func (e *Emulator) serveDelete(w http.ResponseWriter, p armPath, c *accessClaims, info *reqInfo, apiVersion string) {
@@ -465,16 +447,17 @@ func (e *Emulator) serveDelete(w http.ResponseWriter, p armPath, c *accessClaims
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	if styleFor(typeKey).sync && typeKey != rgTypeKey {
+	ans := e.answerFor(typeKey, p.ID, writeDelete) // armtable.go
+	if ans.Status != http.StatusAccepted {
 		body := res.body
 		e.removeResource(key)
 		e.markDirty()
 		e.mu.Unlock()
-		if typeKey == raTypeKey || typeKey == roleDefTypeKey {
+		if ans.Status == http.StatusOK && (typeKey == raTypeKey || typeKey == roleDefTypeKey) {
 			writeRaw(w, http.StatusOK, body)
 			return
 		}
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(ans.Status)
 		return
 	}
 	var op *operation
@@ -491,11 +474,8 @@ func (e *Emulator) serveDelete(w http.ResponseWriter, p armPath, c *accessClaims
 		e.setState(res, "Deleting")
 		op = e.startOp(res, opDelete, false, apiVersion, fail)
 	}
-	loc := e.opURL(op, true)
-	remaining := time.Until(op.due)
+	e.setPollHeaders(w.Header(), op, ans)
 	e.mu.Unlock()
-	w.Header().Set("Location", loc)
-	e.setRetryHeaders(w.Header(), remaining)
 	w.WriteHeader(http.StatusAccepted)
 }
 

@@ -1,12 +1,15 @@
 package emulator
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gitaso/gitaso/azure/emulator/internal/armtable"
 )
 
 // Faults are injected into ARM requests (never into the token or admin endpoints).
@@ -25,6 +28,53 @@ type Faults struct {
 	// ProvisioningFailures make long-running operations on matching resources end Failed (or, for types ARM
 	// answers synchronously, fail the request with 400).
 	ProvisioningFailures []ProvisioningFailure
+	// Answers force how writes of a type are answered: one of the other answers Azure gave (RecordedAnswers),
+	// or any answer the emulator can give, instead of the most common one.
+	Answers []AnswerOverride
+}
+
+// AnswerOverride forces the answer to writes of one ARM type.
+type AnswerOverride struct {
+	Type   string `json:"type"`            // ARM type, case-insensitive ("Microsoft.Storage/storageAccounts")
+	Op     string `json:"op"`              // "create", "update" (a PUT of an existing resource), "patch" or "delete"
+	Answer string `json:"answer"`          // "200", "201", "201+A", "201+AL", "202+L", "202+AL", … (204 for deletes)
+	Match  string `json:"match,omitempty"` // only resources whose ID contains this (case-insensitive)
+	Count  int    `json:"count,omitempty"` // answer so this many times, then as before (0: always)
+}
+
+// Validate reports an override the emulator cannot honour, naming it.
+func (o AnswerOverride) Validate() error {
+	if strings.Count(o.Type, "/") < 1 {
+		return fmt.Errorf("answers: type %q is not an ARM type (Namespace/type)", o.Type)
+	}
+	op, ok := writeOpNames[strings.ToLower(o.Op)]
+	if !ok {
+		return fmt.Errorf("answers: %s: op %q is not one of create, update, patch, delete", o.Type, o.Op)
+	}
+	a, err := armtable.Parse(o.Answer)
+	if err != nil {
+		return fmt.Errorf("answers: %s %s: %w", o.Type, o.Op, err)
+	}
+	switch {
+	case op == writeDelete && a.Status == http.StatusAccepted, op == writeDelete && (a.Status == http.StatusOK || a.Status == http.StatusNoContent) && !a.AsyncOperation && !a.Location:
+	case op != writeDelete && (a.Status == http.StatusOK || a.Status == http.StatusCreated || a.Status == http.StatusAccepted):
+	default:
+		return fmt.Errorf("answers: %s %s: answer %q is not a successful answer to a %s (200, 201 or 202 with +A/+L; a delete: 200, 204 or 202)", o.Type, o.Op, o.Answer, o.Op)
+	}
+	if o.Count < 0 {
+		return fmt.Errorf("answers: %s %s: count %d is negative", o.Type, o.Op, o.Count)
+	}
+	return nil
+}
+
+// Validate reports the first setting the emulator cannot honour.
+func (f Faults) Validate() error {
+	for _, o := range f.Answers {
+		if err := o.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ProvisioningFailure fails the provisioning of resources whose ID contains Match (case-insensitive).
@@ -48,8 +98,10 @@ func newFaultInjector(f Faults, seed uint64) *faultInjector {
 	return &faultInjector{f: f, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
-// SetFaults replaces the fault settings.
+// SetFaults replaces the fault settings. Answers that do not pass Faults.Validate are ignored (the admin API
+// refuses them).
 func (e *Emulator) SetFaults(f Faults) {
+	f.Answers = append([]AnswerOverride(nil), f.Answers...)
 	e.faults.mu.Lock()
 	e.faults.f = f
 	e.faults.mu.Unlock()
@@ -62,6 +114,7 @@ func (e *Emulator) CurrentFaults() Faults {
 	f := e.faults.f
 	f.ProvisioningFailures = append([]ProvisioningFailure(nil), f.ProvisioningFailures...)
 	f.Methods = append([]string(nil), f.Methods...)
+	f.Answers = append([]AnswerOverride(nil), f.Answers...)
 	return f
 }
 
@@ -170,4 +223,35 @@ func (fi *faultInjector) provisioningFailure(id string) *ProvisioningFailure {
 		return &out
 	}
 	return nil
+}
+
+// forcedAnswer returns the answer an AnswerOverride forces on a write, consuming one count.
+func (fi *faultInjector) forcedAnswer(typeKey, id string, op writeOp) (armtable.Answer, bool) {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	if len(fi.f.Answers) == 0 {
+		return armtable.Answer{}, false
+	}
+	lid := strings.ToLower(id)
+	for i := range fi.f.Answers {
+		o := &fi.f.Answers[i]
+		if o.Count < 0 || !strings.EqualFold(o.Type, typeKey) || writeOpNames[strings.ToLower(o.Op)] != op {
+			continue
+		}
+		if o.Match != "" && !strings.Contains(lid, strings.ToLower(o.Match)) {
+			continue
+		}
+		a, err := armtable.Parse(o.Answer)
+		if err != nil || o.Validate() != nil {
+			continue
+		}
+		if o.Count > 0 {
+			o.Count--
+			if o.Count == 0 {
+				o.Count = -1
+			}
+		}
+		return a, true
+	}
+	return armtable.Answer{}, false
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gitaso/gitaso/azure/emulator/internal/armtable"
 )
 
 type opKind int
@@ -278,4 +280,38 @@ func (e *Emulator) serveOperation(w http.ResponseWriter, r *http.Request, p armP
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// answerPut answers a stored PUT or PATCH as ans says (armtable.go): synchronously with the final resource, or with
+// an operation to poll through the headers ans names. Caller holds e.mu (write).
+func (e *Emulator) answerPut(res *resource, ans armtable.Answer, apiVersion string, create bool, fail *ProvisioningFailure) (int, map[string]string, []byte, *armError) {
+	hdr := map[string]string{}
+	if isSync(ans) {
+		if ans.Location {
+			hdr["Location"] = res.ID + "?api-version=" + apiVersion // relative, as ARM sends on a user-assigned identity's 201
+		}
+		return ans.Status, hdr, res.body, nil
+	}
+	op := e.startOp(res, opPut, create, apiVersion, fail)
+	h := http.Header{}
+	e.setPollHeaders(h, op, ans)
+	for k := range h {
+		hdr[k] = h.Get(k)
+	}
+	if ans.Status == http.StatusAccepted {
+		return http.StatusAccepted, hdr, nil, nil
+	}
+	return ans.Status, hdr, res.body, nil
+}
+
+// setPollHeaders sets the headers of an answer that starts op: Azure-AsyncOperation (the operation's status) when
+// ans has A, Location (the operation's result) when it has L or names neither, and the retry headers.
+func (e *Emulator) setPollHeaders(h http.Header, op *operation, ans armtable.Answer) {
+	if ans.AsyncOperation {
+		h.Set("Azure-AsyncOperation", e.opURL(op, false))
+	}
+	if ans.Location || !ans.AsyncOperation {
+		h.Set("Location", e.opURL(op, true))
+	}
+	e.setRetryHeaders(h, time.Until(op.due))
 }

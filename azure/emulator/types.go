@@ -18,9 +18,9 @@ const (
 	ficTypeKey     = "microsoft.managedidentity/userassignedidentities/federatedidentitycredentials"
 )
 
-// syncTypes are answered synchronously by real ARM (no LRO): 200/201 with the final resource.
+// syncTypes are answered synchronously by real ARM (no LRO) and not in the table of recorded answers
+// (armtable_gen.go), which knows resource groups, role assignments and definitions and identities.
 var syncTypes = map[string]bool{
-	rgTypeKey: true, raTypeKey: true, roleDefTypeKey: true, uaiTypeKey: true, ficTypeKey: true,
 	"microsoft.authorization/locks": true, "microsoft.resources/tags": true,
 }
 
@@ -34,7 +34,8 @@ var serviceSettingsTypes = map[string]bool{
 	"microsoft.storage/storageaccounts/tableservices": true,
 }
 
-// putStyle is how a resource provider answers a PUT, as recorded from real ARM (see the conformance data).
+// putStyle is how a resource provider answers a PUT: the default for types the table of recorded answers
+// (armtable.go) does not know.
 type putStyle struct {
 	sync         bool // answer at once with the final resource
 	createStatus int  // status of a create (sync or async)
@@ -42,26 +43,10 @@ type putStyle struct {
 	locationOnly bool // async with a Location header only (no Azure-AsyncOperation)
 }
 
-// putStyles overrides the default style (async, 201 on create, 200 on update, Azure-AsyncOperation) per type.
+// putStyles overrides the default style (async, 201 on create, 200 on update, Azure-AsyncOperation) for types the
+// table of recorded answers does not know; for a type it knows, the table wins.
 var putStyles = map[string]putStyle{
-	"microsoft.storage/storageaccounts":                          {accepted: true, locationOnly: true},
-	"microsoft.storage/storageaccounts/blobservices":             {sync: true, createStatus: 200},
-	"microsoft.storage/storageaccounts/fileservices":             {sync: true, createStatus: 200},
-	"microsoft.storage/storageaccounts/queueservices":            {sync: true, createStatus: 200},
-	"microsoft.storage/storageaccounts/tableservices":            {sync: true, createStatus: 200},
-	"microsoft.storage/storageaccounts/managementpolicies":       {sync: true, createStatus: 200},
-	"microsoft.storage/storageaccounts/blobservices/containers":  {sync: true, createStatus: 201},
-	"microsoft.storage/storageaccounts/fileservices/shares":      {sync: true, createStatus: 201},
-	"microsoft.storage/storageaccounts/queueservices/queues":     {sync: true, createStatus: 200},
-	"microsoft.storage/storageaccounts/tableservices/tables":     {sync: true, createStatus: 200},
-	"microsoft.servicebus/namespaces/authorizationrules":         {sync: true, createStatus: 200},
-	"microsoft.servicebus/namespaces/queues":                     {sync: true, createStatus: 200},
-	"microsoft.servicebus/namespaces/queues/authorizationrules":  {sync: true, createStatus: 200},
-	"microsoft.servicebus/namespaces/topics":                     {sync: true, createStatus: 200},
-	"microsoft.servicebus/namespaces/topics/authorizationrules":  {sync: true, createStatus: 200},
-	"microsoft.servicebus/namespaces/topics/subscriptions":       {sync: true, createStatus: 200},
-	"microsoft.servicebus/namespaces/topics/subscriptions/rules": {sync: true, createStatus: 200},
-	"microsoft.dbforpostgresql/flexibleservers":                  {accepted: true},
+	"microsoft.servicebus/namespaces/queues/authorizationrules": {sync: true, createStatus: 200},
 }
 
 func styleFor(typeKey string) putStyle {
