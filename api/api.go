@@ -385,9 +385,10 @@ func (rec *statusRecorder) Write(b []byte) (int, error) {
 
 func (rec *statusRecorder) Unwrap() http.ResponseWriter { return rec.ResponseWriter }
 
-// logRequests logs method, path, status and duration of every request; probes
-// and scrapes (/healthz, /readyz, /metrics) at Debug, the rest at Info.
-// Headers (and so tokens) are never logged.
+// logRequests logs method, path, status and duration of every request: at
+// Debug (the status page polls, probes and scrapes), the requests that act
+// (POST sync, approve, webhook) at Info, and server errors at Warn. Headers
+// (and so tokens) are never logged.
 func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -396,10 +397,12 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		level := slog.LevelInfo
-		switch r.URL.Path {
-		case "/healthz", "/readyz", "/metrics":
-			level = slog.LevelDebug
+		level := slog.LevelDebug
+		switch {
+		case rec.status >= 500:
+			level = slog.LevelWarn
+		case r.Method != http.MethodGet && r.Method != http.MethodHead:
+			level = slog.LevelInfo
 		}
 		s.log.LogAttrs(r.Context(), level, "http request",
 			slog.String("method", r.Method),

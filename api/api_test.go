@@ -446,18 +446,20 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestRequestLog(t *testing.T) {
-	f := newFixture(t, api.Options{}, true)
+	f := newFixture(t, api.Options{Sync: func(context.Context) error { return nil }}, true)
 	f.do(t, "GET", "/api/v1/resources/team-a/StorageAccount/nope", "")
 	f.do(t, "GET", "/healthz", "")
+	f.do(t, "POST", "/api/v1/sync", "{}")
 	var recs []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(f.logs.String()), "\n") {
 		recs = append(recs, decode[map[string]any](t, []byte(line)))
 	}
-	if len(recs) != 2 {
-		t.Fatalf("want 2 log records, got %d:\n%s", len(recs), f.logs.String())
+	if len(recs) != 3 {
+		t.Fatalf("want 3 log records, got %d:\n%s", len(recs), f.logs.String())
 	}
 	r := recs[0]
-	if r["msg"] != "http request" || r["level"] != "INFO" || r["method"] != "GET" ||
+	// Reads are Debug (the status page polls); requests that act are Info.
+	if r["msg"] != "http request" || r["level"] != "DEBUG" || r["method"] != "GET" ||
 		r["path"] != "/api/v1/resources/team-a/StorageAccount/nope" || r["status"] != float64(404) {
 		t.Errorf("record: %v", r)
 	}
@@ -466,6 +468,9 @@ func TestRequestLog(t *testing.T) {
 	}
 	if recs[1]["level"] != "DEBUG" || recs[1]["path"] != "/healthz" || recs[1]["status"] != float64(200) {
 		t.Errorf("probe record: %v", recs[1])
+	}
+	if recs[2]["level"] != "INFO" || recs[2]["method"] != "POST" || recs[2]["path"] != "/api/v1/sync" {
+		t.Errorf("sync record: %v", recs[2])
 	}
 }
 

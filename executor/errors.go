@@ -89,7 +89,9 @@ func failedCondition(err error) record.Condition {
 func authMessage(err error, afe *azidentity.AuthenticationFailedError) string {
 	msg := strings.TrimSpace(firstLine(err.Error()))
 	if afe.RawResponse == nil {
-		return msg
+		// No answer from Entra ID: the cause (connection refused, a DNS
+		// or TLS failure) is on the lines below, keep it all on one line.
+		return strings.Join(strings.Fields(err.Error()), " ")
 	}
 	body, rerr := runtime.Payload(afe.RawResponse)
 	if rerr != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -44,6 +45,12 @@ func (e *ExitError) Unwrap() error { return e.Err }
 
 // settings are the options shared by serve, plan, apply and validate.
 type settings struct {
+	// reach: check that Azure answers before anything else (plan with
+	// refresh, apply), so that a wrong endpoint fails at once, naming it.
+	reach bool
+	ctx   context.Context
+	// stateCreated: openState made the state file (it did not exist).
+	stateCreated                      bool
 	exports                           stateExports     // exported values for substituteFrom (see stateExports)
 	kube                              clusterSettings  // --kubeconfig, --in-cluster (cluster.go)
 	autoplan                          autoplanSettings // serve --autoplan (autoplan.go)
@@ -62,6 +69,8 @@ type settings struct {
 	kustomizeDirs, substitute         []string
 	substituteFrom                    []string
 	sopsAgeKeyFile                    string
+	sopsPGPKeys                       string        // --sops-pgp-keys
+	offline                           bool          // the command reaches no Azure endpoint (plan --offline)
 	sourceLimits                      source.Limits // --source-limit
 	helmKubeVersion                   string        // --helm-kube-version
 	helmAPIVersions                   []string      // --helm-api-versions
@@ -89,6 +98,7 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringArrayVar(&s.substitute, "substitute", nil, "Flux post-build substitution variable NAME=VALUE (repeatable; wins over --substitute-from)")
 	fs.StringArrayVar(&s.substituteFrom, "substitute-from", nil, "take ${VAR} values from a ConfigMap or Secret in the repository: [ConfigMap/|Secret/]NAMESPACE/NAME[,optional] (repeatable, later wins)")
 	fs.BoolVar(&s.substituteStrict, "substitute-strict", false, "a ${VAR} with no value and no default is an error (Flux's strict substitution)")
+	fs.StringVar(&s.sopsPGPKeys, "sops-pgp-keys", "", "PGP private keys (armored or binary, no passphrase) that decrypt SOPS-encrypted manifests: a file, or a directory of *.asc files as Flux's sops-gpg Secret holds; no gpg binary is used")
 	fs.StringVar(&s.sopsAgeKeyFile, "sops-age-key-file", "", "age identities file that decrypts SOPS-encrypted manifests, as Flux's sops decryption (default $SOPS_AGE_KEY_FILE)")
 	// Helm charts of Flux HelmReleases (render/helm.go).
 	fs.StringVar(&s.helmKubeVersion, "helm-kube-version", "", "Kubernetes version charts see as .Capabilities.KubeVersion, e.g. v1.31.0 (Flux's helm-controller reports the cluster's; default "+render.DefaultKubeVersion+")")
@@ -330,6 +340,9 @@ func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 		}
 		o.AgeIdentities = ids
 	}
+	if err := s.sopsKeys(&o); err != nil { // sops_keys.go
+		return nil, err
+	}
 	return render.New(o)
 }
 
@@ -416,6 +429,7 @@ type env struct {
 func (e *env) close() {
 	if e.db != nil {
 		_ = e.db.Close()
+		e.db = nil
 	}
 }
 
@@ -425,6 +439,7 @@ func (s *settings) setup(cmd *cobra.Command, stderr io.Writer, offline, needStat
 	if err := applyEnvAndConfig(cmd.Flags()); err != nil {
 		return nil, err
 	}
+	s.ctx = cmd.Context()
 	return s.build(stderr, offline, needState)
 }
 
@@ -433,6 +448,7 @@ func (s *settings) setup(cmd *cobra.Command, stderr io.Writer, offline, needStat
 func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error) {
 	e := &env{log: s.logger(stderr), cfg: reconcile.DefaultConfig(), metrics: metrics.New()}
 	e.cfg.Metrics = e.metrics
+	s.offline = offline
 	var err error
 	if e.src, err = s.source(e.log); err != nil {
 		return nil, err
@@ -472,6 +488,15 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 	if err != nil {
 		return nil, err
 	}
+	if s.reach {
+		ctx := s.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		if err := cloud.Reachable(ctx); err != nil {
+			return nil, err
+		}
+	}
 	cred, err := azure.CredentialFromEnv()
 	switch {
 	case err == nil:
@@ -501,6 +526,9 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 // when the command needs state; serve --leader-elect once it leads (ha.go).
 func (s *settings) openState(e *env, opts ...state.Option) error {
 	var err error
+	if _, serr := os.Stat(s.stateFile); errors.Is(serr, fs.ErrNotExist) {
+		s.stateCreated = true
+	}
 	if e.db, err = state.Open(s.stateFile, opts...); err != nil {
 		return err
 	}

@@ -61,6 +61,12 @@ line, object and field. Exit code 1 when there is any error.`,
 
 // reportInputErrors prints every input error, one per line, and returns
 // the count (with outcome, what the command did not do, when not "").
+// isChangesPending: plan's exit code 2 is not a failure.
+func isChangesPending(err error) bool {
+	var ee *ExitError
+	return errors.As(err, &ee) && ee.Code == 2
+}
+
 func reportInputErrors(stderr io.Writer, err error, outcome string) error {
 	if l := diag.AsList(err); len(l) > 0 {
 		for _, e := range l.Sorted() {
@@ -103,12 +109,22 @@ Values that exist only once another resource is applied (an identity's principal
 RoleAssignment's principalIdFromConfig) show as "(known after apply)". Secret values are never shown.
 Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
+			s.reach = refresh && !offline
 			e, err := s.setup(cmd, stderr, offline, !offline)
 			if err != nil {
 				return err
 			}
 			defer e.close()
+			if s.stateCreated {
+				// A plan that fails leaves no state file it made behind.
+				defer func() {
+					if err != nil && !isChangesPending(err) {
+						e.close()
+						_ = os.Remove(s.stateFile)
+					}
+				}()
+			}
 			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
 			rep, err := r.PlanOnly(cmd.Context(), refresh && !offline)
 			if err != nil {
@@ -151,7 +167,7 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 
 func applyCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{persistCharts: true}
-	var refresh, approveDeletions bool
+	var refresh, approveDeletions, autoApprove bool
 	cmd := &cobra.Command{
 		Use:   "apply [SAVED-PLAN]",
 		Short: "Plan and apply the branch once, or apply a plan saved by 'gitaso plan --out'",
@@ -167,6 +183,8 @@ saved one. Give it the same repository, branch and state flags as the plan. Obje
 showed as known after apply are not applied by it: plan again for them.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var printedPlan *planner.Plan
+			s.reach = true
 			e, err := s.setup(cmd, stderr, false, true)
 			if err != nil {
 				return err
@@ -183,6 +201,20 @@ showed as known after apply are not applied by it: plan again for them.`,
 				if errors.Is(err, reconcile.ErrStalePlan) {
 					return &ExitError{Code: 4, Err: err}
 				}
+			} else if !autoApprove && stdinIsTerminal() {
+				// On a terminal, deletions are confirmed first (Terraform's
+				// rule): show the plan, ask, then apply exactly it.
+				var shown bool
+				first, shown, err = confirmThenApply(cmd.Context(), r, refresh, approveDeletions, stdout)
+				if shown && first != nil {
+					printedPlan = first.Plan
+				}
+				if errors.Is(err, errDeclined) {
+					return &ExitError{Code: 1, Err: err}
+				}
+				if errors.Is(err, reconcile.ErrStalePlan) {
+					return &ExitError{Code: 4, Err: fmt.Errorf("%w (plan and confirm again)", err)}
+				}
 			} else {
 				first, err = r.Once(cmd.Context(), reconcile.Options{Trigger: "cli", Refresh: refresh, ApproveDeletions: approveDeletions})
 			}
@@ -192,7 +224,7 @@ showed as known after apply are not applied by it: plan again for them.`,
 				if rep != first {
 					fmt.Fprintf(stdout, "\nApplying what was known after apply, now that its values exist:\n\n")
 				}
-				if rep.Plan != nil {
+				if rep.Plan != nil && !(rep == first && printedPlan != nil) {
 					if perr := planner.RenderText(stdout, rep.Plan, planner.TextOptions{}); perr != nil {
 						return perr
 					}
@@ -221,6 +253,7 @@ showed as known after apply are not applied by it: plan again for them.`,
 	}
 	s.register(cmd.Flags(), true)
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read Azure first to find drift and resources to adopt")
+	cmd.Flags().BoolVar(&autoApprove, "auto-approve", false, "do not ask before deleting when run on a terminal (scripts and CI never are asked)")
 	cmd.Flags().BoolVar(&approveDeletions, "approve-deletions", false, "apply a revision the deletion guard would hold (more deletions than --max-deletions/--max-deletion-fraction, an empty revision, a parent holding resources gitaso does not manage)")
 	return cmd
 }
