@@ -167,7 +167,7 @@ func TestBrowserFilterFromURL(t *testing.T) {
 	if len(keys) != 1 || keys[0][1] != keyStorage {
 		t.Errorf("rows %v, want only %s", keys, keyStorage)
 	}
-	if !containsAny(f.seen(), "GET /api/v1/resources?namespace=platform&ready=false") {
+	if !containsAny(f.seen(), "GET /api/v1/resources?namespace=platform&ready=false&limit=500") {
 		t.Errorf("the page did not use the API's filters; requests: %v", f.seen())
 	}
 	if !strings.Contains(element(t, dom, "select", `id="f-ready"`), `value="false"`) {
@@ -253,7 +253,7 @@ func TestBrowserScreenshots(t *testing.T) {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	for _, view := range []string{"resources", "plan", "runs", "resource/platform/storage.azure.com/StorageAccount/teamastorage"} {
+	for _, view := range []string{"resources", "plan", "runs", "resource/platform/storage.azure.com/StorageAccount/teamastorage", "graph", "run/2"} {
 		name := filepath.Join(dir, strings.NewReplacer("/", "_").Replace(view)+".png")
 		runChromium(t, f.srv.URL+"/#"+view, "--virtual-time-budget=4000", "--hide-scrollbars", "--window-size=1400,1000", "--screenshot="+name)
 		b, err := os.ReadFile(name)

@@ -9,21 +9,34 @@
 //
 //   - the managed resources (namespace, kind, name, Ready status with ASO's
 //     severity, reason and message, ARM ID, last revision, update time),
-//     filtered by namespace, kind and readiness (the API's own filters) and by
-//     name; a detail view per resource with its applied body (secret values
-//     already redacted by the API), its outputs, and its secret outputs by
-//     name only;
+//     filtered by namespace, kind, readiness and name (the API's own
+//     filters), read 500 at a time ("Load more" follows the API's continue
+//     token), with readiness counts from GET /api/v1/summary;
+//   - a resource page (#/resource/<key>) with its applied body (secret values
+//     already redacted by the API), its last error, the diff of its last
+//     change, the runs that touched it (linking to their pages), what it
+//     depends on, its outputs, and its secret outputs by name only;
+//   - the dependency graph (#/graph) of GET /api/v1/graph on one canvas:
+//     a node per resource coloured by Ready (green True, red False, grey
+//     Unknown), owner edges solid and reference edges dashed, laid out in
+//     layers by dependency depth (a resource right of the deepest one it
+//     depends on) within a band per namespace; drag to pan, wheel or +/-
+//     to zoom, Fit, Find (name, kind or namespace; again for the next
+//     match), click a node for its detail (what it depends on, what needs
+//     it, a link to its page); the resources not ready are also listed as
+//     links. Only the visible nodes are drawn, so 10,000 stay smooth;
 //   - the recent runs (revision, trigger, outcome, counts per action, error,
-//     and what a held run holds);
+//     and what a held run holds), each with a run page (#/run/<id>) listing
+//     the resources it touched with their action, outcome and error;
 //   - the latest plan, rendered line for line like the CLI's text plan
 //     (planner.RenderText): + ~ - > symbols, before -> after, movedFrom,
 //     "(known after apply)", "(sensitive value)", and why a plan is held;
-//   - a banner when the newest finished run is held by the deletion guard:
-//     the revision, the reason and message, how many deletions of how many
-//     managed resources, the first keys, the resources gitaso does not
-//     manage that ARM's cascade would take, and an "Approve deletions"
-//     button (confirmed in a dialog, then POST /api/v1/approve with the
-//     revision);
+//   - on every view, a banner when the newest finished run is held by the
+//     deletion guard: the revision, the reason and message, how many
+//     deletions of how many managed resources, the first keys, the
+//     resources gitaso does not manage that ARM's cascade would take, and
+//     an "Approve deletions" button (confirmed in a dialog, then POST
+//     /api/v1/approve with the revision);
 //   - a banner when the newest finished run refused its revision (a YAML,
 //     rendering or validation error): the revision, its errors, and the
 //     revision that stays applied (GET /api/v1/runs "applied");
@@ -32,7 +45,8 @@
 //     kept in memory only, never in the URL, cookies or web storage. Both
 //     POSTs send Content-Type: application/json, which the API requires.
 //
-// It refreshes itself every few seconds while visible. State the user picks
+// It refreshes itself every few seconds while visible (the graph every 30 s).
+// Routes may be written "#/graph" or "#graph". State the user picks
 // (filters, selected resource, open section) lives in the URL fragment, so a
 // view can be linked to.
 //

@@ -57,14 +57,14 @@ const edgePlan = `{"revision":"dir-/work/repo","resources":[
 ]}`
 
 // serveState serves api.New over db with the page as its UI.
-func serveState(t *testing.T, db *state.DB) *httptest.Server {
+func serveState(t testing.TB, db *state.DB) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(api.New(db, api.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), UI: web.Handler()}))
 	t.Cleanup(srv.Close)
 	return srv
 }
 
-func openState(t *testing.T) *state.DB {
+func openState(t testing.TB) *state.DB {
 	t.Helper()
 	db, err := state.Open(filepath.Join(t.TempDir(), "gitaso.db"))
 	if err != nil {
@@ -125,7 +125,8 @@ func TestBrowserAPIUnavailable(t *testing.T) {
 	}
 }
 
-// With thousands of resources the table shows the first MAX_ROWS and says so.
+// With thousands of resources the table shows the first page (500) and says
+// how many there are; "Load more" is offered (see TestBrowserLoadMore).
 func TestBrowserManyResources(t *testing.T) {
 	chromiumPath(t)
 	db := openState(t)
@@ -145,10 +146,10 @@ func TestBrowserManyResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	dom := dumpDOM(t, serveState(t, db).URL+"/")
-	if got := strings.Count(element(t, dom, "tbody", `id="resources-body"`), "<tr "); got != 1000 {
-		t.Errorf("%d rows rendered, want the first 1000", got)
+	if got := strings.Count(element(t, dom, "tbody", `id="resources-body"`), "<tr "); got != 500 {
+		t.Errorf("%d rows rendered, want the first 500", got)
 	}
-	if cap := text(element(t, dom, "caption", `id="resources-caption"`)); !strings.Contains(cap, "showing 1000 of 3000") {
+	if cap := text(element(t, dom, "caption", `id="resources-caption"`)); !strings.Contains(cap, "showing 500 of 3000") {
 		t.Errorf("caption %q", cap)
 	}
 }

@@ -143,7 +143,7 @@ func newFixture(t testing.TB) *fixture {
 			Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
 			ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: r.Policy,
 			AppliedHash: planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON),
-			AppliedBody: red, Generation: 1, Revision: p1.Revision, UpdatedAt: now.Add(-90 * time.Second),
+			AppliedBody: red, Generation: 1, Revision: p1.Revision, UpdatedAt: now.Add(-90 * time.Second), DependsOn: r.DependsOn,
 			Ready: record.Condition{Type: "Ready", Status: "True", Reason: "Succeeded", ObservedGeneration: 1, LastTransitionTime: now.Add(-90 * time.Second)},
 		}
 	}
@@ -208,6 +208,28 @@ func newFixture(t testing.TB) *fixture {
 			if err := w.PutRun(r); err != nil {
 				return err
 			}
+		}
+		// What the runs touched: run 1 created everything, run 2 updated
+		// the storage account (which failed) and the server, and deleted
+		// the container.
+		var created []record.Touched
+		for _, r := range p1.Resources {
+			created = append(created, record.Touched{Key: r.Key(), Action: "create", Outcome: "applied"})
+		}
+		if err := w.PutTouched(runs[0], created); err != nil {
+			return err
+		}
+		if err := w.PutTouched(runs[1], []record.Touched{
+			{Key: keyStorage, Action: "update", Outcome: "failed", Error: authzMessage},
+			{Key: keyPG, Action: "update", Outcome: "applied"},
+			{Key: keyContainer, Action: "delete", Outcome: "deleted"},
+		}); err != nil {
+			return err
+		}
+		// The storage account's last change: its SKU, from Premium_LRS.
+		if err := w.PutChange(keyStorage, record.Change{Revision: p1.Revision, At: now.Add(-90 * time.Second), Action: "update",
+			Previous: json.RawMessage(strings.Replace(string(prior[keyStorage].AppliedBody), "Standard_LRS", "Premium_LRS", 1))}); err != nil {
+			return err
 		}
 		if err := w.SetLatestRevision(p2.Revision); err != nil {
 			return err

@@ -100,7 +100,7 @@ func TestBrowserFiltersAndPlanOptions(t *testing.T) {
 	if got := wd.str(`return [...document.querySelectorAll('#resources-body tr')].map(r => r.dataset.key).join(',')`); got != keyPG+","+keyStorage {
 		t.Errorf("not-ready rows %q", got)
 	}
-	if !containsAny(f.seen(), "GET /api/v1/resources?ready=false") {
+	if !containsAny(f.seen(), "GET /api/v1/resources?ready=false&limit=500") {
 		t.Errorf("no ?ready=false request; saw %v", f.seen())
 	}
 	if got := wd.str(`return location.hash`); got != "#resources?ready=false" {
@@ -110,11 +110,11 @@ func TestBrowserFiltersAndPlanOptions(t *testing.T) {
 	// Kind (typed, submitted with Enter) narrows further on the server.
 	wd.typeInto("#f-kind", "storageaccount\uE007")
 	wd.waitFor("one storage row", `return document.querySelectorAll('#resources-body tr').length === 1`)
-	if !containsAny(f.seen(), "GET /api/v1/resources?kind=storageaccount&ready=false") {
+	if !containsAny(f.seen(), "GET /api/v1/resources?kind=storageaccount&ready=false&limit=500") {
 		t.Errorf("no kind filter request; saw %v", f.seen())
 	}
 
-	// Clear, then the client-side name filter.
+	// Clear, then the name filter (server-side, once typing pauses).
 	wd.click("#f-clear")
 	wd.waitFor("all rows again", `return document.querySelectorAll('#resources-body tr').length === 7`)
 	wd.typeInto("#f-name", "storage")

@@ -20,14 +20,14 @@ import (
 // click, type, run a script and take a screenshot.
 
 type webDriver struct {
-	t       *testing.T
+	t       testing.TB
 	base    string // http://127.0.0.1:port/session/<id>
 	timeout time.Duration
 }
 
 const elementKey = "element-6066-11e4-a52e-4f735466cecf"
 
-func chromedriverPath(t *testing.T) string {
+func chromedriverPath(t testing.TB) string {
 	t.Helper()
 	for _, p := range []string{os.Getenv("GITASO_CHROMEDRIVER"), "/usr/bin/chromedriver"} {
 		if p == "" {
@@ -43,7 +43,7 @@ func chromedriverPath(t *testing.T) string {
 
 // newWebDriver starts chromedriver and a headless Chromium session; both end
 // when the test does.
-func newWebDriver(t *testing.T) *webDriver {
+func newWebDriver(t testing.TB) *webDriver {
 	t.Helper()
 	bin := chromiumPath(t)
 	drv := chromedriverPath(t)

@@ -10,7 +10,8 @@
 
 (function () {
   const REFRESH_MS = 5000;
-  const MAX_ROWS = 1000;
+  const PAGE = 500; // resources per page of api/v1/resources
+  const RUN_ROWS = 1000; // touched resources listed before "show all"
   const RUNS_LIMIT = 50;
   const KNOWN_AFTER_APPLY = '(known after apply)';
   const REDACTED = '(sensitive value)';
@@ -27,7 +28,6 @@
     plan: undefined, planText: '', // undefined: not loaded; null: no plan yet (404)
     detailText: '',
   };
-  const seen = { namespaces: new Set(), kinds: new Set() };
   let route = { view: 'resources', params: new URLSearchParams() };
   let timer = 0;
   let inFlight = null;
@@ -369,7 +369,8 @@
   // ---- routing --------------------------------------------------------
 
   function parseHash() {
-    const h = location.hash.slice(1);
+    // "#/graph" and "#graph" are the same route.
+    const h = location.hash.slice(1).replace(/^\//, '');
     const q = h.indexOf('?');
     const head = q >= 0 ? h.slice(0, q) : h;
     const params = new URLSearchParams(q >= 0 ? h.slice(q + 1) : '');
@@ -377,7 +378,8 @@
     if (parts[0] === 'resource' && parts.length === 5) {
       return { view: 'detail', params, key: parts.slice(1).map(decodeURIComponent) };
     }
-    if (parts[0] === 'runs' || parts[0] === 'plan') return { view: parts[0], params };
+    if (parts[0] === 'run' && /^[0-9]+$/.test(parts[1] || '')) return { view: 'run', params, id: parts[1] };
+    if (parts[0] === 'runs' || parts[0] === 'plan' || parts[0] === 'graph') return { view: parts[0], params };
     return { view: 'resources', params };
   }
 
@@ -394,9 +396,9 @@
   }
 
   function showView(name) {
-    for (const v of ['resources', 'detail', 'runs', 'plan']) $('view-' + v).hidden = v !== name;
+    for (const v of ['resources', 'detail', 'runs', 'run', 'plan', 'graph']) $('view-' + v).hidden = v !== name;
     for (const a of document.querySelectorAll('nav.tabs a')) {
-      const active = a.dataset.view === name || (name === 'detail' && a.dataset.view === 'resources');
+      const active = a.dataset.view === name || (name === 'detail' && a.dataset.view === 'resources') || (name === 'run' && a.dataset.view === 'runs');
       if (active) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
     }
   }
@@ -404,13 +406,19 @@
   function onRoute() {
     route = parseHash();
     showView(route.view);
+    if (route.view === 'graph') drawGraphSoon();
     const f = filtersFromRoute();
     $('f-namespace').value = f.namespace;
     $('f-kind').value = f.kind;
     $('f-ready').value = ['true', 'false', 'unknown'].includes(f.ready) ? f.ready : '';
     $('f-name').value = f.name;
-    document.title = { resources: 'Resources', detail: 'Resource', runs: 'Runs', plan: 'Plan' }[route.view] + ' · gitaso';
+    document.title = { resources: 'Resources', detail: 'Resource', runs: 'Runs', run: 'Run', plan: 'Plan', graph: 'Graph' }[route.view] + ' · gitaso';
     cache.detailText = '';
+    cache.runText = '';
+    if (route.view === 'run') {
+      $('h-run').textContent = 'Run #' + route.id;
+      $('run-body').replaceChildren(el('p', { class: 'muted', text: 'Loading…' }));
+    }
     if (route.view === 'detail') {
       $('h-detail').textContent = route.key[2] + ' ' + route.key[3];
       $('detail-body').replaceChildren(el('p', { class: 'muted', text: 'Loading…' }));
@@ -420,29 +428,63 @@
 
   // ---- views ----------------------------------------------------------
 
-  async function loadResources() {
+  // The list reads api/v1/resources a page at a time (PAGE resources, with
+  // the filters, name included, applied by the server); "Load more" follows
+  // the continue token. A refresh re-reads as many as are shown, in one
+  // request. The summary counts come from api/v1/summary.
+  function resourceQuery() {
     const f = filtersFromRoute();
     const q = new URLSearchParams();
     if (f.namespace) q.set('namespace', f.namespace);
     if (f.kind) q.set('kind', f.kind);
     if (['true', 'false', 'unknown'].includes(f.ready)) q.set('ready', f.ready);
-    const key = q.toString();
-    const text = await api('api/v1/resources' + (key ? '?' + key : ''));
+    if (f.name) q.set('name', f.name);
+    return q.toString();
+  }
+
+  async function loadResources() {
+    const key = resourceQuery();
+    const shown = key === cache.resourcesKey && cache.resources ? cache.resources.length : 0;
+    const limit = Math.min(10000, Math.max(PAGE, Math.ceil(shown / PAGE) * PAGE));
+    const [text, sumText] = await Promise.all([
+      api('api/v1/resources?' + (key ? key + '&' : '') + 'limit=' + limit),
+      api('api/v1/summary'),
+    ]);
+    if (key !== resourceQuery()) return; // the filters changed meanwhile
+    cache.summary = JSON.parse(sumText);
+    fillDatalist($('namespaces'), new Set(cache.summary.namespaces || []));
+    fillDatalist($('kinds'), new Set((cache.summary.kinds || []).flatMap((k) => [k, k.slice(k.indexOf('/') + 1)])));
     if (text === cache.resourcesText && key === cache.resourcesKey && cache.resources) {
       renderResources(false);
       return;
     }
+    const doc = JSON.parse(text);
     cache.resourcesText = text;
     cache.resourcesKey = key;
-    cache.resources = JSON.parse(text).items || [];
-    for (const r of cache.resources) {
-      seen.namespaces.add(r.namespace);
-      seen.kinds.add(r.kind);
-      seen.kinds.add(r.group + '/' + r.kind);
-    }
-    fillDatalist($('namespaces'), seen.namespaces);
-    fillDatalist($('kinds'), seen.kinds);
+    cache.resources = doc.items || [];
+    cache.resourcesContinue = doc.continue || '';
     renderResources(true);
+  }
+
+  async function loadMoreResources() {
+    const key = cache.resourcesKey;
+    const token = cache.resourcesContinue;
+    if (!token) return;
+    const btn = $('resources-more');
+    btn.disabled = true;
+    try {
+      const doc = JSON.parse(await api('api/v1/resources?' + (key ? key + '&' : '') + 'limit=' + PAGE + '&continue=' + encodeURIComponent(token)));
+      if (key !== cache.resourcesKey || token !== cache.resourcesContinue) return;
+      cache.resources = cache.resources.concat(doc.items || []);
+      cache.resourcesContinue = doc.continue || '';
+      cache.resourcesText = '';
+      renderResources(true);
+      say('Loaded ' + cache.resources.length + ' resources.');
+    } catch (e) {
+      say('Loading more failed: ' + e.message);
+    } finally {
+      btn.disabled = false;
+    }
   }
 
   function fillDatalist(dl, set) {
@@ -451,25 +493,30 @@
   }
 
   function renderResources(changed) {
-    const all = cache.resources || [];
-    const name = filtersFromRoute().name.toLowerCase();
-    const items = name ? all.filter((r) => r.name.toLowerCase().includes(name)) : all;
+    const items = cache.resources || [];
     const tbody = $('resources-body');
     // Times are relative, so re-render on every refresh; keep focus.
     const focusKey = tbody.contains(document.activeElement) ? document.activeElement.dataset.key : null;
-    const rows = items.slice(0, MAX_ROWS).map(resourceRow);
-    tbody.replaceChildren(...rows);
+    tbody.replaceChildren(...items.map(resourceRow));
+    if (items.length && !performance.getEntriesByName('gitaso-list-drawn').length) performance.mark('gitaso-list-drawn');
     if (focusKey) {
       const a = tbody.querySelector('a[data-key="' + CSS.escape(focusKey) + '"]');
       if (a) a.focus();
     }
+    const sumData = cache.summary || { total: items.length, ready: {} };
     const counts = { True: 0, False: 0, Unknown: 0 };
-    for (const r of items) counts[readyStatus(r.ready)]++;
+    for (const s of Object.keys(counts)) counts[s] = (sumData.ready || {})[s] || 0;
+    const more = !!cache.resourcesContinue;
+    const anyFilter = Object.values(filtersFromRoute()).some(Boolean);
     const cap = $('resources-caption');
-    cap.textContent = items.length > MAX_ROWS
-      ? 'Managed resources: showing ' + MAX_ROWS + ' of ' + items.length + '; narrow the list with the filters'
-      : 'Managed resources (' + items.length + ')';
-    $('count-resources').textContent = String(items.length);
+    if (more) {
+      cap.textContent = 'Managed resources: showing ' + items.length + (anyFilter ? ' matching, more match' : ' of ' + sumData.total) +
+        '; load more below or narrow the list with the filters';
+    } else {
+      cap.textContent = 'Managed resources (' + items.length + (anyFilter ? ' of ' + sumData.total : '') + ')';
+    }
+    $('count-resources').textContent = String(sumData.total);
+    $('resources-more').hidden = !more;
     const sum = $('ready-summary');
     if (changed || sum.childElementCount === 0 || sum.dataset.counts !== JSON.stringify(counts)) {
       sum.dataset.counts = JSON.stringify(counts);
@@ -482,7 +529,6 @@
     }
     const empty = $('resources-empty');
     empty.hidden = items.length > 0;
-    const anyFilter = Object.values(filtersFromRoute()).some(Boolean);
     empty.textContent = anyFilter ? 'No resource matches these filters.' : 'gitaso manages no resources yet.';
   }
 
@@ -553,6 +599,11 @@
         ['Last transition', validTime(c.lastTransitionTime) ? timeEl(c.lastTransitionTime) : ''],
       ]));
     body.push(cond);
+    const lastErr = (r.runs || []).find((x) => x.error);
+    if (lastErr && !(readyStatus(c) === 'False' && c.message === lastErr.error)) {
+      cond.append(el('p', { class: 'lasterror' }, 'Last error, in run ', el('a', { href: '#run/' + lastErr.run, text: '#' + lastErr.run }), ': ',
+        el('span', { class: 'message', text: lastErr.error })));
+    }
 
     body.push(el('section', { class: 'card', 'aria-labelledby': 'h-props' },
       el('h3', { id: 'h-props', text: 'Resource' }),
@@ -595,6 +646,13 @@
         el('h3', { id: 'h-planned', text: 'In the latest plan: ' + planned.action }), pre));
     }
 
+    body.push(changeSection(r.lastChange));
+    body.push(historySection(r.runs || []));
+    if ((r.dependsOn || []).length) {
+      body.push(el('section', { class: 'card', 'aria-labelledby': 'h-deps' }, el('h3', { id: 'h-deps', text: 'Depends on' }),
+        el('ul', { class: 'deps' }, ...r.dependsOn.map((k) => el('li', null, el('a', { href: '#resource/' + k.split('/').map(encodeURIComponent).join('/'), text: k }))))));
+    }
+
     const applied = el('section', { class: 'card wide', 'aria-labelledby': 'h-body' }, el('h3', { id: 'h-body', text: 'Applied body' }));
     if (r.appliedBody === undefined || r.appliedBody === null) applied.append(el('p', { class: 'muted', text: 'Nothing applied yet.' }));
     else {
@@ -603,6 +661,122 @@
     }
     body.push(applied);
     $('detail-body').replaceChildren(...body);
+  }
+
+  // changeSection shows the diff of the last applied change: the fields it
+  // added, removed or replaced (both bodies are redacted by gitaso).
+  function changeSection(ch) {
+    const sec = el('section', { class: 'card wide', id: 'last-change', 'aria-labelledby': 'h-change' }, el('h3', { id: 'h-change', text: 'Last change' }));
+    if (!ch) {
+      sec.append(el('p', { class: 'muted', text: 'No change recorded yet.' }));
+      return sec;
+    }
+    sec.append(el('p', { class: 'muted' }, (ch.action || 'change') + ' at revision ', el('code', { title: ch.revision || '', text: shortRev(ch.revision) }), ', ', timeEl(ch.at),
+      ch.created ? ' — the resource was created; every field is new.' : ''));
+    if (ch.hiddenOnly) {
+      sec.append(el('p', { text: 'Only secret values changed; they are never shown.' }));
+      return sec;
+    }
+    const sym = { add: '+', remove: '-', replace: '~' };
+    const tbody = el('tbody');
+    for (const d of ch.diff || []) {
+      tbody.append(el('tr', { class: 'diff-' + d.op },
+        el('td', { class: 'op', 'aria-label': d.op, text: sym[d.op] || d.op }),
+        el('th', { scope: 'row' }, el('code', { text: d.path })),
+        el('td', null, d.old !== undefined ? el('code', { class: 'old', text: JSON.stringify(d.old) }) : ''),
+        el('td', null, d.new !== undefined ? el('code', { class: 'new', text: JSON.stringify(d.new) }) : '')));
+    }
+    sec.append(el('table', { class: 'grid small diff' },
+      el('caption', { class: 'sr-only', text: 'Fields changed by the last change' }),
+      el('thead', null, el('tr', null, el('th', { scope: 'col', text: '' }), el('th', { scope: 'col', text: 'Field' }),
+        el('th', { scope: 'col', text: 'Before' }), el('th', { scope: 'col', text: 'After' }))), tbody));
+    return sec;
+  }
+
+  function historySection(runs) {
+    const sec = el('section', { class: 'card wide', id: 'history', 'aria-labelledby': 'h-history' }, el('h3', { id: 'h-history', text: 'Runs that touched it' }));
+    if (!runs.length) {
+      sec.append(el('p', { class: 'muted', text: 'No run has changed it since gitaso started recording (up-to-date runs are not listed).' }));
+      return sec;
+    }
+    sec.append(el('table', { class: 'grid small' },
+      el('caption', { class: 'sr-only', text: 'Runs that touched this resource, newest first' }),
+      el('thead', null, el('tr', null, ...['Run', 'Revision', 'Started', 'Action', 'Outcome', 'Error'].map((h) => el('th', { scope: 'col', text: h })))),
+      el('tbody', null, ...runs.map((x) => el('tr', { class: 'outcome-' + x.outcome },
+        el('th', { scope: 'row' }, el('a', { href: '#run/' + x.run, text: '#' + x.run })),
+        el('td', { title: x.revision || '' }, el('code', { text: shortRev(x.revision) })),
+        el('td', null, timeEl(x.startedAt)),
+        el('td', { text: x.action }),
+        el('td', null, el('span', { class: 'badge touched ' + x.outcome, text: x.outcome })),
+        el('td', { class: 'error' }, x.error ? el('div', { class: 'message', text: x.error }) : null))))));
+    return sec;
+  }
+
+  // ---- run page -----------------------------------------------------------
+
+  async function loadRun() {
+    const id = route.id;
+    let text;
+    try {
+      text = await api('api/v1/runs/' + encodeURIComponent(id));
+    } catch (e) {
+      if (e instanceof APIError && e.status === 404) {
+        $('run-body').replaceChildren(el('p', { class: 'empty', text: e.message }));
+        return;
+      }
+      throw e;
+    }
+    if (text === cache.runText) {
+      for (const t of $('run-body').querySelectorAll('time')) t.textContent = ago(new Date(t.getAttribute('datetime')));
+      return;
+    }
+    cache.runText = text;
+    renderRun(JSON.parse(text), false);
+  }
+
+  function renderRun(doc, all) {
+    const r = doc.run;
+    const touched = doc.resources || [];
+    $('h-run').textContent = 'Run #' + r.id;
+    const props = el('section', { class: 'card', 'aria-labelledby': 'h-runprops' }, el('h3', { id: 'h-runprops', text: 'Run' }),
+      dl([
+        ['Outcome', el('span', { class: 'badge outcome ' + (r.outcome || 'running'), text: r.outcome || 'running' })],
+        ['Revision', r.revision ? el('code', { title: r.revision, text: r.revision }) : ''],
+        ['Trigger', r.trigger],
+        ['Started', timeEl(r.startedAt)],
+        ['Duration', duration(r.startedAt, r.finishedAt)],
+        ['Counts', countsText(r.counts)],
+        ['Summary', r.summary],
+        ['Applied revision', doc.applied ? el('code', { title: doc.applied, text: shortRev(doc.applied) }) : ''],
+      ]));
+    const parts = [props];
+    if (r.error || r.held) {
+      parts.push(el('section', { class: 'card cond cond-false', 'aria-labelledby': 'h-runerr' }, el('h3', { id: 'h-runerr', text: 'Errors' }),
+        r.error ? el('pre', { class: 'message runerror', text: r.error }) : null, heldNote(r)));
+    }
+    const sec = el('section', { class: 'card wide', 'aria-labelledby': 'h-touched' },
+      el('h3', { id: 'h-touched', text: 'Resources touched (' + touched.length + ')' }));
+    if (!touched.length) {
+      sec.append(el('p', { class: 'muted', text: r.outcome === 'refused' || r.outcome === 'held'
+        ? 'Nothing: the revision was not applied.' : 'None: everything was up to date, or the run recorded no resources.' }));
+    } else {
+      const shown = all ? touched : touched.slice(0, RUN_ROWS);
+      sec.append(el('table', { class: 'grid small', id: 'run-resources' },
+        el('caption', { class: 'sr-only', text: 'Resources this run touched' }),
+        el('thead', null, el('tr', null, ...['Resource', 'Action', 'Outcome', 'Error'].map((h) => el('th', { scope: 'col', text: h })))),
+        el('tbody', null, ...shown.map((x) => el('tr', { class: 'outcome-' + x.outcome, 'data-key': x.key },
+          el('th', { scope: 'row' }, el('a', { href: '#resource/' + x.key.split('/').map(encodeURIComponent).join('/'), text: x.key })),
+          el('td', { text: x.action }),
+          el('td', null, el('span', { class: 'badge touched ' + x.outcome, text: x.outcome })),
+          el('td', { class: 'error' }, x.error ? el('div', { class: 'message', text: x.error }) : null))))));
+      if (shown.length < touched.length) {
+        const btn = el('button', { type: 'button', id: 'run-all' }, 'Show all ' + touched.length);
+        btn.addEventListener('click', () => renderRun(doc, true));
+        sec.append(el('p', null, btn));
+      }
+    }
+    parts.push(sec);
+    $('run-body').replaceChildren(...parts);
   }
 
   async function loadRuns() {
@@ -620,7 +794,7 @@
   function renderRuns() {
     const runs = cache.runs || [];
     $('runs-body').replaceChildren(...runs.map((r) => el('tr', { class: 'outcome-' + (r.outcome || 'running') },
-      el('th', { scope: 'row', text: String(r.id) }),
+      el('th', { scope: 'row' }, el('a', { href: '#run/' + r.id, text: String(r.id) })),
       el('td', { title: r.revision }, el('code', { text: shortRev(r.revision) })),
       el('td', { text: r.trigger || '' }),
       el('td', null, timeEl(r.startedAt)),
@@ -814,6 +988,382 @@
     return { newest: runs[0], finished: runs.find((r) => r.outcome), applied };
   }
 
+  // ---- dependency graph ----------------------------------------------------
+  //
+  // api/v1/graph gives every resource (key and Ready status) and its edges
+  // to its owner and its references. The layout is layered: a resource sits
+  // one layer right of the deepest resource it depends on; namespaces are
+  // stacked bands; a layer wraps into columns so a band stays about square.
+  // It is drawn on one canvas (10,000 nodes stay fast): drag to pan, wheel
+  // or +/− to zoom, click a node or search for details.
+
+  const GRAPH_REFETCH_MS = 30000;
+  const G_DX = 200, G_DY = 22, G_LAYER_GAP = 80, G_BAND_GAP = 50, G_HEAD = 34, G_CELL = 64;
+  const G_COLORS = { T: '#2da44e', F: '#cf222e', U: '#8c959f' };
+  const G_STATUS = { T: 'True', F: 'False', U: 'Unknown' };
+  const graph = { text: '', at: 0, doc: null, n: 0, x: null, y: null, bands: [], cells: null,
+    deps: null, rdeps: null, scale: 1, tx: 0, ty: 0, selected: -1, matches: [], match: -1, query: '', fitted: false, drawn: 0 };
+
+  async function loadGraph() {
+    if (graph.doc && Date.now() - graph.at < GRAPH_REFETCH_MS) {
+      drawGraphSoon();
+      return;
+    }
+    const text = await api('api/v1/graph');
+    graph.at = Date.now();
+    if (text === graph.text && graph.doc) {
+      drawGraphSoon();
+      return;
+    }
+    graph.text = text;
+    const doc = JSON.parse(text);
+    const selKey = graph.selected >= 0 ? graph.doc.keys[graph.selected] : null;
+    layoutGraph(doc);
+    graph.selected = selKey ? doc.keys.indexOf(selKey) : -1;
+    if (!graph.fitted) fitGraph();
+    renderGraphSide();
+    drawGraphSoon();
+  }
+
+  function layoutGraph(doc) {
+    const n = doc.keys.length;
+    const deps = Array.from({ length: n }, () => []);
+    const rdeps = Array.from({ length: n }, () => []);
+    for (const [i, j] of doc.owners) { deps[i].push([j, 0]); rdeps[j].push(i); }
+    for (const [i, j] of doc.references) { deps[i].push([j, 1]); rdeps[j].push(i); }
+    // depth = 1 + the deepest dependency; iterative, cycles cut.
+    const depth = new Int32Array(n).fill(-1);
+    const state = new Uint8Array(n); // 0 new, 1 on stack, 2 done
+    for (let s = 0; s < n; s++) {
+      if (state[s]) continue;
+      const stack = [s];
+      while (stack.length) {
+        const v = stack[stack.length - 1];
+        if (state[v] === 0) {
+          state[v] = 1;
+          for (const [d] of deps[v]) if (state[d] === 0) stack.push(d);
+          continue;
+        }
+        stack.pop();
+        if (state[v] === 2) continue;
+        let dv = 0;
+        for (const [d] of deps[v]) if (state[d] === 2) dv = Math.max(dv, depth[d] + 1);
+        depth[v] = dv;
+        state[v] = 2;
+      }
+    }
+    const byNS = new Map();
+    for (let i = 0; i < n; i++) {
+      const k = doc.keys[i];
+      const ns = k.slice(0, k.indexOf('/'));
+      if (!byNS.has(ns)) byNS.set(ns, []);
+      byNS.get(ns).push(i);
+    }
+    const x = new Float32Array(n), y = new Float32Array(n);
+    const bands = [];
+    let top = 0;
+    for (const ns of [...byNS.keys()].sort()) {
+      const members = byNS.get(ns);
+      const rows = Math.max(12, Math.ceil(Math.sqrt(members.length * G_DX / G_DY) / 1.2));
+      const layers = [];
+      for (const i of members) (layers[depth[i]] = layers[depth[i]] || []).push(i);
+      let left = 0, used = 0;
+      for (const layer of layers) {
+        if (!layer) continue;
+        layer.forEach((i, r) => {
+          x[i] = left + Math.floor(r / rows) * G_DX;
+          y[i] = top + G_HEAD + (r % rows) * G_DY;
+        });
+        left += Math.ceil(layer.length / rows) * G_DX + G_LAYER_GAP;
+        used = Math.max(used, Math.min(rows, layer.length));
+      }
+      const h = G_HEAD + used * G_DY;
+      bands.push({ ns, top, h, w: left - G_LAYER_GAP, count: members.length });
+      top += h + G_BAND_GAP;
+    }
+    const cells = new Map();
+    for (let i = 0; i < n; i++) {
+      const c = Math.floor(x[i] / G_CELL) + ',' + Math.floor(y[i] / G_CELL);
+      if (!cells.has(c)) cells.set(c, []);
+      cells.get(c).push(i);
+    }
+    Object.assign(graph, { doc, n, x, y, bands, cells, deps, rdeps, matches: [], match: -1 });
+    const counts = { T: 0, F: 0, U: 0 };
+    for (const c of doc.ready) counts[c]++;
+    $('graph-info').textContent = n + ' resources, ' + (doc.owners.length + doc.references.length) + ' dependencies; ' +
+      counts.T + ' ready, ' + counts.F + ' not ready, ' + counts.U + ' unknown';
+    const ul = $('graph-notready-list');
+    const bad = [];
+    for (let i = 0; i < n && bad.length < 200; i++) if (doc.ready[i] === 'F') bad.push(i);
+    ul.replaceChildren(...bad.map((i) => el('li', null, el('a', { href: '#resource/' + keyPath(doc.keys[i]), text: doc.keys[i] }))));
+    if (counts.F > bad.length) ul.append(el('li', { class: 'muted', text: 'and ' + (counts.F - bad.length) + ' more (Resources, Ready False)' }));
+    $('graph-notready').querySelector('summary').textContent = 'Resources not ready (' + counts.F + ')';
+  }
+
+  function keyPath(k) {
+    return k.split('/').map(encodeURIComponent).join('/');
+  }
+
+  function graphCanvas() {
+    const c = $('graph-canvas');
+    const dpr = window.devicePixelRatio || 1;
+    const w = c.clientWidth, h = c.clientHeight;
+    if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) {
+      c.width = Math.round(w * dpr);
+      c.height = Math.round(h * dpr);
+    }
+    return { c, w, h, dpr };
+  }
+
+  function fitGraph() {
+    const { w, h } = graphCanvas();
+    if (!graph.n || !w || !h) return;
+    let maxX = 0, maxY = 0;
+    for (const b of graph.bands) { maxX = Math.max(maxX, b.w + G_DX); maxY = b.top + b.h; }
+    graph.scale = Math.min(1.5, (w - 40) / maxX, (h - 40) / maxY);
+    graph.tx = 20 + 10 * graph.scale;
+    graph.ty = 20;
+    graph.fitted = true;
+  }
+
+  let graphFrame = 0;
+  function drawGraphSoon() {
+    if (graphFrame || route.view !== 'graph') return;
+    graphFrame = requestAnimationFrame(() => { graphFrame = 0; drawGraph(); });
+  }
+
+  function drawGraph() {
+    const { c, w, h, dpr } = graphCanvas();
+    const ctx = c.getContext('2d');
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const dark = window.matchMedia && matchMedia('(prefers-color-scheme: dark)').matches;
+    ctx.fillStyle = dark ? '#0d1117' : '#ffffff';
+    ctx.fillRect(0, 0, w, h);
+    if (!graph.n) {
+      ctx.fillStyle = dark ? '#9198a1' : '#57606a';
+      ctx.font = '14px sans-serif';
+      ctx.fillText('gitaso manages no resources yet.', 20, 30);
+      return;
+    }
+    const { scale: s, tx, ty, x, y, doc } = graph;
+    const sx = (v) => v * s + tx, sy = (v) => v * s + ty;
+    // The world rectangle on screen, with a margin for labels.
+    const x0 = (-tx) / s - G_DX, x1 = (w - tx) / s + G_DX, y0 = (-ty) / s - G_DY, y1 = (h - ty) / s + G_DY;
+    const vis = (i) => x[i] >= x0 && x[i] <= x1 && y[i] >= y0 && y[i] <= y1;
+    ctx.font = '600 13px sans-serif';
+    for (const b of graph.bands) {
+      if (b.top > y1 || b.top + b.h < y0) continue;
+      ctx.fillStyle = dark ? 'rgba(68,147,248,.07)' : 'rgba(11,92,173,.05)';
+      ctx.fillRect(sx(-10), sy(b.top), (b.w + G_DX + 10) * s, b.h * s);
+      ctx.fillStyle = dark ? '#9198a1' : '#57606a';
+      if (s * G_DY > 4) ctx.fillText(b.ns + ' (' + b.count + ')', sx(0), sy(b.top) + 16);
+    }
+    // Edges: from a resource to what it depends on.
+    ctx.lineWidth = 1;
+    for (const kind of [0, 1]) {
+      ctx.beginPath();
+      ctx.strokeStyle = kind === 0 ? (dark ? 'rgba(201,209,217,.35)' : 'rgba(87,96,106,.45)') : (dark ? 'rgba(68,147,248,.45)' : 'rgba(11,92,173,.45)');
+      ctx.setLineDash(kind === 0 ? [] : [4, 3]);
+      for (let i = 0; i < graph.n; i++) {
+        for (const [j, k] of graph.deps[i]) {
+          if (k !== kind || (!vis(i) && !vis(j))) continue;
+          ctx.moveTo(sx(x[i]), sy(y[i]));
+          ctx.lineTo(sx(x[j]), sy(y[j]));
+        }
+      }
+      ctx.stroke();
+    }
+    ctx.setLineDash([]);
+    const sel = graph.selected;
+    if (sel >= 0) {
+      ctx.beginPath();
+      ctx.strokeStyle = '#ff9b00';
+      ctx.lineWidth = 2.5;
+      for (const [j] of graph.deps[sel]) { ctx.moveTo(sx(x[sel]), sy(y[sel])); ctx.lineTo(sx(x[j]), sy(y[j])); }
+      for (const i of graph.rdeps[sel]) { ctx.moveTo(sx(x[i]), sy(y[i])); ctx.lineTo(sx(x[sel]), sy(y[sel])); }
+      ctx.stroke();
+    }
+    const r = Math.max(2, Math.min(7, 6 * s));
+    const labels = s * G_DY >= 13;
+    ctx.font = '12px sans-serif';
+    let drawn = 0;
+    for (const st of ['U', 'T', 'F']) { // not ready last: on top
+      ctx.fillStyle = G_COLORS[st];
+      ctx.beginPath();
+      for (let i = 0; i < graph.n; i++) {
+        if (doc.ready[i] !== st || !vis(i)) continue;
+        ctx.moveTo(sx(x[i]) + r, sy(y[i]));
+        ctx.arc(sx(x[i]), sy(y[i]), r, 0, 2 * Math.PI);
+        drawn++;
+      }
+      ctx.fill();
+    }
+    graph.drawn = drawn;
+    // Marks for measuring (web/bench_test.go): the first drawing with nodes.
+    if (drawn && !performance.getEntriesByName('gitaso-graph-drawn').length) performance.mark('gitaso-graph-drawn');
+    if (labels) {
+      ctx.fillStyle = dark ? '#e6edf3' : '#1b1f24';
+      for (let i = 0; i < graph.n; i++) {
+        if (!vis(i)) continue;
+        const k = doc.keys[i].split('/');
+        ctx.fillText(k[2] + ' ' + k[3], sx(x[i]) + r + 4, sy(y[i]) + 4, (G_DX - 20) * s);
+      }
+    }
+    for (const i of graph.matches) {
+      if (!vis(i)) continue;
+      ctx.strokeStyle = '#ff9b00';
+      ctx.lineWidth = 2;
+      ctx.beginPath();
+      ctx.arc(sx(x[i]), sy(y[i]), r + 3, 0, 2 * Math.PI);
+      ctx.stroke();
+    }
+    if (sel >= 0) {
+      ctx.strokeStyle = dark ? '#ffffff' : '#000000';
+      ctx.lineWidth = 2;
+      ctx.beginPath();
+      ctx.arc(sx(x[sel]), sy(y[sel]), r + 4, 0, 2 * Math.PI);
+      ctx.stroke();
+    }
+    $('graph-canvas').dataset.drawn = String(drawn);
+  }
+
+  function nodeAt(px, py) {
+    const wx = (px - graph.tx) / graph.scale, wy = (py - graph.ty) / graph.scale;
+    const reach = Math.max(8, 9 / graph.scale);
+    let best = -1, bestD = reach * reach;
+    const cx = Math.floor(wx / G_CELL), cy = Math.floor(wy / G_CELL);
+    const span = Math.ceil(reach / G_CELL);
+    for (let a = cx - span; a <= cx + span; a++) {
+      for (let b = cy - span; b <= cy + span; b++) {
+        for (const i of graph.cells.get(a + ',' + b) || []) {
+          const d = (graph.x[i] - wx) ** 2 + (graph.y[i] - wy) ** 2;
+          if (d < bestD) { bestD = d; best = i; }
+        }
+      }
+    }
+    return best;
+  }
+
+  function selectNode(i, center) {
+    graph.selected = i;
+    if (i >= 0 && center) {
+      const { w, h } = graphCanvas();
+      graph.scale = Math.max(graph.scale, 1);
+      graph.tx = w / 2 - graph.x[i] * graph.scale;
+      graph.ty = h / 2 - graph.y[i] * graph.scale;
+    }
+    renderGraphSide();
+    drawGraphSoon();
+  }
+
+  function renderGraphSide() {
+    const box = $('graph-detail');
+    const i = graph.selected;
+    if (i < 0 || !graph.doc) {
+      box.hidden = true;
+      box.replaceChildren();
+      return;
+    }
+    const k = graph.doc.keys[i];
+    const [ns, group, kind, name] = k.split('/');
+    const st = G_STATUS[graph.doc.ready[i]];
+    const item = (j) => el('li', null, readyBadge({ status: G_STATUS[graph.doc.ready[j]] }), ' ',
+      el('a', { href: '#resource/' + keyPath(graph.doc.keys[j]), text: graph.doc.keys[j] }));
+    box.replaceChildren(...[
+      el('h3', { id: 'graph-selected', text: kind + ' ' + name }),
+      el('p', null, readyBadge({ status: st }), ' in ', el('strong', { text: ns }), ' ', el('code', { text: group })),
+      el('p', null, el('a', { href: '#resource/' + keyPath(k), id: 'graph-open' }, 'Open the resource page →')),
+      graph.deps[i].length ? el('p', { class: 'held-label', text: 'Depends on' }) : null,
+      graph.deps[i].length ? el('ul', { class: 'deps' }, ...graph.deps[i].map(([j, t]) => {
+        const li = item(j);
+        li.append(' ', el('span', { class: 'muted', text: t === 0 ? '(owner)' : '(reference)' }));
+        return li;
+      })) : null,
+      graph.rdeps[i].length ? el('p', { class: 'held-label', text: 'Needed by ' + graph.rdeps[i].length }) : null,
+      graph.rdeps[i].length ? el('ul', { class: 'deps' }, ...graph.rdeps[i].slice(0, 20).map(item)) : null,
+    ].filter(Boolean));
+    box.hidden = false;
+  }
+
+  function searchGraph(q) {
+    q = q.trim().toLowerCase();
+    if (!graph.doc || !q) {
+      graph.matches = [];
+      graph.query = '';
+      $('graph-found').textContent = '';
+      drawGraphSoon();
+      return;
+    }
+    if (q !== graph.query) {
+      graph.query = q;
+      graph.matches = [];
+      graph.doc.keys.forEach((k, i) => { if (k.toLowerCase().includes(q)) graph.matches.push(i); });
+      graph.match = -1;
+    }
+    if (!graph.matches.length) {
+      $('graph-found').textContent = 'No resource matches "' + q + '".';
+      selectNode(-1);
+      return;
+    }
+    graph.match = (graph.match + 1) % graph.matches.length;
+    $('graph-found').textContent = (graph.matches.length + ' match' + (graph.matches.length === 1 ? '' : 'es') + '; showing ' + (graph.match + 1) +
+      (graph.matches.length > 1 ? ' (Find again for the next)' : '') + '.');
+    selectNode(graph.matches[graph.match], true);
+  }
+
+  function zoomGraph(f, px, py) {
+    const { w, h } = graphCanvas();
+    if (px === undefined) { px = w / 2; py = h / 2; }
+    const ns = Math.min(8, Math.max(0.005, graph.scale * f));
+    graph.tx = px - (px - graph.tx) * (ns / graph.scale);
+    graph.ty = py - (py - graph.ty) * (ns / graph.scale);
+    graph.scale = ns;
+    drawGraphSoon();
+  }
+
+  function wireGraph() {
+    const c = $('graph-canvas');
+    let drag = null;
+    c.addEventListener('pointerdown', (ev) => {
+      drag = { x: ev.clientX, y: ev.clientY, tx: graph.tx, ty: graph.ty, moved: false };
+      c.setPointerCapture(ev.pointerId);
+    });
+    c.addEventListener('pointermove', (ev) => {
+      if (!drag) return;
+      const dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
+      if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+      graph.tx = drag.tx + dx;
+      graph.ty = drag.ty + dy;
+      drawGraphSoon();
+    });
+    c.addEventListener('pointerup', (ev) => {
+      const d = drag;
+      drag = null;
+      if (d && !d.moved && graph.n) {
+        const rect = c.getBoundingClientRect();
+        selectNode(nodeAt(ev.clientX - rect.left, ev.clientY - rect.top), false);
+      }
+    });
+    c.addEventListener('wheel', (ev) => {
+      ev.preventDefault();
+      const rect = c.getBoundingClientRect();
+      zoomGraph(Math.exp(-ev.deltaY * 0.0015), ev.clientX - rect.left, ev.clientY - rect.top);
+    }, { passive: false });
+    c.addEventListener('keydown', (ev) => {
+      const step = 60;
+      const moves = { ArrowLeft: [step, 0], ArrowRight: [-step, 0], ArrowUp: [0, step], ArrowDown: [0, -step] };
+      if (moves[ev.key]) { graph.tx += moves[ev.key][0]; graph.ty += moves[ev.key][1]; drawGraphSoon(); ev.preventDefault(); }
+      else if (ev.key === '+' || ev.key === '=') zoomGraph(1.25);
+      else if (ev.key === '-') zoomGraph(0.8);
+      else if (ev.key === 'Escape') selectNode(-1);
+    });
+    $('g-zoomin').addEventListener('click', () => zoomGraph(1.25));
+    $('g-zoomout').addEventListener('click', () => zoomGraph(0.8));
+    $('g-fit').addEventListener('click', () => { fitGraph(); drawGraphSoon(); });
+    $('graph-search').addEventListener('submit', (ev) => { ev.preventDefault(); searchGraph($('g-search').value); });
+    window.addEventListener('resize', drawGraphSoon);
+  }
+
   // ---- refresh loop ---------------------------------------------------
 
   function setAlert(msg) {
@@ -832,6 +1382,8 @@
     if (route.view === 'resources') jobs.push(loadResources());
     if (route.view === 'detail') jobs.push(loadDetail());
     if (route.view === 'runs') jobs.push(loadRuns());
+    if (route.view === 'run') jobs.push(loadRun());
+    if (route.view === 'graph') jobs.push(loadGraph());
     if (route.view === 'plan') jobs.push(loadPlan());
     await Promise.all(jobs);
     const runs = await loadLastRuns();
@@ -842,7 +1394,7 @@
     const r = $('refreshed');
     r.replaceChildren('Updated ' + lastOK.toLocaleTimeString());
     if (last) {
-      r.append(' · last run ', el('a', { href: '#runs', text: '#' + last.id }), ' ',
+      r.append(' · last run ', el('a', { href: '#run/' + last.id, text: '#' + last.id }), ' ',
         el('span', { class: 'badge outcome ' + (last.outcome || 'running'), text: last.outcome || 'running' }), ' ', timeEl(last.startedAt));
     } else {
       r.append(' · no run yet');
@@ -952,20 +1504,26 @@
     });
     $('f-ready').addEventListener('change', () => $('filters').requestSubmit());
     $('f-clear').addEventListener('click', () => { location.hash = '#resources'; });
+    let nameTimer = 0;
     $('f-name').addEventListener('input', () => {
-      // Client-side filter: no refetch, and no history entry per keystroke.
+      // The server filters by name; no history entry per keystroke, and
+      // one request once typing pauses.
       const f = filtersFromRoute();
       f.name = $('f-name').value.trim();
       history.replaceState(null, '', filterHash(f));
       route = parseHash();
-      renderResources(false);
+      clearTimeout(nameTimer);
+      nameTimer = setTimeout(() => refresh(true), 250);
     });
+    $('resources-more').addEventListener('click', loadMoreResources);
+    wireGraph();
     $('plan-unchanged').addEventListener('change', renderPlan);
     $('autorefresh').addEventListener('change', () => ($('autorefresh').checked ? refresh(true) : clearTimeout(timer)));
     document.addEventListener('visibilitychange', () => { if (!document.hidden) refresh(true); else clearTimeout(timer); });
     window.addEventListener('hashchange', () => {
       onRoute();
       if (route.view === 'detail') $('h-detail').focus();
+      if (route.view === 'run') $('h-run').focus();
     });
   }
 
