@@ -17,14 +17,22 @@
 //
 // # Routes
 //
-//	GET  /api/v1/resources                              {"items":[Resource...]}
+//	GET  /api/v1/resources                              {"items":[Resource...]} sorted by key, every match
 //	     ?namespace=team-a                              exact namespace
 //	     ?kind=StorageAccount | storage.azure.com/StorageAccount   (case-insensitive)
 //	     ?ready=true|false|unknown                      Ready condition status; no condition = unknown
-//	GET  /api/v1/resources/{namespace}/{kind}/{name}    Resource (with appliedBody); 404 not_found;
-//	GET  /api/v1/resources/{namespace}/{group}/{kind}/{name}   409 ambiguous_kind when a bare Kind
-//	                                                    matches several groups (e.g. FlexibleServer)
-//	GET  /api/v1/runs?limit=N                           {"items":[Run...]} newest first; default 50, 1..10000
+//	     ?name=acct                                     name contains (case-insensitive)
+//	     ?limit=500&continue=<token>                    one page: {"items":[...],"continue":"<token>"}; see Pages
+//	GET  /api/v1/resources/{namespace}/{kind}/{name}    Resource (with appliedBody, dependsOn, runs, lastChange);
+//	GET  /api/v1/resources/{namespace}/{group}/{kind}/{name}   404 not_found; 409 ambiguous_kind when a bare
+//	                                                    Kind matches several groups (e.g. FlexibleServer)
+//	GET  /api/v1/runs?limit=N&continue=<token>          {"items":[Run...],"applied","continue"} newest first;
+//	                                                    default 50, 1..10000
+//	GET  /api/v1/runs/{id}                              {"run":Run,"resources":[Touched...],"applied"}: the run and the
+//	                                                    resources it touched; 404 when unknown or pruned, 400 for a bad id
+//	GET  /api/v1/graph                                  Graph: every resource and its owner/reference edges
+//	GET  /api/v1/summary                                {"total","ready":{"True","False","Unknown"},"namespaces":[...],
+//	                                                    "kinds":["group/Kind"...]}
 //	GET  /api/v1/plan                                   the latest plan JSON exactly as the planner rendered it
 //	                                                    ({"revision","resources":[...]}); 404 not_found before the first plan
 //	POST /api/v1/sync                                   202 {"status":"accepted"}: a reconcile was triggered (see below:
@@ -45,6 +53,22 @@
 //	GET  /readyz                                        200 "ok", or 503 "not ready: <reason>" (text)
 //	GET  /metrics                                       Prometheus text format
 //
+// # Pages
+//
+// GET /api/v1/resources and GET /api/v1/runs page as the Kubernetes API
+// does: ?limit=N asks for at most N items (resources: 1..10000, default 500
+// once a continue token is given; runs: as before) and the answer carries
+// "continue", an opaque token, while more match; pass it back unchanged
+// with the same filters for the next page (another filter, or a token that
+// was altered, answers 400 bad_request). The last page has no "continue".
+// Pages are read in key order, each in its own transaction: a resource
+// stored during the whole listing is served exactly once even when others
+// are written between pages; one added or removed meanwhile may or may not
+// be. Without limit and continue, GET /api/v1/resources answers every match
+// as before ({"items":[...]}, no "continue"). Answers are streamed item by
+// item (the whole list is never one buffer); a state read failing midway
+// cuts the connection rather than ending the JSON.
+//
 // Every other path under /api/v1 answers 404, a wrong method 405, both as JSON
 // errors. Paths outside the API go to Options.UI when set.
 //
@@ -58,7 +82,14 @@
 //	          "reason","message","observedGeneration","lastTransitionTime"},
 //	 "outputs":{"<configmap>/<key>":"<value>"},       non-secret exports, with values
 //	 "secretOutputs":["<secret>/<key>"],               secret exports, by name only
-//	 "appliedBody":{...}}                              single-resource GET only; secret values redacted
+//	 "appliedBody":{...},                              single-resource GET only; secret values redacted
+//	 "dependsOn":["<key>"...],                         single-resource GET only: owner and references
+//	 "runs":[{"run","revision","startedAt","action","outcome","error"}...],   single-resource GET only: the runs
+//	                                                   that changed it or failed on it, newest first (at most 20)
+//	 "lastChange":{"revision","at","action","created","hiddenOnly",          single-resource GET only: the diff of
+//	               "diff":[{"path":"/properties/sku","op":"add|remove|replace","old","new"}...]}}
+//	                                                   its last applied change, both bodies redacted; hiddenOnly
+//	                                                   when only secret values changed
 //
 // The applied-body hash and secret export values are never served.
 //
@@ -72,6 +103,20 @@
 //
 // trigger is startup, interval, refresh, retry, api (POST /api/v1/sync or an
 // approval) or webhook.
+//
+// Touched (GET /api/v1/runs/{id}): a resource the run created, updated,
+// adopted, moved, deleted or detached, or failed on; up-to-date and
+// observed resources are not listed:
+//
+//	{"key":"<namespace>/<group>/<Kind>/<name>","action":"create|update|...","outcome":"applied|deleted|failed|skipped|...",
+//	 "error"}
+//
+// Graph (GET /api/v1/graph), in columns: node i is keys[i], ready[i] is its
+// Ready status as one letter (T, F, U); an edge [i,j] says node i depends
+// on node j, in owners when j is its ARM parent (j's ARM ID is a prefix of
+// i's), in references otherwise. 10,000 resources are about 0.6 MB:
+//
+//	{"keys":["<key>"...],"ready":"TTFU...","owners":[[i,j]...],"references":[[i,j]...]}
 //
 // Error (every 4xx/5xx of the JSON API):
 //
