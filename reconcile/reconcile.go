@@ -591,7 +591,10 @@ func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *record.Run) err
 				return err
 			}
 		}
-		return w.PutRun(run)
+		if err := w.PutRun(run); err != nil {
+			return err
+		}
+		return w.PutTouched(run, rec.touched)
 	})
 }
 
@@ -643,6 +646,9 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 	}
 	if rr.Outcome == executor.Applied || rr.Hash != "" {
 		// The PUT succeeded (even when an export after it failed).
+		if err := keepChange(w, prior, rr, rev, now); err != nil {
+			return err
+		}
 		s.ARMID, s.APIVersion = pr.ARMID, pr.APIVersion
 		s.AppliedHash, s.AppliedBody = rr.Hash, rr.Body
 		s.Revision = rev
