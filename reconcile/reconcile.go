@@ -178,7 +178,15 @@ func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 	if err != nil {
 		return snap, nil, fmt.Errorf("read credential secrets: %w", err)
 	}
-	g, err := planner.Build(snap, r.graphOptions(local))
+	opts := r.graphOptions(local)
+	if r.cfg.SubscriptionUnknown {
+		// Offline with no subscription named: the one the manifests' ARM
+		// IDs all name, rather than mixing the zero subscription with it.
+		if sub := manifestSubscription(snap.Objects); sub != "" {
+			opts.SubscriptionID = sub
+		}
+	}
+	g, err := planner.Build(snap, opts)
 	if l := diag.AsList(err); len(l) > 0 {
 		source.LocateFields(l, snap.Texts)
 	}
@@ -385,7 +393,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs}, opts)
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
-		return fmt.Errorf("%w: %s", ErrRefused, err)
+		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	rep.Plan, rep.observed = p, r.observed
 	r.observePlan(opts, p)
