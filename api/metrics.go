@@ -11,9 +11,8 @@ import (
 )
 
 // metricsHandler returns GET /metrics: opts.Metrics' registry (a registry of
-// its own when nil) with the state collector of s.db in it, in the
-// Prometheus text format (version 0.0.4, whatever the scraper accepts: serve
-// --leader-elect appends gitaso_leader to it as text).
+// its own when nil) with the state collector of s.db in it, in the format
+// the scraper asks for (the Prometheus text format by default).
 func (s *server) metricsHandler() http.HandlerFunc {
 	m := s.opts.Metrics
 	if m == nil {
@@ -24,8 +23,6 @@ func (s *server) metricsHandler() http.HandlerFunc {
 	}
 	h := m.Handler()
 	return func(w http.ResponseWriter, r *http.Request) {
-		r = r.Clone(r.Context())
-		r.Header.Del("Accept")
 		w.Header().Set("Cache-Control", "no-store")
 		h.ServeHTTP(w, r)
 	}

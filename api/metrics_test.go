@@ -294,6 +294,7 @@ func exportedFamilies(t *testing.T) map[string]bool {
 	m.ObserveARMRequest("Microsoft.Resources/resourceGroups", "PUT", 0, io.ErrUnexpectedEOF, time.Millisecond, 2)
 	m.Reconciled("ResourceGroup", "failed", true, time.Second)
 	m.Planned("interval", false, map[string]int{"create": 1})
+	m.SetLeader("default/gitaso")
 	mfs, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)

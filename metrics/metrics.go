@@ -43,6 +43,8 @@ type Metrics struct {
 
 	plans       *prometheus.CounterVec
 	planActions *prometheus.CounterVec
+
+	leader *prometheus.GaugeVec
 }
 
 // New returns a registry holding the Go runtime and process collectors and
@@ -106,13 +108,18 @@ func New() *Metrics {
 			Name: "gitaso_planned_actions_total",
 			Help: "Resource actions in the plans made (create, update, delete...), dry runs excluded.",
 		}, []string{"action"}),
+
+		leader: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gitaso_leader",
+			Help: "1 while this process holds its Lease and applies, 0 on a standby.",
+		}, []string{"lease"}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.armSuccess, m.armFailed, m.armTime, m.throttled, m.retries,
 		m.reconcileTotal, m.reconcileErrors, m.reconcileTerminal, m.reconcileTime, m.outcomes,
-		m.plans, m.planActions,
+		m.plans, m.planActions, m.leader,
 	)
 	return m
 }
@@ -210,3 +217,8 @@ func (m *Metrics) Planned(trigger string, dryRun bool, actions map[string]int) {
 		}
 	}
 }
+
+// SetLeader sets gitaso_leader{lease} to 1: this process holds the Lease
+// ("namespace/name") and applies (serve --leader-elect; a standby answers
+// /metrics itself with 0, and a leader that loses its Lease exits).
+func (m *Metrics) SetLeader(lease string) { m.leader.WithLabelValues(lease).Set(1) }

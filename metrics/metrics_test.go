@@ -124,3 +124,19 @@ func TestProcessAndGoCollectors(t *testing.T) {
 		}
 	}
 }
+
+func TestSetLeader(t *testing.T) {
+	m := metrics.New()
+	if n := testutil.CollectAndCount(m.Registry(), "gitaso_leader"); n != 0 {
+		t.Errorf("gitaso_leader before SetLeader: %d series", n)
+	}
+	m.SetLeader("default/gitaso")
+	want := `
+# HELP gitaso_leader 1 while this process holds its Lease and applies, 0 on a standby.
+# TYPE gitaso_leader gauge
+gitaso_leader{lease="default/gitaso"} 1
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "gitaso_leader"); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -343,7 +342,8 @@ func (s *settings) lead(ctx context.Context, e *env, h *haSettings, lo cluster.L
 	if err != nil {
 		return err
 	}
-	sw.set(withLeaderMetric(handler, lo))
+	e.metrics.SetLeader(lo.Namespace + "/" + lo.Name)
+	sw.set(handler)
 	e.log.Info("leading: state open, resuming operations in flight and applying", "lease", lo.Namespace+"/"+lo.Name, "after", time.Since(start).Round(time.Millisecond).String())
 	return r.Loop(ctx)
 }
@@ -479,50 +479,4 @@ func writePlain(w http.ResponseWriter, status int, body string) {
 func leaderMetric(lo cluster.LeaderOptions, v int) string {
 	return fmt.Sprintf("# HELP gitaso_leader 1 while this process holds its Lease and applies, 0 on a standby.\n# TYPE gitaso_leader gauge\ngitaso_leader{lease=%q} %d\n",
 		lo.Namespace+"/"+lo.Name, v)
-}
-
-// withLeaderMetric adds gitaso_leader 1 to the leader's /metrics.
-func withLeaderMetric(h http.Handler, lo cluster.LeaderOptions) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/metrics" || r.Method != http.MethodGet {
-			h.ServeHTTP(w, r)
-			return
-		}
-		b := &bufferedResponse{header: http.Header{}}
-		h.ServeHTTP(b, r)
-		for k, v := range b.header {
-			w.Header()[k] = v
-		}
-		if b.status == 0 {
-			b.status = http.StatusOK
-		}
-		if b.status == http.StatusOK {
-			b.body.WriteString(leaderMetric(lo, 1))
-			w.Header().Del("Content-Length")
-		}
-		w.WriteHeader(b.status)
-		_, _ = w.Write(b.body.Bytes())
-	})
-}
-
-// bufferedResponse holds a response to be amended before it is sent.
-type bufferedResponse struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (b *bufferedResponse) Header() http.Header { return b.header }
-
-func (b *bufferedResponse) WriteHeader(status int) {
-	if b.status == 0 {
-		b.status = status
-	}
-}
-
-func (b *bufferedResponse) Write(p []byte) (int, error) {
-	if b.status == 0 {
-		b.status = http.StatusOK
-	}
-	return b.body.Write(p)
 }
