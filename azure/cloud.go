@@ -30,6 +30,8 @@ const (
 	PublicARMEndpoint   = "https://management.azure.com"
 	PublicAuthorityHost = "https://login.microsoftonline.com/"
 	PublicARMAudience   = "https://management.azure.com"
+	// PublicKeyVaultDNSSuffix is Key Vault's DNS suffix in the public cloud.
+	PublicKeyVaultDNSSuffix = "vault.azure.net"
 )
 
 // Cloud names the endpoints gitaso talks to and the CA it trusts. Its JSON form
@@ -42,6 +44,12 @@ type Cloud struct {
 	CAFile         string `json:"caFile,omitempty"`
 	TenantID       string `json:"tenantId,omitempty"`
 	SubscriptionID string `json:"subscriptionId,omitempty"`
+	// KeyVaultDNSSuffix is the cloud's Key Vault DNS suffix (vault.azure.net
+	// in the public cloud, vault.azure.cn, vault.usgovcloudapi.net); SOPS
+	// files' azure_kv vaults must lie under it, and gitaso's Key Vault token
+	// is for https://{suffix}. Empty in a configuration file: the public
+	// cloud's.
+	KeyVaultDNSSuffix string `json:"keyVaultDnsSuffix,omitempty"`
 }
 
 // PublicCloud returns Azure's public cloud.
@@ -51,6 +59,8 @@ func PublicCloud() Cloud {
 		ARMEndpoint:   PublicARMEndpoint,
 		AuthorityHost: PublicAuthorityHost,
 		Audience:      PublicARMAudience,
+
+		KeyVaultDNSSuffix: PublicKeyVaultDNSSuffix,
 	}
 }
 

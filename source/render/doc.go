@@ -67,16 +67,29 @@
 //
 // # SOPS
 //
-// With Options.AgeIdentities (gitaso --sops-age-key-file, default
-// $SOPS_AGE_KEY_FILE), every YAML or JSON document carrying a top-level
-// SOPS stanza is decrypted before the kustomize builds and substitution, as
-// Flux's decryption provider sops does for age keys (see sops.go; gitaso
-// does not import SOPS). The MAC is checked on the file as committed (Flux
-// skips that check), so a file changed after encryption is refused: edit
-// encrypted files with "sops edit". Values keep their lines. Without
-// identities an encrypted document is an error naming its file. Not
-// supported: KMS/PGP/Vault keys, Shamir key groups, SSH age keys, the
-// comment regexes, and SOPS-encrypted files inside Secret data entries.
+// Every YAML or JSON document carrying a top-level SOPS stanza is decrypted
+// before the kustomize builds and substitution, as Flux's decryption
+// provider sops does, with the keys gitaso was given (sops.go, sops_keys.go;
+// gitaso does not import SOPS):
+//
+//   - age: Options.AgeIdentities (gitaso --sops-age-key-file, default
+//     $SOPS_AGE_KEY_FILE);
+//   - PGP: Options.PGPKeys (gitaso --sops-pgp-keys, a key file or a directory
+//     of *.asc files as Flux's sops-gpg Secret holds), in process with
+//     ProtonMail/go-crypto: no gpg binary, no agent, no passphrase;
+//   - Azure Key Vault: Options.KeyVault (NewAzureKeyVault, sops_azkv.go),
+//     which calls Key Vault's decrypt operation with RSA-OAEP-256, as SOPS's
+//     azkv key source does, signed in with gitaso's global Azure credential
+//     (workload identity included) for https://{Key Vault DNS suffix}.
+//
+// A file whose key group names several keys opens with the first one gitaso
+// holds (age and PGP before Key Vault); an error lists the file's keys and
+// the kinds of key gitaso was given, never a key or a value. The MAC is
+// checked on the file as committed (Flux skips that check), so a file
+// changed after encryption is refused: edit encrypted files with "sops
+// edit". Values keep their lines. Not supported: AWS/GCP KMS, HashiCorp
+// Vault and HuaweiCloud keys, Shamir key groups, SSH age keys, the comment
+// regexes, and SOPS-encrypted files inside Secret data entries.
 //
 // # Limits
 //

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"filippo.io/age"
+	"github.com/ProtonMail/go-crypto/openpgp"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gitaso/gitaso/internal/diag"
@@ -60,6 +61,14 @@ type Options struct {
 	// kustomize builds and substitution. Without identities such a document
 	// is an error. See LoadAgeIdentities.
 	AgeIdentities []age.Identity
+	// PGPKeys decrypt SOPS documents encrypted for PGP keys (sops.pgp),
+	// in process, as Flux's sops-gpg Secret does: keys with their private
+	// part, without a passphrase. See LoadPGPKeys.
+	PGPKeys openpgp.EntityList
+	// KeyVault decrypts SOPS documents encrypted with Azure Key Vault keys
+	// (sops.azure_kv) through Key Vault's data plane; nil: such a document
+	// opens only with another of its keys. See NewAzureKeyVault.
+	KeyVault SOPSKeyVault
 
 	// Flux follows the kustomize.toolkit.fluxcd.io Kustomization objects
 	// rendered from FluxPath, as Flux's kustomize-controller would (see

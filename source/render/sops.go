@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"filippo.io/age"
-	"filippo.io/age/armor"
 	"gopkg.in/yaml.v3"
 
 	"github.com/gitaso/gitaso/internal/diag"
@@ -67,28 +66,19 @@ func hasSOPSStanza(text string) bool {
 
 // sopsMeta is the part of a document's sops stanza gitaso uses.
 type sopsMeta struct {
-	Age       []sopsAgeKey `yaml:"age"`
-	KeyGroups []struct {
-		Age []sopsAgeKey `yaml:"age"`
-	} `yaml:"key_groups"`
-	ShamirThreshold         int    `yaml:"shamir_threshold"`
-	LastModified            string `yaml:"lastmodified"`
-	MAC                     string `yaml:"mac"`
-	UnencryptedSuffix       string `yaml:"unencrypted_suffix"`
-	EncryptedSuffix         string `yaml:"encrypted_suffix"`
-	UnencryptedRegex        string `yaml:"unencrypted_regex"`
-	EncryptedRegex          string `yaml:"encrypted_regex"`
-	UnencryptedCommentRegex string `yaml:"unencrypted_comment_regex"`
-	EncryptedCommentRegex   string `yaml:"encrypted_comment_regex"`
-	MACOnlyEncrypted        bool   `yaml:"mac_only_encrypted"`
-	Version                 string `yaml:"version"`
-	// Other key types, only to say why gitaso cannot decrypt.
-	KMS   []any `yaml:"kms"`
-	GCP   []any `yaml:"gcp_kms"`
-	AzKV  []any `yaml:"azure_kv"`
-	Vault []any `yaml:"hc_vault"`
-	PGP   []any `yaml:"pgp"`
-	HCKMS []any `yaml:"hckms"`
+	sopsKeyGroup            `yaml:",inline"`
+	KeyGroups               []sopsKeyGroup `yaml:"key_groups"`
+	ShamirThreshold         int            `yaml:"shamir_threshold"`
+	LastModified            string         `yaml:"lastmodified"`
+	MAC                     string         `yaml:"mac"`
+	UnencryptedSuffix       string         `yaml:"unencrypted_suffix"`
+	EncryptedSuffix         string         `yaml:"encrypted_suffix"`
+	UnencryptedRegex        string         `yaml:"unencrypted_regex"`
+	EncryptedRegex          string         `yaml:"encrypted_regex"`
+	UnencryptedCommentRegex string         `yaml:"unencrypted_comment_regex"`
+	EncryptedCommentRegex   string         `yaml:"encrypted_comment_regex"`
+	MACOnlyEncrypted        bool           `yaml:"mac_only_encrypted"`
+	Version                 string         `yaml:"version"`
 
 	unencryptedRE, encryptedRE *regexp.Regexp
 }
@@ -118,6 +108,12 @@ var encCommentRE = regexp.MustCompile(`#\s*ENC\[AES256_GCM,data:[^\],]*,iv:[^\],
 // *diag.Error with Line relative to text (1 = its first line) and never hold
 // a decrypted value.
 func decryptSOPS(text string, ids []age.Identity) (out string, ok bool, derr *diag.Error) {
+	return decryptSOPSWith(context.Background(), text, &sopsKeys{age: ids})
+}
+
+// decryptSOPSWith is decryptSOPS with every kind of key gitaso was given:
+// the data key opens with whichever of the file's keys gitaso holds.
+func decryptSOPSWith(ctx context.Context, text string, keys *sopsKeys) (out string, ok bool, derr *diag.Error) {
 	if !hasSOPSStanza(text) {
 		return text, false, nil
 	}
@@ -164,7 +160,7 @@ func decryptSOPS(text string, ids []age.Identity) (out string, ok bool, derr *di
 		}
 	}
 
-	key, derr := sopsDataKey(&meta, ids)
+	key, derr := sopsDataKey(ctx, &meta, keys)
 	if derr != nil {
 		derr.Line = stanzaKey.Line
 		return "", true, derr
@@ -298,58 +294,6 @@ func decryptSOPS(text string, ids []age.Identity) (out string, ok bool, derr *di
 }
 
 func dotted(path []string) string { return strings.Join(path, ".") }
-
-// sopsDataKey opens the data key with the first age stanza one of ids opens.
-func sopsDataKey(meta *sopsMeta, ids []age.Identity) ([]byte, *diag.Error) {
-	if len(meta.KeyGroups) > 1 {
-		return nil, &diag.Error{Field: "sops.key_groups", Msg: "SOPS files with several key groups (Shamir secret sharing) are not supported by gitaso"}
-	}
-	keys := meta.Age
-	for _, g := range meta.KeyGroups {
-		keys = append(keys, g.Age...)
-	}
-	if len(keys) == 0 {
-		var other []string
-		for name, l := range map[string]int{"kms": len(meta.KMS), "gcp_kms": len(meta.GCP), "azure_kv": len(meta.AzKV), "hc_vault": len(meta.Vault), "pgp": len(meta.PGP), "hckms": len(meta.HCKMS)} {
-			if l > 0 {
-				other = append(other, name)
-			}
-		}
-		return nil, &diag.Error{Field: "sops", Msg: fmt.Sprintf("SOPS file has no age recipient (key types: %s); gitaso decrypts age only", strings.Join(sortedStrings(other), ", "))}
-	}
-	recipients := make([]string, len(keys))
-	for i, k := range keys {
-		recipients[i] = k.Recipient
-	}
-	if len(ids) == 0 {
-		return nil, &diag.Error{Field: "sops", Msg: fmt.Sprintf("SOPS-encrypted, but no age identity is configured: give its key with --sops-age-key-file or SOPS_AGE_KEY_FILE (recipients: %s)", strings.Join(recipients, ", "))}
-	}
-	var errs []error
-	for _, k := range keys {
-		r, err := age.Decrypt(armor.NewReader(strings.NewReader(k.Enc)), ids...)
-		if err != nil {
-			var nm *age.NoIdentityMatchError
-			if !errors.As(err, &nm) {
-				errs = append(errs, fmt.Errorf("recipient %s: %w", k.Recipient, err))
-			}
-			continue
-		}
-		var b bytes.Buffer
-		if _, err := b.ReadFrom(r); err != nil {
-			errs = append(errs, fmt.Errorf("recipient %s: %w", k.Recipient, err))
-			continue
-		}
-		if b.Len() != 32 {
-			errs = append(errs, fmt.Errorf("recipient %s: data key of %d bytes, want 32", k.Recipient, b.Len()))
-			continue
-		}
-		return b.Bytes(), nil
-	}
-	if len(errs) > 0 {
-		return nil, &diag.Error{Field: "sops.age", Msg: "cannot open the SOPS data key", Err: errors.Join(errs...)}
-	}
-	return nil, &diag.Error{Field: "sops.age", Err: fmt.Errorf("%w (recipients: %s)", ErrSOPSNoIdentity, strings.Join(recipients, ", "))}
-}
 
 func sortedStrings(s []string) []string {
 	for i := 1; i < len(s); i++ {
@@ -626,7 +570,7 @@ func (r *Renderer) decrypt(ctx context.Context, files []source.File, lim source.
 		docs := splitDocuments(f.Data)
 		changed := false
 		for j, d := range docs {
-			text, ok, derr := decryptSOPS(d.text, r.opts.AgeIdentities)
+			text, ok, derr := decryptSOPSWith(ctx, d.text, r.sopsKeys())
 			if derr != nil {
 				derr.File = f.Path
 				if derr.Line > 0 {
