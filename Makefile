@@ -17,7 +17,8 @@ build:
 
 ## test: every test with the race detector (conformance tests read $(SHARED) and skip without it)
 test:
-	GITASO_SHARED=$(SHARED) $(GO) test -race -count=1 -timeout 30m -tags '$(TAGS)' ./...
+	rc=0; GITASO_SHARED=$(SHARED) $(GO) test -race -count=1 -timeout 30m -tags '$(TAGS)' ./... || rc=$$?; \
+	GITASO_SHARED=$(SHARED) bash scripts/test-skips.sh; exit $$rc
 
 test-short:
 	GITASO_SHARED=$(SHARED) $(GO) test -count=1 -short ./...

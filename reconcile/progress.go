@@ -69,8 +69,10 @@ type recorder struct {
 	// ended are the keys of operations that ended, forgotten with the next
 	// write.
 	ended []string
-	done  chan struct{}
-	wg    sync.WaitGroup
+	// touched lists what the run did, stored with the run (write only).
+	touched []record.Touched
+	done    chan struct{}
+	wg      sync.WaitGroup
 }
 
 func newRecorder(r *Reconciler, prior map[string]record.Resource, rev string) *recorder {
@@ -165,6 +167,9 @@ func (rec *recorder) write(w *state.Writer) error {
 		}
 		if err := recordOne(w, rr, prior, rec.rev, now); err != nil {
 			return err
+		}
+		if t, ok := touchedOf(rr); ok {
+			rec.touched = append(rec.touched, t)
 		}
 	}
 	return nil

@@ -178,7 +178,15 @@ func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 	if err != nil {
 		return snap, nil, fmt.Errorf("read credential secrets: %w", err)
 	}
-	g, err := planner.Build(snap, r.graphOptions(local))
+	opts := r.graphOptions(local)
+	if r.cfg.SubscriptionUnknown {
+		// Offline with no subscription named: the one the manifests' ARM
+		// IDs all name, rather than mixing the zero subscription with it.
+		if sub := manifestSubscription(snap.Objects); sub != "" {
+			opts.SubscriptionID = sub
+		}
+	}
+	g, err := planner.Build(snap, opts)
 	if l := diag.AsList(err); len(l) > 0 {
 		source.LocateFields(l, snap.Texts)
 	}
@@ -385,7 +393,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs}, opts)
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
-		return fmt.Errorf("%w: %s", ErrRefused, err)
+		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	rep.Plan, rep.observed = p, r.observed
 	r.observePlan(opts, p)
@@ -591,7 +599,10 @@ func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *record.Run) err
 				return err
 			}
 		}
-		return w.PutRun(run)
+		if err := w.PutRun(run); err != nil {
+			return err
+		}
+		return w.PutTouched(run, rec.touched)
 	})
 }
 
@@ -643,6 +654,9 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 	}
 	if rr.Outcome == executor.Applied || rr.Hash != "" {
 		// The PUT succeeded (even when an export after it failed).
+		if err := keepChange(w, prior, rr, rev, now); err != nil {
+			return err
+		}
 		s.ARMID, s.APIVersion = pr.ARMID, pr.APIVersion
 		s.AppliedHash, s.AppliedBody = rr.Hash, rr.Body
 		s.Revision = rev

@@ -17,6 +17,15 @@ eport=${DEMO_EMULATOR_PORT:-8443}
 aport=${DEMO_API_PORT:-8080}
 api="http://127.0.0.1:$aport"
 
+# A port something else listens on fails now, naming it, not after minutes of waiting.
+for p in "$eport:DEMO_EMULATOR_PORT:the emulator" "$aport:DEMO_API_PORT:gitaso's API and status page"; do
+  IFS=: read -r port var what <<<"$p"
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "port $port ($what) is already in use on 127.0.0.1; free it or choose another: $var=<port> make demo" >&2
+    exit 1
+  fi
+done
+
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
@@ -75,7 +84,8 @@ say "starting gitaso serve on $api"
 "$bin" serve --repo "$work/repo" --branch main --cache-dir "$work/cache" --state "$work/gitaso.db" \
   --substitute-from platform/platform-vars --substitute-from ConfigMap/platform/team-a-vars --substitute-strict \
   --listen "127.0.0.1:$aport" --interval 2s --sync-period 5m --log-level info >"$work/gitaso.out" 2>"$work/gitaso.log" &
-pids+=($!)
+serve_pid=$!
+pids+=("$serve_pid")
 
 ready_count() { # prints "<ready> <total>" for a namespace
   local body; body=$(curl -fsS "$api/api/v1/resources?namespace=$1" 2>/dev/null) || { echo "0 0"; return; }
@@ -84,6 +94,11 @@ ready_count() { # prints "<ready> <total>" for a namespace
 wait_ready() { # namespace expected-count
   local r t
   for _ in $(seq 1 300); do
+    if ! kill -0 "$serve_pid" 2>/dev/null; then
+      echo "gitaso serve has exited; the end of $work/gitaso.log:" >&2
+      tail -n 5 "$work/gitaso.log" >&2
+      return 1
+    fi
     read -r r t < <(ready_count "$1")
     if [ "$t" -ge "$2" ] && [ "$r" -eq "$t" ]; then echo "$1: $r/$t resources Ready"; return 0; fi
     sleep 0.5
@@ -112,7 +127,7 @@ gitaso is running. Look at:
   curl -s $api/api/v1/runs                 # runs and their revisions
   curl -s $api/api/v1/plan                 # the latest plan (JSON interface)
   curl -s -X POST -H 'Content-Type: application/json' $api/api/v1/sync   # reconcile now, reading Azure back
-  $bin plan --dir $work/repo --offline --substitute-from platform/platform-vars --substitute-from ConfigMap/platform/team-a-vars --substitute-strict
+  $bin plan --dir $work/repo --offline --subscription $AZURE_SUBSCRIPTION_ID --substitute-from platform/platform-vars --substitute-from ConfigMap/platform/team-a-vars --substitute-strict
                                            # the plan as text, without Azure
 Change a manifest and commit; the next poll (2 s) applies exactly that change:
   cd $work/repo && sed -i 's/maxDeliveryCount: 10/maxDeliveryCount: 5/' team-a/servicebus.yaml && git commit -qam 'fewer retries'

@@ -233,12 +233,19 @@ func (g *Git) Fetch(ctx context.Context) (*manifest.Snapshot, error) {
 	if err != nil && !errors.As(err, &rerr) {
 		return nil, err // I/O or cancellation: try again next time
 	}
+	// One line per revision: reading the same one again (its charts
+	// re-rendered, values known after apply) is Debug.
+	same := rev == g.lastRev && (err != nil) == (g.lastErr != nil) &&
+		(snap == nil || g.last == nil || snap.Revision == g.last.Revision)
 	g.lastRev, g.last, g.lastErr = rev, snap, err
 	attrs := []any{"url", g.display, "branch", g.followed(), "revision", rev, "transferred", fetched,
 		"duration", time.Since(start).Round(time.Millisecond)}
-	if err != nil {
+	switch {
+	case same:
+		g.log.DebugContext(ctx, "git revision read again", attrs...)
+	case err != nil:
 		g.log.WarnContext(ctx, "git revision refused", append(attrs, "errors", len(rerr.Errors))...)
-	} else {
+	default:
 		g.log.InfoContext(ctx, "git revision read", append(attrs, "objects", len(snap.Objects), "ignored", len(snap.Ignored))...)
 	}
 	return snap, err

@@ -38,6 +38,11 @@ type faultsWire struct {
 //	POST /_admin/serviceaccounttoken {"issuer","subject","audiences":[…],"lifetime":"1h"} → {"token","issuer"}
 //	GET  /_admin/info              endpoints and IDs
 //	PATCH /_admin/resource         {"id","properties":{…}} merged into a stored resource (SetResourceProperties)
+//	PUT  /_admin/resource          {"id","body":{…},"caller","apiVersion"} a write outside gitaso (WriteOutOfBand)
+//	DELETE /_admin/resource?id=…&caller=…  a delete outside gitaso (DeleteOutOfBand)
+//	GET  /_admin/answers?type=T    the table of Azure's answers for type T (RecordedAnswers) and its provenance
+//
+// Every admin write to a resource shows in the Activity Log (activity.go) with caller AdminCaller unless named.
 func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	ip := net.ParseIP(host)
@@ -91,6 +96,19 @@ func (e *Emulator) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, fw)
 	case "PATCH /_admin/resource":
 		e.serveAdminResource(w, decode)
+	case "PUT /_admin/resource", "DELETE /_admin/resource":
+		e.serveAdminOutOfBand(w, r, decode) // drift.go
+	case "GET /_admin/answers":
+		out := map[string]any{"provenance": AnswerTableProvenance()}
+		if typ := r.URL.Query().Get("type"); typ != "" {
+			row, ok := RecordedAnswers(typ)
+			if !ok {
+				writeARMError(w, http.StatusNotFound, "NotFound", "the table of recorded answers does not know type "+typ)
+				return
+			}
+			out["type"] = row
+		}
+		writeJSON(w, http.StatusOK, out)
 	case "GET /_admin/stats":
 		writeJSON(w, http.StatusOK, e.Stats())
 	case "POST /_admin/reset":

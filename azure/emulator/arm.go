@@ -99,6 +99,12 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, info *reqInf
 			return
 		}
 	}
+	if r.Method == http.MethodGet && isActivityLogPath(p) {
+		e.serveActivityLog(w, r, p, claims, info) // activity.go
+		return
+	}
+	w, recorded := e.trackWrite(w, r, p, claims) // the Activity Log (activity.go)
+	defer recorded()
 	if e.serveBehaviour(w, r, p, claims, info) { // hooks.go
 		return
 	}

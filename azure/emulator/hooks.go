@@ -93,6 +93,7 @@ func (e *Emulator) SetResourceProperties(id string, props map[string]any) error 
 		e.syncEmbedded(res.parentKey)
 	}
 	e.markDirty()
+	e.recordAdminWrite(res.ID, "write", "") // the Activity Log shows the change (activity.go)
 	return nil
 }
 

@@ -131,6 +131,7 @@ const maxFinishedOps = 10000
 
 func (e *Emulator) finishOp(op *operation, status string, now time.Time) {
 	op.status, op.end = status, now
+	e.activityOpEnded(op) // activity.go
 	delete(e.inflight, op.ID)
 	e.pending.Add(-1)
 	e.finished = append(e.finished, op.ID)

@@ -47,6 +47,8 @@ type Emulator struct {
 	hostMI   *principal
 	// deletedVaults are soft-deleted Key Vaults by lower-cased name (vault names are global).
 	deletedVaults map[string]*deletedVault
+	// activity is the Activity Log of control-plane writes (activity.go).
+	activity activityLog
 
 	latMu          sync.RWMutex
 	latency        map[string]time.Duration

@@ -301,3 +301,39 @@ func TestSubstituteValuesKeepCommas(t *testing.T) {
 	write(t, filepath.Dir(cfg), "config.yaml", "substitute:\n  - OWNERS=alice,bob\nsubstitute-from:\n  - platform/missing-vars,optional\n")
 	check("config", "--config", cfg)
 }
+
+// An offline plan with no subscription given plans in the one the
+// manifests' ARM IDs name, never mixing the zero subscription with it.
+func TestOfflinePlanTakesTheManifestsSubscription(t *testing.T) {
+	dir := t.TempDir()
+	sub := "5b4e6ad4-0000-4000-8000-00000000e002"
+	t.Setenv("AZURE_SUBSCRIPTION_ID", "")
+	for _, ns := range []string{"platform", "team-a"} {
+		files, err := filepath.Glob(filepath.Join("../../examples/onboarding", ns, "*.yaml"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("examples: %v", err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(b)
+			if filepath.Base(f) == "platform-vars.yaml" {
+				text = strings.Replace(text, `SUBSCRIPTION_ID: "00000000-0000-0000-0000-000000000000"`, `SUBSCRIPTION_ID: "`+sub+`"`, 1)
+				if !strings.Contains(text, sub) {
+					t.Fatal("platform-vars.yaml: SUBSCRIPTION_ID not found")
+				}
+			}
+			write(t, dir, filepath.Join(ns, filepath.Base(f)), text)
+		}
+	}
+	out, stderr, err := run(t, "plan", "--offline", "--dir", dir, "-o", "json",
+		"--substitute-from", "platform/platform-vars", "--substitute-from", "ConfigMap/platform/team-a-vars")
+	if exitCode(err) != 2 {
+		t.Fatalf("exit %d (%v)\n%s", exitCode(err), err, stderr)
+	}
+	if n := strings.Count(out, "/subscriptions/"+sub); n == 0 || strings.Contains(out, "/subscriptions/00000000-0000-0000-0000-000000000000") {
+		t.Errorf("%d ARM IDs in %s, and the zero subscription is there too:\n%s", n, sub, out)
+	}
+}
