@@ -453,6 +453,11 @@ func (e *Emulator) serveDelete(w http.ResponseWriter, p armPath, c *accessClaims
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	if aerr := e.refuseDelete(res); aerr != nil { // network.go
+		e.mu.Unlock()
+		e.writeErr(w, info, aerr)
+		return
+	}
 	ans := e.answerFor(typeKey, p.ID, writeDelete) // armtable.go
 	if ans.Status != http.StatusAccepted {
 		body := res.body

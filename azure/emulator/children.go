@@ -260,9 +260,10 @@ func (e *Emulator) reconcileEmbedded(parentID, typeKey string, body map[string]a
 		}
 		cp, _ := m["properties"].(map[string]any)
 		child := map[string]any{"properties": deepCopyJSON(cp)}
-		e.finishBody(p, child, old, "Succeeded")
+		state := embeddedState(getString(body, "properties", "provisioningState")) // provisioned with the parent (network.go)
+		e.finishBody(p, child, old, state)
 		res := newResource(p, "", mustJSON(child))
-		res.state = "Succeeded"
+		res.state = state
 		e.store.put(res)
 	}
 	for _, c := range e.store.childrenOf(parentKey, childType) {

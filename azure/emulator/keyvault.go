@@ -130,7 +130,8 @@ func (e *Emulator) serveDeletedVault(w http.ResponseWriter, r *http.Request, p a
 		d = nil
 	}
 	var op *operation
-	if d != nil && purge {
+	protected := d != nil && purge && d.json()["properties"].(map[string]any)["purgeProtectionEnabled"] == true
+	if d != nil && purge && !protected {
 		delete(e.deletedVaults, strings.ToLower(dp.Name))
 		e.markDirty()
 		// The purge completes at the first poll: its operation tracks a resource no longer stored.
@@ -139,6 +140,11 @@ func (e *Emulator) serveDeletedVault(w http.ResponseWriter, r *http.Request, p a
 	e.mu.Unlock()
 	if d == nil {
 		e.writeErr(w, info, newARMError(http.StatusNotFound, "ResourceNotFound", "The Resource '%s' was not found. For more details please go to https://aka.ms/ARMResourceNotFoundFix", resourcePath(id)))
+		return
+	}
+	if protected {
+		// Purge protection: the vault is purged only when its retention ends (scheduledPurgeDate).
+		e.writeErr(w, info, newARMError(http.StatusMethodNotAllowed, "MethodNotAllowed", "Operation 'DeletedVaultPurge' is not allowed."))
 		return
 	}
 	if purge {
@@ -173,4 +179,25 @@ func (e *Emulator) serveDeletedVaultList(w http.ResponseWriter, p armPath, c *ac
 	}
 	e.mu.RUnlock()
 	writeJSON(w, http.StatusOK, map[string]any{"value": values})
+}
+
+// prepareVaultProperties applies Key Vault's irreversible settings to a create or an update (old is nil on create):
+// soft delete cannot be turned off, purge protection cannot be set to false (on a create either: Azure accepts
+// only true or nothing), and a vault that has purge protection keeps it when a PUT omits it.
+func prepareVaultProperties(body, old map[string]any) *armError {
+	props, _ := body["properties"].(map[string]any)
+	if props == nil {
+		return nil
+	}
+	if v, ok := props["enableSoftDelete"]; ok && v == false {
+		return newARMError(http.StatusBadRequest, "BadRequest", "The property \"enableSoftDelete\" cannot be set to false. Enabling the soft delete for a vault is an irreversible action.")
+	}
+	v, set := props["enablePurgeProtection"]
+	if set && v == false {
+		return newARMError(http.StatusBadRequest, "BadRequest", "The property \"enablePurgeProtection\" cannot be set to false. Enabling the purge protection for a vault is an irreversible action.")
+	}
+	if was, _ := getPath(old, "properties", "enablePurgeProtection"); was == true && (!set || v == nil) {
+		props["enablePurgeProtection"] = true
+	}
+	return nil
 }

@@ -197,6 +197,11 @@ func (e *Emulator) setState(res *resource, state string) {
 		return
 	}
 	ensureObject(m, "properties")["provisioningState"] = state
+	if prop := embeddedCollections[res.typeKey]; prop != "" && e.store.get(res.key) == res {
+		// Children written with the parent are provisioned with its operation (network.go).
+		e.setEmbeddedStates(res.key, embeddedChildType(res.typeKey), state)
+		m["properties"].(map[string]any)[prop] = e.renderEmbedded(res.key, embeddedChildType(res.typeKey))
+	}
 	res.body = mustJSON(m)
 	res.state = state
 	if isEmbeddedChild(res.typeKey) && e.store.get(res.key) == res {

@@ -214,6 +214,16 @@ func (e *Emulator) prepareTypeSpecific(p armPath, typeKey string, body, old map[
 		}
 	}
 	switch typeKey {
+	case vaultTypeKey:
+		if err := prepareVaultProperties(body, old); err != nil { // keyvault.go
+			return err
+		}
+	case vnetTypeKey:
+		if old != nil {
+			if err := e.refuseSubnetRemoval(p, body); err != nil { // network.go
+				return err
+			}
+		}
 	case raTypeKey:
 		_, err := e.prepareRoleAssignment(p, body, old)
 		return err
