@@ -81,6 +81,7 @@ func (s *settings) startAutoplan(ctx context.Context, e *env) (func(), error) {
 	}
 	opts := azure.DefaultOptions()
 	opts.Logger = e.log
+	opts.Metrics = e.metrics // the pull requests' plans read Azure too
 	readOnly, err := azure.ReadOnly(cloud, opts)
 	if err != nil {
 		return nil, fmt.Errorf("--autoplan: %w", err)
