@@ -104,6 +104,10 @@ func RunCommand(ctx context.Context, opts CommandOptions, stdout io.Writer) erro
 		}
 	}
 	idEndpoint, idHeader := e.ManagedIdentityEndpoint()
+	proxyURL, err := e.StartLoginProxy()
+	if err != nil {
+		return fmt.Errorf("emulator: %w", err)
+	}
 	lines := []string{
 		"# gitaso emulator: ARM " + e.ARMEndpoint() + ", tenant " + e.TenantID(),
 		"export AZURE_TENANT_ID=" + e.TenantID(),
@@ -119,6 +123,10 @@ func RunCommand(ctx context.Context, opts CommandOptions, stdout io.Writer) erro
 		"# export SSL_CERT_FILE=" + caFile,
 		"# Managed identity (App Service protocol), for experiments:",
 		"# export IDENTITY_ENDPOINT=" + idEndpoint + " IDENTITY_HEADER=" + idHeader,
+		"# Azure CLI (MSAL asks login.microsoftonline.com to validate any other login host; this proxy sends it here):",
+		"# export REQUESTS_CA_BUNDLE=" + caFile + " HTTPS_PROXY=" + proxyURL + " AZURE_CONFIG_DIR=$PWD/.azure",
+		"# az cloud register -n gitaso --endpoint-resource-manager " + e.ARMEndpoint() + "/ --suffix-keyvault-dns .vault.azure.net && az cloud set -n gitaso",
+		"# az login --service-principal -u $AZURE_CLIENT_ID -p $AZURE_CLIENT_SECRET --tenant $AZURE_TENANT_ID",
 	}
 	for _, name := range opts.Registries {
 		host := e.RegistryHost(name)

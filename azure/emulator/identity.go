@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -294,6 +295,11 @@ func (e *Emulator) serveEntra(w http.ResponseWriter, r *http.Request, info *reqI
 	case "discovery/v2.0/keys", "discovery/keys":
 		writeJSON(w, http.StatusOK, e.tokens.jwks())
 	case "discovery/instance":
+		// MSAL asks {host}/common/discovery/instance?authorization_endpoint=https://{host}/{tenant}/oauth2/v2.0/authorize
+		// and reads the tenant's discovery document from the answer: the tenant is the authorization endpoint's.
+		if t := tenantOfAuthorizationEndpoint(r.URL.Query().Get("authorization_endpoint")); t != "" {
+			tenant = t
+		}
 		writeJSON(w, http.StatusOK, map[string]any{
 			"tenant_discovery_endpoint": e.base + "/" + tenant + "/v2.0/.well-known/openid-configuration",
 			"api-version":               "1.1",
@@ -304,6 +310,20 @@ func (e *Emulator) serveEntra(w http.ResponseWriter, r *http.Request, info *reqI
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// tenantOfAuthorizationEndpoint returns the tenant segment of an authorization endpoint URL
+// ("https://host/{tenant}/oauth2/v2.0/authorize"), or "".
+func tenantOfAuthorizationEndpoint(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return ""
+	}
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(segs) < 2 || segs[0] == "" || !strings.EqualFold(segs[1], "oauth2") {
+		return ""
+	}
+	return segs[0]
 }
 
 func (e *Emulator) knownTenant(t string) bool {

@@ -64,6 +64,13 @@ type Emulator struct {
 	registries    map[string]*acrRegistry
 	registryOrder []*acrRegistry
 
+	// keyOverrides are regenerated Service Bus / Event Hubs rule keys by rule key + "|primary" or "|secondary"
+	// (keys_regen.go); guarded by mu.
+	keyOverrides map[string]string
+	// proxy is the login proxy (loginproxy.go), nil until StartLoginProxy.
+	proxyMu sync.Mutex
+	proxy   *loginProxy
+
 	closeOnce sync.Once
 	closeErr  error
 	done      chan struct{}
@@ -165,7 +172,7 @@ func (e *Emulator) initFresh() error {
 }
 
 func (e *Emulator) listen() error {
-	cert, err := e.ca.serverCert(append(append(hostOf(e.opts.addr), e.opts.hostnames...), keyVaultCertHosts...))
+	cert, err := e.ca.serverCert(append(append(append(hostOf(e.opts.addr), e.opts.hostnames...), entraPublicHosts...), keyVaultCertHosts...))
 	if err != nil {
 		return err
 	}
@@ -221,7 +228,7 @@ func (e *Emulator) Close() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		err := errors.Join(e.srv.Shutdown(ctx), e.closeRegistries(ctx))
+		err := errors.Join(e.srv.Shutdown(ctx), e.closeRegistries(ctx), e.closeLoginProxy(ctx))
 		close(e.done)
 		e.wg.Wait()
 		if e.persist != nil {
@@ -383,6 +390,9 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		e.serveKeyVaultData(rec, r, info)
 	case strings.EqualFold(first, "subscriptions") || strings.EqualFold(first, "providers"):
 		e.serveARM(rec, r, info)
+	case isMetadataPath(path): // metadata.go
+		info.typ = "metadata"
+		e.serveMetadata(rec, r)
 	case first == "_admin":
 		info.typ = "admin"
 		e.serveAdmin(rec, r)
