@@ -108,6 +108,9 @@ func (e *Emulator) serveARM(w http.ResponseWriter, r *http.Request, info *reqInf
 	if e.serveBehaviour(w, r, p, claims, info) { // hooks.go
 		return
 	}
+	if e.serveExtras(w, r, p, claims, info, apiVersion) { // cliextras.go
+		return
+	}
 	switch p.Kind {
 	case pathSubList:
 		e.serveSubscriptionList(w, r, claims)
@@ -503,7 +506,8 @@ func (e *Emulator) serveList(w http.ResponseWriter, r *http.Request, p armPath, 
 	if p.Namespace == "" && strings.EqualFold(p.Tail, "resources") {
 		action = "Microsoft.Resources/subscriptions/resources/read"
 	}
-	if !e.authorize(w, c, action, scope, info) {
+	ok, partial := e.listAccess(w, c, action, scope, info) // listfilter.go
+	if !ok {
 		return
 	}
 	e.mu.RLock()
@@ -533,6 +537,9 @@ func (e *Emulator) serveList(w http.ResponseWriter, r *http.Request, p armPath, 
 	}
 	if f := r.URL.Query().Get("$filter"); f != "" && typeKey == raTypeKey {
 		items = filterAssignments(items, f)
+	}
+	if aerr == nil {
+		items, aerr = e.filterList(r, p, c, items, partial) // listfilter.go
 	}
 	skip, _ := strconv.Atoi(r.URL.Query().Get("$skiptoken"))
 	if skip < 0 || skip > len(items) {

@@ -123,7 +123,7 @@ func TestLROStatesAndProvisioningFailure(t *testing.T) {
 	if r := c.do(http.MethodPut, rg, rgAPI, map[string]any{"location": "westus2"}); r.status != 201 {
 		t.Fatalf("RG: %d", r.status)
 	}
-	ns := rg + "/providers/Microsoft.ServiceBus/namespaces/slow"
+	ns := rg + "/providers/Microsoft.ServiceBus/namespaces/slow-ns"
 	resp := c.doResp(http.MethodPut, ns, "2024-01-01", map[string]any{"location": "westus2"})
 	seen := map[string]bool{}
 	deadline := time.Now().Add(5 * time.Second)

@@ -129,7 +129,7 @@ func TestManagedIdentity(t *testing.T) {
 		t.Fatalf("managed identity write: %d", r.status)
 	}
 	// System-assigned identity on a resource becomes a principal too.
-	r = c.do(http.MethodPut, rg+"/providers/Microsoft.ServiceBus/namespaces/sysmi", "2024-01-01", map[string]any{"location": "westus2", "identity": map[string]any{"type": "SystemAssigned"}})
+	r = c.do(http.MethodPut, rg+"/providers/Microsoft.ServiceBus/namespaces/sysmi-ns", "2024-01-01", map[string]any{"location": "westus2", "identity": map[string]any{"type": "SystemAssigned"}})
 	sysPID := r.str("identity", "principalId")
 	if sysPID == "" || r.str("identity", "tenantId") != e.TenantID() {
 		t.Fatalf("system identity: %s", r.raw)
@@ -139,7 +139,7 @@ func TestManagedIdentity(t *testing.T) {
 	}
 	// User-assigned identity references get their IDs filled.
 	uaiID := rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/app"
-	r = c.do(http.MethodPut, rg+"/providers/Microsoft.ServiceBus/namespaces/uami", "2024-01-01", map[string]any{"location": "westus2",
+	r = c.do(http.MethodPut, rg+"/providers/Microsoft.ServiceBus/namespaces/uami-ns", "2024-01-01", map[string]any{"location": "westus2",
 		"identity": map[string]any{"type": "UserAssigned", "userAssignedIdentities": map[string]any{uaiID: map[string]any{}}}})
 	if got := jsonString(r.body["identity"]); !strings.Contains(got, clientID) {
 		t.Fatalf("user-assigned identity not filled: %s", got)

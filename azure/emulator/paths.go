@@ -50,12 +50,9 @@ func parseARMPath(p string) armPath {
 	if p == "" {
 		return armPath{}
 	}
-	segs := strings.Split(p, "/")
-	for _, s := range segs {
-		if s == "" {
-			return armPath{}
-		}
-	}
+	// ARM reads empty segments as absent: `az resource create --resource-type NS/type` sends
+	// ".../providers/NS//type/name" and real ARM serves it.
+	segs := strings.FieldsFunc(p, func(r rune) bool { return r == '/' })
 	var out armPath
 	i := 0
 	id := ""
