@@ -21,6 +21,11 @@ func (s *server) metricsHandler() http.HandlerFunc {
 	if err := m.Replace(newStateCollector(s.db)); err != nil {
 		s.log.Error("metrics: the state gauges are not exported", "error", err)
 	}
+	// Count the resources by Ready status now, once: state keeps the
+	// counts from then on, and the first scrape does not pay for the scan.
+	if _, err := s.db.ReadyCounts(); err != nil {
+		s.log.Error("metrics: counting the resources", "error", err)
+	}
 	h := m.Handler()
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")

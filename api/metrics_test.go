@@ -439,7 +439,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 				}
 				return int(nb)
 			}
-			get() // the first scrape counts the resources once
+			get() // warm the connection
 			for b.Loop() {
 				get()
 			}
