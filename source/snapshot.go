@@ -160,6 +160,14 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 	files = slices.Clone(files)
 	var external []manifest.External
 	var partial *PartialRenderError
+	// The files as the user wrote them: objects (kustomize and Flux output
+	// too, through their origin) carry lines of these.
+	texts := make(map[string][]byte, len(files))
+	for _, f := range files {
+		if !f.Generated {
+			texts[f.Path] = f.Data
+		}
+	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
 	if r != nil {
 		// Every byte a renderer's decoders (kyaml, SOPS) see is checked
@@ -211,12 +219,6 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 		return nil, &RevisionError{Revision: revision, Errors: diag.List{e}}
 	}
 	snap, err := assemble(revision, parsed)
-	texts := map[string][]byte{}
-	for _, f := range files {
-		if !f.Generated {
-			texts[f.Path] = f.Data
-		}
-	}
 	if re := (*RevisionError)(nil); errors.As(err, &re) {
 		re.Texts = texts
 	}

@@ -337,3 +337,60 @@ func TestOfflinePlanTakesTheManifestsSubscription(t *testing.T) {
 		t.Errorf("%d ARM IDs in %s, and the zero subscription is there too:\n%s", n, sub, out)
 	}
 }
+
+// With --flux too: an unset variable of a Kustomization's postBuild does not
+// hide the other objects' errors, which point at the lines of the files the
+// Kustomization builds.
+func TestValidateFluxOnePass(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "clusters/apps.yaml", `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  path: ./apps
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+  postBuild:
+    substitute:
+      LOC: westeurope
+`)
+	write(t, dir, "apps/rg.yaml", `apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: rg
+  namespace: my-app
+spec:
+  location: ${LOC}
+  tags:
+    team: ${TEAM}
+---
+apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccount
+metadata:
+  name: sa
+  namespace: my-app
+spec:
+  location: ${LOC}
+  kindd: StorageV2
+  sku:
+    name: Standard_LRS
+  owner:
+    name: rg
+`)
+	_, stderr, err := run(t, "validate", "--dir", dir, "--path", "clusters", "--flux", "--substitute-strict")
+	if exitCode(err) != 1 || err.Error() != "3 errors" {
+		t.Fatalf("exit %d, %v\n%s", exitCode(err), err, stderr)
+	}
+	for _, want := range []string{
+		`apps/rg.yaml:1: my-app/ResourceGroup/rg: ${TEAM} (postBuild of Flux Kustomization flux-system/apps): variable is not set`,
+		`apps/rg.yaml:16: my-app/StorageAccount/sa: spec.kind: required field is missing`,
+		`apps/rg.yaml:18: my-app/StorageAccount/sa: spec.kindd: unknown field "kindd"`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}

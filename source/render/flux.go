@@ -210,6 +210,11 @@ type fluxWalk struct {
 	order    []string
 	errs     diag.List
 	count    int
+	// soft are unset variables under strict substitution: reported, their
+	// documents rendered leniently so that the rest is checked too;
+	// reported are their "file:line" (source.PartialRenderError).
+	soft     diag.List
+	reported []string
 }
 
 // pendingOut is where loadVars lists the pending sources of one
@@ -366,7 +371,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 				e.Line = fieldLine(data, e.Line, e.Field)
 			}
 		}
-		return nil, w.errs
+		return nil, append(w.errs, w.soft...)
 	}
 	w.checkDependsOn()
 	for _, p := range w.order {
@@ -386,7 +391,10 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	r.logger.Debug("rendered Flux Kustomizations", "entry", entry, "kustomizations", len(w.done), "objects", w.count, "duration", time.Since(start))
 	out, errs := w.renderHelm(ctx, out) // HelmReleases: helm.go
 	if len(errs) > 0 {
-		return nil, errs
+		return nil, append(errs, w.soft...)
+	}
+	if len(w.soft) > 0 {
+		return out, &source.PartialRenderError{Errors: w.soft, Reported: w.reported}
 	}
 	return out, nil
 }
@@ -735,15 +743,33 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 			sub, err := substitute(k.obj.File, 0, text, vars, w.r.opts.Strict, deferring)
 			if err != nil {
 				de := err.(*diag.Error)
-				de.File, de.Line, de.Object = file, line, o.id
-				if errors.Is(de.Err, ErrUnsetVariable) {
-					name := strings.TrimSuffix(strings.TrimPrefix(de.Msg, "${"), "}")
-					de.Err = fmt.Errorf("%w and has no default (strict substitution; set %s in spec.postBuild.substitute, or in a ConfigMap or Secret of spec.postBuild.substituteFrom, of Flux Kustomization %s at %s, or write ${%s:=default}; $${%s} is a literal)",
-						ErrUnsetVariable, name, k.id, k.obj.File, name, name)
+				fluxUnset := func(de *diag.Error) *diag.Error {
+					de.File, de.Line, de.Object = file, line, o.id
+					if errors.Is(de.Err, ErrUnsetVariable) {
+						name := strings.TrimSuffix(strings.TrimPrefix(de.Msg, "${"), "}")
+						de.Err = fmt.Errorf("%w and has no default (strict substitution; set %s in spec.postBuild.substitute, or in a ConfigMap or Secret of spec.postBuild.substituteFrom, of Flux Kustomization %s at %s, or write ${%s:=default}; $${%s} is a literal)",
+							ErrUnsetVariable, name, k.id, k.obj.File, name, name)
+					}
+					de.Msg += " (postBuild of Flux Kustomization " + k.id + ")"
+					return de
 				}
-				de.Msg += " (postBuild of Flux Kustomization " + k.id + ")"
-				errs = append(errs, de)
-				continue
+				if errors.Is(de.Err, ErrUnsetVariable) {
+					// Every unset variable is reported and the object goes
+					// on as Flux without strict renders it, so that the rest
+					// of the revision is checked too.
+					all := unsetAll(k.obj.File, 0, text, vars)
+					if lenient, lerr := substitute(k.obj.File, 0, text, vars, false, deferring); len(all) > 0 && lerr == nil {
+						for _, e := range all {
+							w.soft = append(w.soft, fluxUnset(e))
+						}
+						w.reported = append(w.reported, fmt.Sprintf("%s:%d", file, line))
+						sub, err = lenient, nil
+					}
+				}
+				if err != nil {
+					errs = append(errs, fluxUnset(de))
+					continue
+				}
 			}
 			text = sub
 		}
