@@ -140,6 +140,7 @@ type server struct {
 	log    *slog.Logger
 	tokenH [32]byte
 	hosts  hostPolicy
+	graphs graphCache
 }
 
 // New returns the HTTP handler serving gitaso's API over db. See the package

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gorilla/mux"
 
@@ -294,13 +295,47 @@ type Graph struct {
 	References [][2]int `json:"references"`
 }
 
+// graphCache keeps the last graph answer with the state's CommitID it was
+// built at: while nothing is written (between runs) the graph is served
+// without reading 10,000 records again.
+type graphCache struct {
+	mu   sync.Mutex
+	id   uint64
+	body []byte
+}
+
 func (s *server) graph(w http.ResponseWriter, r *http.Request) {
-	nodes, err := s.db.Nodes()
+	id, err := s.db.CommitID()
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, buildGraph(nodes))
+	s.graphs.mu.Lock()
+	body := s.graphs.body
+	if s.graphs.id != id {
+		body = nil
+	}
+	s.graphs.mu.Unlock()
+	if body == nil {
+		nodes, at, err := s.db.Nodes()
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		if body, err = json.Marshal(buildGraph(nodes)); err != nil {
+			s.internal(w, r, fmt.Errorf("encode graph: %w", err))
+			return
+		}
+		body = append(body, '\n')
+		s.graphs.mu.Lock()
+		s.graphs.id, s.graphs.body = at, body
+		s.graphs.mu.Unlock()
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 }
 
 func buildGraph(nodes []state.Node) Graph {

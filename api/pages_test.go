@@ -310,9 +310,16 @@ func TestGraph(t *testing.T) {
 	if d := cmp.Diff(wantRefs, g.References, sortPairs); d != "" {
 		t.Errorf("references (-want +got):\n%s", d)
 	}
+	// The answer is cached until the state changes.
+	sa.Ready.Status = "True"
+	f.put(t, sa)
+	f.getJSON(t, "/api/v1/graph", &g)
+	if g.Ready[at[sa.Key()]] != 'T' {
+		t.Errorf("graph after %s became ready: %q", sa.Key(), g.Ready)
+	}
 	var s api.Summary
 	f.getJSON(t, "/api/v1/summary", &s)
-	if s.Total != 4 || s.Ready["True"] != 2 || len(s.Kinds) != 4 || len(s.Namespaces) != 1 {
+	if s.Total != 4 || s.Ready["True"] != 3 || len(s.Kinds) != 4 || len(s.Namespaces) != 1 {
 		t.Errorf("summary: %+v", s)
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -92,7 +95,34 @@ func (db *DB) ResourcePage(q Page) ([]record.Resource, bool, error) {
 	return out, more, nil
 }
 
+// readyOf returns the Ready status of a stored resource record. Records are
+// written by json.Marshal of record.Resource, whose fields after "ready"
+// hold only strings (where a quote is escaped), so the last `"ready":{`
+// is the record's own condition and its "type" and "status" come first:
+// read there without decoding the whole record (the applied body makes up
+// most of it). Anything else is decoded.
 func readyOf(v []byte) (string, error) {
+	if i := bytes.LastIndex(v, readyField); i >= 0 {
+		rest := v[i+len(readyField):]
+		if rest, ok := bytes.CutPrefix(rest, readyType); ok {
+			if j := bytes.IndexByte(rest, '"'); j >= 0 {
+				switch string(rest[:j]) {
+				case record.StatusTrue, record.StatusFalse:
+					return string(rest[:j]), nil
+				}
+				return record.StatusUnknown, nil
+			}
+		}
+	}
+	return readyDecoded(v)
+}
+
+var (
+	readyField = []byte(`"ready":{`)
+	readyType  = []byte(`"type":"Ready","status":"`)
+)
+
+func readyDecoded(v []byte) (string, error) {
 	var r struct {
 		Ready struct {
 			Status string `json:"status"`
@@ -152,34 +182,71 @@ type Node struct {
 	DependsOn     []string
 }
 
-// Nodes returns every resource as a graph node, sorted by key. It decodes
-// only the fields a node has.
-func (db *DB) Nodes() ([]Node, error) {
-	var out []Node
+// CommitID returns the ID of the last committed write transaction. It
+// changes with every Update that commits, so what a reader derived from the
+// state under one ID (e.g. Nodes) stays valid while CommitID returns it.
+func (db *DB) CommitID() (uint64, error) {
+	var id uint64
 	err := db.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketResources)
-		out = make([]Node, 0, b.Stats().KeyN)
-		return b.ForEach(func(k, v []byte) error {
-			var r struct {
-				ARMID string `json:"armId"`
-				Ready struct {
-					Status string `json:"status"`
-					Reason string `json:"reason"`
-				} `json:"ready"`
-				DependsOn []string `json:"dependsOn"`
-			}
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("decode resource %s: %w", k, err)
-			}
-			out = append(out, Node{Key: string(k), ARMID: r.ARMID, Reason: r.Ready.Reason, DependsOn: r.DependsOn,
-				Ready: record.Resource{Ready: record.Condition{Status: r.Ready.Status}}.ReadyStatus()})
-			return nil
-		})
+		id = uint64(tx.ID())
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("state: read graph: %w", err)
+		return 0, fmt.Errorf("state: read commit id: %w", err)
 	}
-	return out, nil
+	return id, nil
+}
+
+// Nodes returns every resource as a graph node, sorted by key, and the
+// CommitID they were read at. It decodes only the fields a node has, in
+// parallel.
+func (db *DB) Nodes() ([]Node, uint64, error) {
+	var (
+		out []Node
+		id  uint64
+	)
+	err := db.view(func(tx *bolt.Tx) error {
+		id = uint64(tx.ID())
+		var keys, vals [][]byte
+		if err := tx.Bucket(bucketResources).ForEach(func(k, v []byte) error {
+			keys, vals = append(keys, k), append(vals, v)
+			return nil
+		}); err != nil {
+			return err
+		}
+		out = make([]Node, len(vals))
+		workers := min(runtime.GOMAXPROCS(0), len(vals)/256+1)
+		chunk := (len(vals) + workers - 1) / workers
+		errs := make([]error, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			lo, hi := w*chunk, min((w+1)*chunk, len(vals))
+			wg.Go(func() {
+				for i := lo; i < hi; i++ {
+					var r struct {
+						ARMID string `json:"armId"`
+						Ready struct {
+							Status string `json:"status"`
+							Reason string `json:"reason"`
+						} `json:"ready"`
+						DependsOn []string `json:"dependsOn"`
+					}
+					if err := json.Unmarshal(vals[i], &r); err != nil {
+						errs[w] = fmt.Errorf("decode resource %s: %w", keys[i], err)
+						return
+					}
+					out[i] = Node{Key: string(keys[i]), ARMID: r.ARMID, Reason: r.Ready.Reason, DependsOn: r.DependsOn,
+						Ready: record.Resource{Ready: record.Condition{Status: r.Ready.Status}}.ReadyStatus()}
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("state: read graph: %w", err)
+	}
+	return out, id, nil
 }
 
 // Facets returns the namespaces and the kinds ("group/Kind") of the stored

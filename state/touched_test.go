@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -209,5 +210,35 @@ func TestRunPage(t *testing.T) {
 	}
 	if d := cmp.Diff([]uint64{7, 6, 5, 4, 3, 2, 1}, got); d != "" {
 		t.Errorf("run pages (-want +got):\n%s", d)
+	}
+}
+
+// readyOf reads the status without decoding the record; it agrees with a
+// full decode whatever the applied body holds.
+func TestReadyOfAgreesWithDecode(t *testing.T) {
+	bodies := []string{``, `{"ready":{"type":"Ready","status":"True"}}`, `{"x":"\"ready\":{\"type\":\"Ready\",\"status\":\"False\""}`}
+	for _, st := range []string{"", "True", "False", "Unknown", "weird"} {
+		for _, body := range bodies {
+			r := sampleResource("ns", "StorageAccount", "a", st)
+			if st == "" {
+				r.Ready = record.Condition{}
+			}
+			r.AppliedBody = nil
+			if body != "" {
+				r.AppliedBody = []byte(body)
+			}
+			r.Outputs = map[string]string{"cm/k": `"ready":{"type":"Ready","status":"False"`}
+			v, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := readyOf(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := r.ReadyStatus(); got != want {
+				t.Errorf("status %q, body %s: readyOf %q, want %q", st, body, got, want)
+			}
+		}
 	}
 }
