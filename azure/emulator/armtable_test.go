@@ -190,7 +190,8 @@ func typeBodies(e *emulator.Emulator, rg string) map[string]any {
 
 // TestEmulatorAnswersAsTable creates, replaces and deletes a resource of every type the table knows and checks
 // that the emulator answers each as the table says: the status and polling headers of a create and of an update,
-// and the status of a DELETE sent after the resource group has gone.
+// and the status of a DELETE sent after the resource group has gone. Every one also gets extension resources (a
+// diagnostic setting, a role assignment), readable and listed under it and gone with its resource group.
 func TestEmulatorAnswersAsTable(t *testing.T) {
 	e := newEmulator(t, emulator.WithoutThrottling())
 	c, _ := ownerClient(t, e)
@@ -250,6 +251,28 @@ func TestEmulatorAnswersAsTable(t *testing.T) {
 		if _, err := c.wait(resp); err != nil {
 			t.Fatalf("update %s: %v", typ, err)
 		}
+		// Extension resources attach to a resource of every type: a diagnostic setting and a role assignment.
+		extensions := []string{id + "/providers/Microsoft.Insights/diagnosticSettings/ext"}
+		if r := c.do(http.MethodPut, extensions[0], "2021-05-01-preview", map[string]any{"properties": map[string]any{"logs": []any{}}}); r.status >= 300 {
+			t.Errorf("diagnostic setting on %s: %d %s", typ, r.status, r.raw)
+		}
+		if !strings.HasPrefix(strings.ToLower(typ), "microsoft.authorization/") {
+			ra := id + fmt.Sprintf("/providers/Microsoft.Authorization/roleAssignments/4c1f2a7e-5b6d-4e9f-8a0b-%012d", i)
+			extensions = append(extensions, ra)
+			if r := c.do(http.MethodPut, ra, authzAPI, bodies["microsoft.authorization/roleassignments"]); r.status != http.StatusCreated ||
+				!strings.EqualFold(r.str("properties", "scope"), id) {
+				t.Errorf("role assignment on %s: %d %s", typ, r.status, r.raw)
+			}
+		}
+		for _, ext := range extensions {
+			if r := c.do(http.MethodGet, ext, "2022-04-01", nil); r.status != http.StatusOK || !strings.EqualFold(r.str("id"), ext) {
+				t.Errorf("GET %s: %d %s", ext, r.status, r.raw)
+			}
+			coll := ext[:strings.LastIndex(ext, "/")]
+			if r := c.do(http.MethodGet, coll, "2022-04-01", nil); r.status != http.StatusOK || len(r.body["value"].([]any)) != 1 {
+				t.Errorf("list %s: %d %s", coll, r.status, r.raw)
+			}
+		}
 		if isRG {
 			tested++
 			continue
@@ -267,6 +290,11 @@ func TestEmulatorAnswersAsTable(t *testing.T) {
 		if gone != 0 {
 			if r := c.do(http.MethodDelete, id, api, nil); r.status != gone {
 				t.Errorf("DELETE %s after its resource group: %d, the table says %d", typ, r.status, gone)
+			}
+		}
+		for _, ext := range extensions { // gone with the resource group
+			if r := c.do(http.MethodGet, ext, "2022-04-01", nil); r.status != http.StatusNotFound {
+				t.Errorf("GET %s after its resource group: %d", ext, r.status)
 			}
 		}
 		tested++

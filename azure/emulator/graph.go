@@ -16,7 +16,8 @@ import (
 //	Resources | where subscriptionId == '…' and resourceGroup =~ '…' | where type =~ '…'
 //	| where id in~ ('…', '…') | project id, name, type, properties | order by id asc | limit 10
 //
-// Tables: Resources and ResourceContainers (resource groups). Operators: ==, =~, !=, !~, in, in~, !in, !in~,
+// Tables: Resources, ResourceContainers (resource groups) and AuthorizationResources (role assignments and custom
+// role definitions, at every scope; rows of the same shape, type lower-cased). Operators: ==, =~, !=, !~, in, in~, !in, !in~,
 // contains, !contains, startswith, endswith, has; conditions joined by "and" or "or" (left to right, "and" binds
 // tighter). Stages: where, project (with "alias = path"), order/sort by, limit/take. Rows are objectArray. Pages hold
 // at most 1,000 rows and continue with $skipToken; only rows the caller may read are returned.
@@ -70,9 +71,12 @@ func (e *Emulator) serveGraph(w http.ResponseWriter, r *http.Request, c *accessC
 	e.mu.RLock()
 	var rows []*graphRow
 	var cands []*resource
-	if q.table == "resourcecontainers" {
+	switch q.table {
+	case "resourcecontainers":
 		cands = e.store.ofType(rgTypeKey, "")
-	} else {
+	case "authorizationresources":
+		cands = append(e.store.ofType(raTypeKey, ""), e.store.ofType(roleDefTypeKey, "")...)
+	default:
 		for _, x := range e.store.all() {
 			// Role assignments and definitions live in AuthorizationResources, not Resources.
 			if x.subKey != "" && listedAsResource(x) {
@@ -386,10 +390,10 @@ func parseKQL(s string) (*kqlQuery, error) {
 	}
 	stages = append(stages, cur)
 	if len(stages[0]) != 1 || stages[0][0].kind != 'w' {
-		return nil, fmt.Errorf("query must start with a table name (Resources or ResourceContainers)")
+		return nil, fmt.Errorf("query must start with a table name (Resources, ResourceContainers or AuthorizationResources)")
 	}
 	q := &kqlQuery{table: strings.ToLower(stages[0][0].text), limit: -1}
-	if q.table != "resources" && q.table != "resourcecontainers" {
+	if q.table != "resources" && q.table != "resourcecontainers" && q.table != "authorizationresources" {
 		return nil, fmt.Errorf("unsupported table %q", stages[0][0].text)
 	}
 	for _, st := range stages[1:] {
