@@ -98,8 +98,9 @@ func RefreshFromGraph(ctx context.Context, cli *Client, ts []RefreshTarget) (map
 
 // RefreshCollections reads the targets with one LIST of each collection
 // holding two or more of them (at most parallel at a time). It returns the
-// resources found and the targets still to be read one by one (a
-// collection of one, a failed list, or a resource the list does not have).
+// resources found (nil for those of a collection whose parent does not
+// exist: a LIST answered 404) and the targets still to be read one by one
+// (a collection of one, a failed list, or a resource the list does not have).
 func RefreshCollections(ctx context.Context, ts []RefreshTarget, parallel int, log *slog.Logger) (map[string]json.RawMessage, []RefreshTarget) {
 	type coll struct {
 		path, api string
@@ -143,6 +144,15 @@ func RefreshCollections(ctx context.Context, ts []RefreshTarget, parallel int, l
 			items, err := c.cli.List(ctx, c.path, c.api)
 			mu.Lock()
 			defer mu.Unlock()
+			if errors.Is(err, ErrNotFound) {
+				// The collection's parent does not exist (ResourceGroupNotFound,
+				// ParentResourceNotFound): neither do its resources. No GET
+				// one by one (a first apply into an empty subscription).
+				for _, t := range c.ts {
+					found[strings.ToLower(t.ARMID)] = nil
+				}
+				return
+			}
 			if err != nil {
 				log.WarnContext(ctx, "listing a collection failed; reading its resources one by one", "collection", c.path, "error", err)
 				rest = append(rest, c.ts...)
