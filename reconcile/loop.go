@@ -96,7 +96,28 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 		gate                    <-chan time.Time
 		lastEnd                 time.Time
 	)
+	// Resyncs run on their own clock, not on poll ticks: the timer fires
+	// when the next resource is due (one sync period after the run that
+	// last read it started).
+	resync := time.NewTimer(time.Hour)
+	resync.Stop()
+	defer resync.Stop()
+	armResync := func() {
+		resync.Stop()
+		due := r.nextDue
+		if due.IsZero() {
+			return
+		}
+		wait := time.Until(due)
+		if wait <= 0 {
+			// Still due after a run (a read failed, or the run outlasted
+			// the period): try again a poll interval on, not at once.
+			wait = r.cfg.Interval
+		}
+		resync.Reset(wait)
+	}
 	run := func(trigger string, refresh, all bool) {
+		defer armResync()
 		defer func() { lastEnd = time.Now() }()
 		first, err := r.Once(ctx, Options{Trigger: trigger, Refresh: refresh, All: all})
 		// A run applies in phases when objects were known after apply; the
@@ -171,11 +192,13 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 			runIfNew("webhook")
 		case <-retry.C:
 			run("retry", false, false)
-		case <-tick.C:
-			if due := r.nextDue; !due.IsZero() && !time.Now().Before(due) {
-				run("refresh", true, false)
+		case <-resync.C:
+			if due := r.nextDue; !due.IsZero() && time.Now().Before(due) {
+				armResync() // a run meanwhile read what was due
 				continue
 			}
+			run("refresh", true, false)
+		case <-tick.C:
 			runIfNew("interval")
 		}
 	}

@@ -71,3 +71,57 @@ func TestLoopRetriesFailedResources(t *testing.T) {
 	r, _, _ := db.Resource(key)
 	t.Fatalf("not Ready after retries: %+v", r.Ready)
 }
+
+// TestLoopResyncKeepsItsPeriod: resyncs run on their own clock, not on
+// poll ticks (here one an hour), each due one sync period after the run that
+// last read Azure started, never sooner.
+func TestLoopResyncKeepsItsPeriod(t *testing.T) {
+	if testing.Short() {
+		t.Skip("emulator")
+	}
+	env := emutest.New(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "rg.yaml"), []byte(
+		"apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  namespace: ops\nspec:\n  location: westeurope\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := state.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cfg := reconcile.DefaultConfig()
+	cfg.Global = env.Cred
+	cfg.Interval = time.Hour
+	period := 1500 * time.Millisecond
+	cfg.SyncPeriod = period
+	rec := reconcile.New(source.NewDir(dir, ""), db, env.Clients, cfg, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rec.Loop(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	var starts []time.Time
+	for time.Now().Before(deadline) && len(starts) < 3 {
+		time.Sleep(100 * time.Millisecond)
+		runs, err := db.Runs(20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		starts = starts[:0]
+		for i := len(runs) - 1; i >= 0; i-- {
+			if runs[i].Trigger == "startup" || runs[i].Trigger == "refresh" {
+				starts = append(starts, runs[i].StartedAt)
+			}
+		}
+	}
+	cancel()
+	<-done
+	if len(starts) < 3 {
+		t.Fatalf("%d runs that read Azure in 30 s with a sync period of %s and polls an hour apart; want the startup and two resyncs", len(starts), period)
+	}
+	for i := 1; i < len(starts); i++ {
+		if d := starts[i].Sub(starts[i-1]); d < period {
+			t.Errorf("resync %d started %s after the previous read, before its period of %s", i, d, period)
+		}
+	}
+}

@@ -83,6 +83,9 @@ type Reconciler struct {
 
 	mu          sync.Mutex // one run at a time
 	lastRefresh time.Time
+	// runStart is when the current run started: a resource read in it is
+	// next due one sync period after that (refresh.go).
+	runStart time.Time
 	readMu      sync.Mutex
 	lastRead    map[string]time.Time // node key → last time Azure was read for it
 	observed    planner.Observed     // what the last refresh read (saved plans), under mu
@@ -311,6 +314,7 @@ func mayProgress(rep *Report) bool {
 // once is one phase of Once.
 func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 	rep := &Report{Run: record.Run{Trigger: opts.Trigger, StartedAt: time.Now().UTC()}}
+	r.runStart = rep.Run.StartedAt
 	snap, g, err := r.Build(ctx)
 	r.pathMissing = ""
 	var missing *source.PathNotFoundError

@@ -131,13 +131,19 @@ func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.I
 			delete(observed, strings.ToLower(t.ARMID))
 		}
 	}
+	// The next read is due one sync period after this run started, not
+	// after this read ended: a resync keeps its period.
+	readAt := r.runStart
+	if readAt.IsZero() || readAt.After(now) {
+		readAt = now
+	}
 	r.readMu.Lock()
 	for _, n := range due {
 		if dryRun {
 			break
 		}
 		if _, ok := observed[strings.ToLower(n.ARMID)]; ok {
-			r.lastRead[n.Key()] = now
+			r.lastRead[n.Key()] = readAt
 		}
 	}
 	r.readMu.Unlock()
