@@ -51,7 +51,7 @@
 //	                                                    503 when no secret is configured
 //	GET  /healthz                                       200 "ok" (text) while the process serves
 //	GET  /readyz                                        200 "ok", or 503 "not ready: <reason>" (text)
-//	GET  /metrics                                       Prometheus text format
+//	GET  /metrics                                       Prometheus text format; every metric: docs/metrics.md
 //
 // # Pages
 //
