@@ -140,7 +140,8 @@ type server struct {
 	log    *slog.Logger
 	tokenH [32]byte
 	hosts  hostPolicy
-	graphs graphCache
+	// graphs and summaries cache GET /api/v1/graph and /summary.
+	graphs, summaries answerCache
 }
 
 // New returns the HTTP handler serving gitaso's API over db. See the package

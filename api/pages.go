@@ -295,47 +295,60 @@ type Graph struct {
 	References [][2]int `json:"references"`
 }
 
-// graphCache keeps the last graph answer with the state's CommitID it was
-// built at: while nothing is written (between runs) the graph is served
-// without reading 10,000 records again.
-type graphCache struct {
+// answerCache keeps the last answer of an endpoint derived from the whole
+// state (the graph, the summary) with the state's CommitID it was built at:
+// while nothing is written (between runs) it is served without reading
+// 10,000 records again.
+type answerCache struct {
 	mu   sync.Mutex
 	id   uint64
 	body []byte
 }
 
-func (s *server) graph(w http.ResponseWriter, r *http.Request) {
+// serveCached answers from c while the state is unchanged, else from build
+// (which returns the answer and the CommitID it read).
+func (s *server) serveCached(w http.ResponseWriter, r *http.Request, c *answerCache, build func() (any, uint64, error)) {
 	id, err := s.db.CommitID()
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	s.graphs.mu.Lock()
-	body := s.graphs.body
-	if s.graphs.id != id {
+	c.mu.Lock()
+	body := c.body
+	if c.id != id {
 		body = nil
 	}
-	s.graphs.mu.Unlock()
+	c.mu.Unlock()
 	if body == nil {
-		nodes, at, err := s.db.Nodes()
+		v, at, err := build()
 		if err != nil {
 			s.internal(w, r, err)
 			return
 		}
-		if body, err = json.Marshal(buildGraph(nodes)); err != nil {
-			s.internal(w, r, fmt.Errorf("encode graph: %w", err))
+		if body, err = json.Marshal(v); err != nil {
+			s.internal(w, r, fmt.Errorf("encode %s: %w", r.URL.Path, err))
 			return
 		}
 		body = append(body, '\n')
-		s.graphs.mu.Lock()
-		s.graphs.id, s.graphs.body = at, body
-		s.graphs.mu.Unlock()
+		c.mu.Lock()
+		c.id, c.body = at, body
+		c.mu.Unlock()
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
+}
+
+func (s *server) graph(w http.ResponseWriter, r *http.Request) {
+	s.serveCached(w, r, &s.graphs, func() (any, uint64, error) {
+		nodes, at, err := s.db.Nodes()
+		if err != nil {
+			return nil, 0, err
+		}
+		return buildGraph(nodes), at, nil
+	})
 }
 
 func buildGraph(nodes []state.Node) Graph {
@@ -380,25 +393,25 @@ type Summary struct {
 }
 
 func (s *server) summary(w http.ResponseWriter, r *http.Request) {
-	counts, err := s.db.ReadyCounts()
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	ns, kinds, err := s.db.Facets()
-	if err != nil {
-		s.internal(w, r, err)
-		return
-	}
-	out := Summary{Ready: counts, Namespaces: ns, Kinds: kinds}
-	for _, n := range counts {
-		out.Total += n
-	}
-	if out.Namespaces == nil {
-		out.Namespaces = []string{}
-	}
-	if out.Kinds == nil {
-		out.Kinds = []string{}
-	}
-	s.writeJSON(w, http.StatusOK, out)
+	s.serveCached(w, r, &s.summaries, func() (any, uint64, error) {
+		at, err := s.db.CommitID()
+		if err != nil {
+			return nil, 0, err
+		}
+		counts, ns, kinds, err := s.db.Facets()
+		if err != nil {
+			return nil, 0, err
+		}
+		out := Summary{Ready: counts, Namespaces: ns, Kinds: kinds}
+		for _, n := range counts {
+			out.Total += n
+		}
+		if out.Namespaces == nil {
+			out.Namespaces = []string{}
+		}
+		if out.Kinds == nil {
+			out.Kinds = []string{}
+		}
+		return out, at, nil
+	})
 }

@@ -310,7 +310,12 @@ func TestGraph(t *testing.T) {
 	if d := cmp.Diff(wantRefs, g.References, sortPairs); d != "" {
 		t.Errorf("references (-want +got):\n%s", d)
 	}
-	// The answer is cached until the state changes.
+	// The answers are cached until the state changes.
+	var before api.Summary
+	f.getJSON(t, "/api/v1/summary", &before)
+	if before.Ready["True"] != 2 || before.Ready["False"] != 1 || before.Ready["Unknown"] != 1 {
+		t.Errorf("summary before: %+v", before)
+	}
 	sa.Ready.Status = "True"
 	f.put(t, sa)
 	f.getJSON(t, "/api/v1/graph", &g)

@@ -249,21 +249,28 @@ func (db *DB) Nodes() ([]Node, uint64, error) {
 	return out, id, nil
 }
 
-// Facets returns the namespaces and the kinds ("group/Kind") of the stored
-// resources, sorted, from their keys alone.
-func (db *DB) Facets() (namespaces, kinds []string, err error) {
+// Facets returns how many resources have each Ready status (True, False,
+// Unknown), and the namespaces and kinds ("group/Kind") there are, sorted;
+// in one pass that does not decode the records.
+func (db *DB) Facets() (ready map[string]int, namespaces, kinds []string, err error) {
 	ns, ks := map[string]bool{}, map[string]bool{}
+	ready = map[string]int{record.StatusTrue: 0, record.StatusFalse: 0, record.StatusUnknown: 0}
 	err = db.view(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketResources).ForEach(func(k, _ []byte) error {
+		return tx.Bucket(bucketResources).ForEach(func(k, v []byte) error {
 			n, g, kind, _, ok := record.SplitKey(string(k))
 			if ok {
 				ns[n], ks[g+"/"+kind] = true, true
 			}
+			st, err := readyOf(v)
+			if err != nil {
+				return fmt.Errorf("decode resource %s: %w", k, err)
+			}
+			ready[st]++
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("state: read facets: %w", err)
+		return nil, nil, nil, fmt.Errorf("state: read facets: %w", err)
 	}
 	for n := range ns {
 		namespaces = append(namespaces, n)
@@ -273,5 +280,5 @@ func (db *DB) Facets() (namespaces, kinds []string, err error) {
 	}
 	sort.Strings(namespaces)
 	sort.Strings(kinds)
-	return namespaces, kinds, nil
+	return ready, namespaces, kinds, nil
 }
