@@ -17,7 +17,8 @@ import (
 
 // seed10k stores 10,000 resources shaped like a platform's: 50 namespaces,
 // each a resource group owning an identity, 98 storage accounts with a
-// container each, and a role assignment referencing the identity; about 5%
+// container each, a role assignment and a key vault referencing the
+// identity; about 5%
 // not ready and 2% unknown; applied bodies of about 400 bytes.
 func seed10k(tb testing.TB, db *state.DB) int {
 	tb.Helper()
@@ -66,6 +67,9 @@ func seed10k(tb testing.TB, db *state.DB) int {
 				}
 			}
 			if _, err := put(ns, "authorization.azure.com", "RoleAssignment", ns+"-contributor", rgID+"/providers/Microsoft.Authorization/roleAssignments/"+ns, rg, id); err != nil {
+				return err
+			}
+			if _, err := put(ns, "keyvault.azure.com", "Vault", ns+"-kv", rgID+"/providers/Microsoft.KeyVault/vaults/"+ns+"-kv", rg, id); err != nil {
 				return err
 			}
 		}
@@ -131,7 +135,7 @@ func BenchmarkPageLoad10k(b *testing.B) {
 			b.Fatalf("graph drew %q nodes", got)
 		}
 		graphHeap += wd.jsHeapMB()
-		wd.open(srv.URL + "/?load=" + strconv.Itoa(i) + "#resources")
+		wd.open(srv.URL + "/?list=" + strconv.Itoa(i) + "#resources") // a new document, not a hash change
 		listMS += wd.mark("gitaso-list-drawn")
 		listHeap += wd.jsHeapMB()
 	}
