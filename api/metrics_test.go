@@ -30,6 +30,12 @@ import (
 	"github.com/gitaso/gitaso/state"
 )
 
+// metrics.Metrics is what package azure reports to.
+var (
+	_ azure.RequestMetrics   = (*metrics.Metrics)(nil)
+	_ azure.RateLimitMetrics = (*metrics.Metrics)(nil)
+)
+
 const metricsManifests = `apiVersion: resources.azure.com/v1api20200601
 kind: ResourceGroup
 metadata:
@@ -206,6 +212,7 @@ func TestMetricsAfterApply(t *testing.T) {
 		`gitaso_arm_throttled_requests_total{` + rg + `}`:                1,
 		`gitaso_arm_retries_total{` + rg + `}`:                           1,
 		`azure_requests_time_seconds_count{` + rg + `}`:                  2,
+		`gitaso_arm_rate_limit_wait_seconds_count{` + rg + `}`:           2,
 		// controller-runtime's metrics, one controller per kind as ASO names them.
 		`controller_runtime_reconcile_total{controller="ResourceGroupController",result="success"}`:        1,
 		`controller_runtime_reconcile_total{controller="UserAssignedIdentityController",result="success"}`: 1,
@@ -295,6 +302,7 @@ func exportedFamilies(t *testing.T) map[string]bool {
 	m.Reconciled("ResourceGroup", "failed", true, time.Second)
 	m.Planned("interval", false, map[string]int{"create": 1})
 	m.SetLeader("default/gitaso")
+	m.ObserveRateLimitWait("Microsoft.Resources/resourceGroups", "PUT", time.Millisecond)
 	mfs, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -383,7 +391,7 @@ func TestGrafanaDashboardUsesExportedMetrics(t *testing.T) {
 	for _, n := range []string{"azure_successful_requests_total", "azure_failed_requests_total", "azure_requests_time_seconds_bucket",
 		"controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total", "controller_runtime_reconcile_time_seconds_bucket",
 		"gitaso_runs_total", "gitaso_revision_held", "gitaso_revision_refused", "gitaso_arm_throttled_requests_total",
-		"gitaso_arm_retries_total", "process_resident_memory_bytes", "process_cpu_seconds_total"} {
+		"gitaso_arm_retries_total", "gitaso_arm_rate_limit_wait_seconds_bucket", "process_resident_memory_bytes", "process_cpu_seconds_total"} {
 		if !used[n] {
 			t.Errorf("the dashboard does not chart %s", n)
 		}

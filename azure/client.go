@@ -174,7 +174,7 @@ func (cs *Clients) For(cred *Credential) (*Client, error) {
 		co.PerRetryPolicies = []policy.Policy{newLimitPolicy(cs.limits, cred.SubscriptionID)}
 	}
 	if cs.opts.Metrics != nil {
-		co.PerRetryPolicies = append(co.PerRetryPolicies, metricsPolicy{cs.opts.Metrics})
+		co.PerRetryPolicies = withMetrics(co.PerRetryPolicies, cs.opts.Metrics)
 	}
 	ac, err := arm.NewClient("gitaso/azure", moduleVersion, tc, &arm.ClientOptions{
 		ClientOptions:         co,

@@ -20,9 +20,42 @@ type RequestMetrics interface {
 	ObserveARMRequest(resourceType, method string, statusCode int, err error, d time.Duration, try int)
 }
 
+// RateLimitMetrics, when the RequestMetrics implements it too, is told how
+// long each try waited for gitaso's client-side rate limiter (ratelimit.go)
+// before it was sent: gitaso throttling itself so that ARM does not.
+type RateLimitMetrics interface {
+	ObserveRateLimitWait(resourceType, method string, d time.Duration)
+}
+
 // UnknownResourceType labels the requests whose path names no ARM resource
 // type.
 const UnknownResourceType = "unknown"
+
+// withMetrics returns the per-retry policies with m's around them: one
+// first, noting when a try reaches the rate limiter, and metricsPolicy last,
+// seeing the try once the limiter let it through.
+func withMetrics(perRetry []policy.Policy, m RequestMetrics) []policy.Policy {
+	out := make([]policy.Policy, 0, len(perRetry)+2)
+	out = append(out, limiterEntryPolicy{})
+	out = append(out, perRetry...)
+	return append(out, metricsPolicy{m})
+}
+
+// limiterEntry is when the current try reached the rate limiter; an
+// operation value, shared by the tries of a request.
+type limiterEntry struct{ at time.Time }
+
+type limiterEntryPolicy struct{}
+
+func (limiterEntryPolicy) Do(req *policy.Request) (*http.Response, error) {
+	var e *limiterEntry
+	if !req.OperationValue(&e) || e == nil {
+		e = &limiterEntry{}
+		req.SetOperationValue(e)
+	}
+	e.at = time.Now()
+	return req.Next()
+}
 
 // metricsPolicy is a per-retry policy: it sees each try, after the
 // client-side rate limiter has let it through, so that the time it records
@@ -43,6 +76,10 @@ func (p metricsPolicy) Do(req *policy.Request) (*http.Response, error) {
 	t.n++ // the tries of one request are sequential
 	raw := req.Raw()
 	start := time.Now()
+	var e *limiterEntry
+	if rl, ok := p.m.(RateLimitMetrics); ok && req.OperationValue(&e) && e != nil && !e.at.IsZero() {
+		rl.ObserveRateLimitWait(resourceTypeOf(raw.URL.Path), raw.Method, start.Sub(e.at))
+	}
 	resp, err := req.Next()
 	code := 0
 	if err == nil && resp != nil {

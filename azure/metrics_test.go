@@ -22,8 +22,15 @@ type observation struct {
 }
 
 type recordMetrics struct {
-	mu  sync.Mutex
-	obs []observation
+	mu    sync.Mutex
+	obs   []observation
+	waits []time.Duration
+}
+
+func (r *recordMetrics) ObserveRateLimitWait(resourceType, method string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.waits = append(r.waits, d)
 }
 
 func (r *recordMetrics) ObserveARMRequest(resourceType, method string, code int, err error, d time.Duration, try int) {
@@ -81,5 +88,38 @@ func TestMetricsPolicyObservesEveryTry(t *testing.T) {
 	}
 	if d := cmp.Diff(want, rec.take()); d != "" {
 		t.Errorf("reset GET tries (-want +got):\n%s", d)
+	}
+}
+
+// TestMetricsPolicyObservesRateLimitWaits: with a write bucket of one token
+// refilled 10 times a second, the second and third PUT wait about 100 ms
+// each for gitaso's own limiter, and each try's wait is observed.
+func TestMetricsPolicyObservesRateLimitWaits(t *testing.T) {
+	rec := &recordMetrics{}
+	env := emutest.New(t, emutest.ClientOptions(func(o *azure.Options) {
+		o.Metrics = rec
+		o.Limits = azure.RateLimits{Reads: azure.Limit{Burst: 100, PerSecond: 100}, Writes: azure.Limit{Burst: 1, PerSecond: 10},
+			Deletes: azure.Limit{Burst: 100, PerSecond: 100}}
+	}))
+	ctx := context.Background()
+	rec.mu.Lock()
+	rec.waits = nil
+	rec.mu.Unlock()
+	for _, name := range []string{"wait-a", "wait-b", "wait-c"} {
+		if _, err := env.Client.Put(ctx, "/subscriptions/"+env.Sub+"/resourceGroups/"+name, "2020-06-01", []byte(`{"location":"westeurope"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec.mu.Lock()
+	waits := rec.waits
+	rec.mu.Unlock()
+	long := 0
+	for _, w := range waits {
+		if w >= 50*time.Millisecond {
+			long++
+		}
+	}
+	if len(waits) < 3 || long < 2 {
+		t.Errorf("rate limiter waits %v: want one per try, two of them near 100 ms", waits)
 	}
 }

@@ -6,7 +6,8 @@
 //     (azure_successful_requests_total, azure_failed_requests_total,
 //     azure_requests_time_seconds), fed by the azcore policy of package azure
 //     through ObserveARMRequest, plus gitaso's own count of throttled (429)
-//     answers and of retries;
+//     answers and of retries, and the waits for its client-side rate limiter
+//     (ObserveRateLimitWait);
 //   - controller-runtime's per-controller reconcile metrics
 //     (controller_runtime_reconcile_total, _errors_total,
 //     _terminal_reconcile_errors_total, _time_seconds), one controller per

@@ -16,6 +16,10 @@ import (
 var ReconcileBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
 	0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60}
 
+// RateLimitBuckets are the buckets of gitaso_arm_rate_limit_wait_seconds:
+// from no wait at all to a bucket refilling after a burst.
+var RateLimitBuckets = []float64{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
 // The results of controller_runtime_reconcile_total, as controller-runtime
 // names them.
 const (
@@ -34,6 +38,7 @@ type Metrics struct {
 	armTime    *prometheus.HistogramVec
 	throttled  *prometheus.CounterVec
 	retries    *prometheus.CounterVec
+	limitWait  *prometheus.HistogramVec
 
 	reconcileTotal    *prometheus.CounterVec
 	reconcileErrors   *prometheus.CounterVec
@@ -74,6 +79,11 @@ func New() *Metrics {
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gitaso_arm_retries_total",
 			Help: "ARM requests sent again by the retry policy (tries after the first).",
+		}, armLabels),
+		limitWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gitaso_arm_rate_limit_wait_seconds",
+			Help:    "Time each ARM request try waited for gitaso's client-side rate limiter (per subscription and operation class) before it was sent.",
+			Buckets: RateLimitBuckets,
 		}, armLabels),
 
 		// controller-runtime's reconcile metrics: names, help, labels and
@@ -117,7 +127,7 @@ func New() *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.armSuccess, m.armFailed, m.armTime, m.throttled, m.retries,
+		m.armSuccess, m.armFailed, m.armTime, m.throttled, m.retries, m.limitWait,
 		m.reconcileTotal, m.reconcileErrors, m.reconcileTerminal, m.reconcileTime, m.outcomes,
 		m.plans, m.planActions, m.leader,
 	)
@@ -165,6 +175,12 @@ func (m *Metrics) ObserveARMRequest(resourceType, method string, statusCode int,
 	if statusCode == http.StatusTooManyRequests {
 		m.throttled.WithLabelValues(resourceType, method).Inc()
 	}
+}
+
+// ObserveRateLimitWait records how long one try of an ARM request waited
+// for the client-side rate limiter.
+func (m *Metrics) ObserveRateLimitWait(resourceType, method string, d time.Duration) {
+	m.limitWait.WithLabelValues(resourceType, method).Observe(d.Seconds())
 }
 
 // ControllerName is the controller ASO runs for kind: "ResourceGroup" →
