@@ -98,7 +98,7 @@ func (kv *azureKeyVault) pipeline() (runtime.Pipeline, error) {
 	}
 	cred, err := kv.opts.Credential()
 	if err != nil {
-		kv.err = fmt.Errorf("gitaso's Azure credential: %w", err)
+		kv.err = fmt.Errorf("sign in to Key Vault: %w", err)
 		return runtime.Pipeline{}, kv.err
 	}
 	co := &policy.ClientOptions{

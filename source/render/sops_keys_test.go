@@ -184,7 +184,7 @@ type kvFixture struct {
 	version string
 }
 
-func newKVFixture(t *testing.T) *kvFixture {
+func newKVFixture(t testing.TB) *kvFixture {
 	t.Helper()
 	e, err := emulator.New(emulator.WithoutThrottling())
 	if err != nil {
@@ -238,7 +238,7 @@ func newKVFixture(t *testing.T) *kvFixture {
 var azkvVersionRE = regexp.MustCompile(`^(\s+version: )[0-9a-f]{32}$`)
 
 // fixture returns a fixture with the key version the emulator gave.
-func (f *kvFixture) fixture(t *testing.T, name string) string {
+func (f *kvFixture) fixture(t testing.TB, name string) string {
 	t.Helper()
 	in := readFixture(t, name)
 	lines := strings.Split(in, "\n")
@@ -326,7 +326,7 @@ func TestDecryptAzureKeyVault(t *testing.T) {
 }
 
 // emulatorCloud is the emulator's cloud configuration, its CA in a file.
-func emulatorCloud(t *testing.T, e *emulator.Emulator) azure.Cloud {
+func emulatorCloud(t testing.TB, e *emulator.Emulator) azure.Cloud {
 	t.Helper()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(ca, e.CACertPEM(), 0o600); err != nil {
@@ -337,7 +337,7 @@ func emulatorCloud(t *testing.T, e *emulator.Emulator) azure.Cloud {
 
 // emulatorCredential is gitaso's global credential read from the
 // environment that env sets (as gitaso builds it: azure.CredentialFromEnv).
-func emulatorCredential(t *testing.T, e *emulator.Emulator, env func()) azcore.TokenCredential {
+func emulatorCredential(t testing.TB, e *emulator.Emulator, env func()) azcore.TokenCredential {
 	t.Helper()
 	t.Setenv(azure.KeySubscriptionID, e.SubscriptionID())
 	t.Setenv(azure.KeyTenantID, e.TenantID())
@@ -388,7 +388,7 @@ func emulatorWorkloadIdentity(t *testing.T, e *emulator.Emulator) workloadIdenti
 }
 
 // armPut PUTs an ARM resource with a bearer token of tc and returns its body.
-func armPut(t *testing.T, e *emulator.Emulator, tc azcore.TokenCredential, id, api string, body any) map[string]any {
+func armPut(t testing.TB, e *emulator.Emulator, tc azcore.TokenCredential, id, api string, body any) map[string]any {
 	t.Helper()
 	tok, err := tc.GetToken(context.Background(), policy.TokenRequestOptions{Scopes: []string{emulator.ARMAudience + "/.default"}})
 	if err != nil {
@@ -409,4 +409,81 @@ func armPut(t *testing.T, e *emulator.Emulator, tc azcore.TokenCredential, id, a
 		t.Fatalf("PUT %s: %d %v", id, resp.StatusCode, out)
 	}
 	return out
+}
+
+func BenchmarkDecryptSOPSPGP(b *testing.B) {
+	keys := &sopsKeys{pgp: testPGPKeys(b, "test-only-pgp.asc")}
+	in := readFixture(b, "pgp.sops.yaml")
+	for b.Loop() {
+		if _, _, derr := decryptSOPSWith(context.Background(), in, keys); derr != nil {
+			b.Fatal(derr)
+		}
+	}
+}
+
+// BenchmarkDecryptSOPSKeyVault: a Key Vault file, the data key opened by the
+// emulator's Key Vault (uncached: a new client each time, so one HTTPS
+// decrypt call with a cached token) or from the client's cache.
+func BenchmarkDecryptSOPSKeyVault(b *testing.B) {
+	f := newKVFixture(b)
+	admin, _ := f.e.ServicePrincipalByName("kv-admin")
+	tc := emulatorCredential(b, f.e, func() {
+		b.Setenv(azure.KeyClientSecret, admin.Secret)
+		b.Setenv(azure.KeyClientID, admin.ClientID)
+	})
+	in := f.fixture(b, "azkv.sops.yaml")
+	newKV := func() SOPSKeyVault {
+		return NewAzureKeyVault(AzureKeyVaultOptions{Credential: func() (azcore.TokenCredential, error) { return tc, nil }, HTTPClient: f.e.KeyVaultHTTPClient()})
+	}
+	b.Run("uncached", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, derr := decryptSOPSWith(context.Background(), in, &sopsKeys{kv: newKV()}); derr != nil {
+				b.Fatal(derr)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		keys := &sopsKeys{kv: newKV()}
+		for b.Loop() {
+			if _, _, derr := decryptSOPSWith(context.Background(), in, keys); derr != nil {
+				b.Fatal(derr)
+			}
+		}
+	})
+}
+
+// TestAzureKeyVaultRefusals: no request is made for a vault URL that is not
+// an https URL under the Key Vault suffix, and a credential that cannot be
+// built is reported as such (once, then every time).
+func TestAzureKeyVaultRefusals(t *testing.T) {
+	calls := 0
+	kv := NewAzureKeyVault(AzureKeyVaultOptions{Credential: func() (azcore.TokenCredential, error) {
+		calls++
+		return nil, errors.New("AZURE_SUBSCRIPTION_ID is not set")
+	}})
+	ctx := context.Background()
+	for _, u := range []string{"http://kv.vault.azure.net", "https://kv.vault.azure.net/keys", "https://a.b.vault.azure.net", "https://vault.azure.net", "https://kv.vault.azure.net.evil.example", "https://user@kv.vault.azure.net"} {
+		if _, err := kv.Decrypt(ctx, AzureKeyVaultKey{VaultURL: u, Name: "k", Version: "v"}, "AAAA"); err == nil || !strings.Contains(err.Error(), "vault_url") {
+			t.Errorf("%s: %v, want a vault_url refusal", u, err)
+		}
+	}
+	if _, err := kv.Decrypt(ctx, AzureKeyVaultKey{VaultURL: "https://kv.vault.azure.net", Name: "k/../x", Version: "v"}, "AAAA"); err == nil {
+		t.Error("a key name with a slash was accepted")
+	}
+	if calls != 0 {
+		t.Errorf("the credential was read %d times for refused URLs", calls)
+	}
+	for range 2 {
+		if _, err := kv.Decrypt(ctx, AzureKeyVaultKey{VaultURL: "https://kv.vault.azure.net/", Name: "k", Version: "v"}, "AAAA"); err == nil || !strings.Contains(err.Error(), "sign in to Key Vault: AZURE_SUBSCRIPTION_ID is not set") {
+			t.Errorf("no credential: %v", err)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("the credential was read %d times, want 1", calls)
+	}
+	// A national cloud's suffix.
+	cn := NewAzureKeyVault(AzureKeyVaultOptions{DNSSuffix: "vault.azure.cn"})
+	if _, err := cn.Decrypt(ctx, AzureKeyVaultKey{VaultURL: "https://kv.vault.azure.net", Name: "k"}, "AAAA"); err == nil || !strings.Contains(err.Error(), "vault.azure.cn") {
+		t.Errorf("public vault in the China cloud: %v", err)
+	}
 }

@@ -350,14 +350,14 @@ func BenchmarkRenderSOPS(b *testing.B) {
 // Arbitrary input never panics; a decrypted document keeps its line count
 // and loses its stanza.
 func FuzzDecryptSOPS(f *testing.F) {
-	ids := testIdentities(f, "test-only.agekey")
-	for _, name := range []string{"secret.sops.yaml", "whole.sops.yaml", "secret.sops.json", "maconly.sops.yaml"} {
+	keys := &sopsKeys{age: testIdentities(f, "test-only.agekey"), pgp: testPGPKeys(f, "test-only-pgp.asc")}
+	for _, name := range []string{"secret.sops.yaml", "whole.sops.yaml", "secret.sops.json", "maconly.sops.yaml", "pgp.sops.yaml", "multi.sops.yaml"} {
 		f.Add(readFixture(f, name))
 	}
 	f.Add("sops:\n  mac: x\n  version: 1\n")
 	f.Add(`{"sops": {"mac": "x", "version": "1"}, "a": "ENC[AES256_GCM,data:,iv:,tag:,type:str]"}`)
 	f.Fuzz(func(t *testing.T, in string) {
-		out, ok, derr := decryptSOPS(in, ids)
+		out, ok, derr := decryptSOPSWith(context.Background(), in, keys)
 		if derr != nil {
 			return
 		}
