@@ -125,7 +125,7 @@ func RunCommand(ctx context.Context, opts CommandOptions, stdout io.Writer) erro
 		"# export IDENTITY_ENDPOINT=" + idEndpoint + " IDENTITY_HEADER=" + idHeader,
 		"# Azure CLI (MSAL asks login.microsoftonline.com to validate any other login host; this proxy sends it here):",
 		"# export REQUESTS_CA_BUNDLE=" + caFile + " HTTPS_PROXY=" + proxyURL + " AZURE_CONFIG_DIR=$PWD/.azure",
-		"# az cloud register -n gitaso --endpoint-resource-manager " + e.ARMEndpoint() + "/ --suffix-keyvault-dns .vault.azure.net && az cloud set -n gitaso",
+		"# az cloud register -n gitaso --cloud-config '" + AzureCLICloudConfig(e.ARMEndpoint()) + "' && az cloud set -n gitaso",
 		"# az login --service-principal -u $AZURE_CLIENT_ID -p $AZURE_CLIENT_SECRET --tenant $AZURE_TENANT_ID",
 	}
 	for _, name := range opts.Registries {

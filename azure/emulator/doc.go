@@ -106,6 +106,13 @@
 // IssueRegistryRefreshToken. Registry content is in memory only, also with WithDataFile; /v2/_catalog lists
 // repositories in no particular order and without pagination (go-containerregistry's registry; ACR sorts them).
 //
+// A general ARM client (the Azure CLI, generic `az resource` commands) finds what it relies on (cliextras.go):
+// GET /metadata/endpoints, instance discovery that names the tenant asked, a login proxy for MSAL's call to
+// login.microsoftonline.com (StartLoginProxy), subscriptions and lists showing what the caller may read,
+// $filter on /resources and /resourcegroups, /locations, providers' resourceTypes and api-versions,
+// checkNameAvailability, regenerateKey(s) with base64 keys, the tags/default extension, enforced management locks,
+// and 400s for invalid names and locations. azcli_test.go drives Debian's azure-cli 2.45 through a whole session.
+//
 // State is in memory; WithDataFile (the command's --data) keeps it, including keys and the CA, in a JSON file
 // written atomically shortly after each change and on Close.
 //

@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 )
@@ -95,4 +96,16 @@ func (e *Emulator) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeARMError(w, http.StatusBadRequest, "InvalidApiVersionParameter", "The api-version '"+v+"' is invalid. The supported versions are '2022-09-01,2019-05-01,2015-01-01'.")
 	}
+}
+
+// AzureCLICloudConfig is the --cloud-config of `az cloud register` for an emulator at armEndpoint: Resource Manager
+// (the CLI reads the login endpoint and audiences from its /metadata/endpoints), plus what the CLI's 2.45 Key Vault
+// commands check and the metadata endpoint cannot tell it: the vault DNS suffix and Microsoft Graph's resource ID
+// (`az keyvault create` builds a Graph client even when it will not call it).
+func AzureCLICloudConfig(armEndpoint string) string {
+	b, _ := json.Marshal(map[string]any{
+		"endpoints": map[string]any{"resourceManager": strings.TrimSuffix(armEndpoint, "/") + "/", "microsoftGraphResourceId": "https://graph.microsoft.com/"},
+		"suffixes":  map[string]any{"keyvaultDns": ".vault.azure.net"},
+	})
+	return string(b)
 }

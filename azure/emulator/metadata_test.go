@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/gitaso/gitaso/azure/emulator"
 )
 
 func getJSON(t *testing.T, c *http.Client, u string, out any) int {
@@ -125,5 +127,18 @@ func TestLoginProxy(t *testing.T) {
 	again, _ := e.StartLoginProxy()
 	if again != proxy {
 		t.Errorf("second StartLoginProxy = %s, want %s", again, proxy)
+	}
+}
+
+func TestAzureCLICloudConfig(t *testing.T) {
+	var cfg struct {
+		Endpoints map[string]string `json:"endpoints"`
+		Suffixes  map[string]string `json:"suffixes"`
+	}
+	if err := json.Unmarshal([]byte(emulator.AzureCLICloudConfig("https://127.0.0.1:8443")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Endpoints["resourceManager"] != "https://127.0.0.1:8443/" || cfg.Endpoints["microsoftGraphResourceId"] == "" || cfg.Suffixes["keyvaultDns"] != ".vault.azure.net" {
+		t.Errorf("cloud config = %+v", cfg)
 	}
 }
