@@ -135,6 +135,9 @@ func BenchmarkPageLoad10k(b *testing.B) {
 			b.Fatalf("graph drew %q nodes", got)
 		}
 		graphHeap += wd.jsHeapMB()
+		if dir := os.Getenv("GITASO_WEB_SCREENSHOTS"); dir != "" && i == 1 {
+			wd.screenshot(dir + "/graph-10k.png")
+		}
 		wd.open(srv.URL + "/?list=" + strconv.Itoa(i) + "#resources") // a new document, not a hash change
 		listMS += wd.mark("gitaso-list-drawn")
 		listHeap += wd.jsHeapMB()

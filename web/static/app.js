@@ -1059,9 +1059,11 @@
       if (!byNS.has(ns)) byNS.set(ns, []);
       byNS.get(ns).push(i);
     }
+    // Each namespace is a band laid out at (0, 0) first, then bands are
+    // packed in rows (shelves) so that the whole has the canvas's shape and
+    // fits a screen rather than one long column.
     const x = new Float32Array(n), y = new Float32Array(n);
     const bands = [];
-    let top = 0;
     for (const ns of [...byNS.keys()].sort()) {
       const members = byNS.get(ns);
       const rows = Math.max(12, Math.ceil(Math.sqrt(members.length * G_DX / G_DY) / 1.2));
@@ -1072,14 +1074,27 @@
         if (!layer) continue;
         layer.forEach((i, r) => {
           x[i] = left + Math.floor(r / rows) * G_DX;
-          y[i] = top + G_HEAD + (r % rows) * G_DY;
+          y[i] = G_HEAD + (r % rows) * G_DY;
         });
         left += Math.ceil(layer.length / rows) * G_DX + G_LAYER_GAP;
         used = Math.max(used, Math.min(rows, layer.length));
       }
-      const h = G_HEAD + used * G_DY;
-      bands.push({ ns, top, h, w: left - G_LAYER_GAP, count: members.length });
-      top += h + G_BAND_GAP;
+      bands.push({ ns, members, left: 0, top: 0, h: G_HEAD + used * G_DY, w: left - G_LAYER_GAP + G_DX, count: members.length });
+    }
+    let area = 0;
+    for (const b of bands) area += (b.w + G_BAND_GAP) * (b.h + G_BAND_GAP);
+    const cv = $('graph-canvas');
+    const aspect = cv.clientWidth && cv.clientHeight ? cv.clientWidth / cv.clientHeight : 2;
+    const shelf = Math.max(...bands.map((b) => b.w), Math.sqrt(area * aspect));
+    let bx = 0, by = 0, rowH = 0;
+    for (const b of bands) {
+      if (bx > 0 && bx + b.w > shelf) { bx = 0; by += rowH + G_BAND_GAP; rowH = 0; }
+      b.left = bx;
+      b.top = by;
+      for (const i of b.members) { x[i] += bx; y[i] += by; }
+      bx += b.w + G_BAND_GAP;
+      rowH = Math.max(rowH, b.h);
+      delete b.members;
     }
     const cells = new Map();
     for (let i = 0; i < n; i++) {
@@ -1119,7 +1134,7 @@
     const { w, h } = graphCanvas();
     if (!graph.n || !w || !h) return;
     let maxX = 0, maxY = 0;
-    for (const b of graph.bands) { maxX = Math.max(maxX, b.w + G_DX); maxY = b.top + b.h; }
+    for (const b of graph.bands) { maxX = Math.max(maxX, b.left + b.w); maxY = Math.max(maxY, b.top + b.h); }
     graph.scale = Math.min(1.5, (w - 40) / maxX, (h - 40) / maxY);
     graph.tx = 20 + 10 * graph.scale;
     graph.ty = 20;
@@ -1152,11 +1167,11 @@
     const vis = (i) => x[i] >= x0 && x[i] <= x1 && y[i] >= y0 && y[i] <= y1;
     ctx.font = '600 13px sans-serif';
     for (const b of graph.bands) {
-      if (b.top > y1 || b.top + b.h < y0) continue;
+      if (b.top > y1 || b.top + b.h < y0 || b.left > x1 || b.left + b.w < x0) continue;
       ctx.fillStyle = dark ? 'rgba(68,147,248,.07)' : 'rgba(11,92,173,.05)';
-      ctx.fillRect(sx(-10), sy(b.top), (b.w + G_DX + 10) * s, b.h * s);
+      ctx.fillRect(sx(b.left - 10), sy(b.top), (b.w + 10) * s, b.h * s);
       ctx.fillStyle = dark ? '#9198a1' : '#57606a';
-      if (s * G_DY > 4) ctx.fillText(b.ns + ' (' + b.count + ')', sx(0), sy(b.top) + 16);
+      if (s * G_DY > 4) ctx.fillText(b.ns + ' (' + b.count + ')', sx(b.left), sy(b.top) + 16);
     }
     // Edges: from a resource to what it depends on.
     ctx.lineWidth = 1;
