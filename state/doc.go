@@ -15,6 +15,13 @@
 //	operations     key (the resource key)      → Operation (JSON)
 //	exports        namespace/configMapName     → map[key]value (JSON, plain: not secret)
 //	secretExports  namespace/secretName        → {keys, sealed} (values AES-256-GCM encrypted)
+//	runResources   big-endian run ID           → []Touched (JSON): what the run changed or failed on; pruned with runs
+//	resourceRuns   key, 0x00, run ID           → ResourceRun (JSON): a resource's newest MaxResourceRuns runs
+//	changes        key (the resource key)      → Change (JSON): the redacted body before its last change
+//
+// The last three are created on first write (see touched.go), so a file
+// without them reads as empty; a run writes its list once, never rewriting
+// resource records for it.
 //
 // A file with a newer schema version is refused (ErrNewerSchema); an older one
 // is migrated inside the opening transaction.
