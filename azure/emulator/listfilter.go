@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"strings"
@@ -111,19 +112,18 @@ func (lf *listFilter) match(x *resource) bool {
 		return false
 	}
 	if name, ok := lf.eq["tagname"]; ok {
-		body, err := x.decode()
-		if err != nil {
+		var body struct {
+			Tags map[string]string `json:"tags"`
+		}
+		if json.Unmarshal(x.body, &body) != nil {
 			return false
 		}
-		tags, _ := body["tags"].(map[string]any)
 		found := false
-		for k, tv := range tags {
-			if !strings.EqualFold(k, name) {
-				continue
+		for k, s := range body.Tags {
+			if strings.EqualFold(k, name) {
+				want, has := lf.eq["tagvalue"]
+				found = !has || s == want
 			}
-			want, has := lf.eq["tagvalue"]
-			s, _ := tv.(string)
-			found = !has || s == want
 		}
 		if !found {
 			return false
