@@ -1,6 +1,7 @@
 package emulator
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
 	"sort"
@@ -21,11 +22,12 @@ import (
 //	    | resourceProvider eq '…' | correlationId eq '…' | caller eq '…'][&$select=a,b,…]
 //
 // answers {"value":[events, newest first], "nextLink": …} in pages of activityPageSize, with Azure's EventData
-// shape. The log keeps the last maxActivityEvents events.
+// shape. The log keeps the last maxActivityEvents events (Azure keeps 90 days; tests need far less).
 
 const (
-	activityPageSize  = 200
-	maxActivityEvents = 200_000
+	activityPageSize = 200
+	// maxActivityEvents bounds the log's memory (some 25 MB): the oldest events go first.
+	maxActivityEvents = 50_000
 	// AdminCaller is the caller the Activity Log names for writes made through the admin API.
 	AdminCaller = "emulator-admin"
 )
@@ -45,7 +47,6 @@ type activityEvent struct {
 	caller      string
 	correlation string
 	operationID string
-	eventDataID string
 	method      string
 	clientIP    string
 	errorCode   string
@@ -71,14 +72,11 @@ func (l *activityLog) add(ev activityEvent) {
 func (l *activityLog) addLocked(ev activityEvent) {
 	l.seq++
 	ev.seq = l.seq
-	if ev.eventDataID == "" {
-		ev.eventDataID = newUUID()
-	}
 	if n := len(l.events); n > 0 && ev.at.Before(l.events[n-1].at) {
 		ev.at = l.events[n-1].at // keep the log ordered by time
 	}
 	l.events = append(l.events, ev)
-	if len(l.events) >= 2*maxActivityEvents {
+	if len(l.events) >= maxActivityEvents+maxActivityEvents/4 {
 		l.events = append([]activityEvent(nil), l.events[len(l.events)-maxActivityEvents:]...)
 	}
 }
@@ -262,6 +260,9 @@ func (ev *activityEvent) json(tenant string) map[string]any {
 	if ev.status == "Failed" {
 		level = "Error"
 	}
+	// A UUID (version 4 layout) unique per event: the sequence number and the time.
+	a := uint64(ev.seq)
+	eventDataID := fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", uint32(a>>32), uint16(a>>16), (a>>4)&0xfff, (a&0xf)<<8, uint64(ev.at.UnixNano())&0xffffffffffff)
 	ticks := strconv.FormatInt(ev.at.UnixNano()/100+621355968000000000, 10) // .NET ticks, as Azure's event IDs carry
 	props := map[string]any{"eventCategory": "Administrative", "entity": ev.resourceID, "message": ev.operation, "hierarchy": tenant}
 	if ev.httpStatus != 0 {
@@ -280,11 +281,11 @@ func (ev *activityEvent) json(tenant string) map[string]any {
 		},
 		"correlationId":        ev.correlation,
 		"description":          "",
-		"eventDataId":          ev.eventDataID,
+		"eventDataId":          eventDataID,
 		"eventName":            map[string]any{"value": map[bool]string{true: "BeginRequest", false: "EndRequest"}[ev.status == "Started"], "localizedValue": map[bool]string{true: "Begin request", false: "End request"}[ev.status == "Started"]},
 		"category":             lv("Administrative"),
 		"eventTimestamp":       ev.at.UTC().Format("2006-01-02T15:04:05.0000000Z"),
-		"id":                   ev.resourceID + "/events/" + ev.eventDataID + "/ticks/" + ticks,
+		"id":                   ev.resourceID + "/events/" + eventDataID + "/ticks/" + ticks,
 		"level":                level,
 		"operationId":          ev.operationID,
 		"operationName":        lv(ev.operation),

@@ -24,6 +24,7 @@ type activityPage struct {
 		Caller         string                 `json:"caller"`
 		CorrelationID  string                 `json:"correlationId"`
 		EventName      struct{ Value string } `json:"eventName"`
+		EventDataID    string                 `json:"eventDataId"`
 	} `json:"value"`
 	NextLink string `json:"nextLink"`
 }
@@ -166,10 +167,15 @@ func TestActivityLogPaging(t *testing.T) {
 	}
 	_, page, raw := activityQuery(c, e, window(start)+" and resourceGroupName eq 'rg-paging'", "")
 	seen := map[string]int{}
+	ids := map[string]bool{}
 	pages := 1
 	for {
 		for _, v := range page.Value {
 			seen[v.ResourceID+" "+v.Status.Value]++
+			if ids[v.EventDataID] || len(v.EventDataID) != 36 {
+				t.Errorf("eventDataId %q repeated or malformed", v.EventDataID)
+			}
+			ids[v.EventDataID] = true
 		}
 		if page.NextLink == "" {
 			break
