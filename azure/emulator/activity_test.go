@@ -74,6 +74,15 @@ func TestActivityLog(t *testing.T) {
 		t.Fatalf("out-of-band write: %d %s", st, b)
 	}
 
+	gone := rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/gone"
+	c.do(http.MethodPut, gone, miAPI, map[string]any{"location": "westus2"})
+	if st, b := adminDo(t, e, "DELETE", "/_admin/resource?id="+url.QueryEscape(gone)+"&caller=portal", nil, e.AdminToken()); st != http.StatusNoContent {
+		t.Fatalf("out-of-band delete: %d %s", st, b)
+	}
+	if r := c.do(http.MethodGet, gone, miAPI, nil); r.status != http.StatusNotFound {
+		t.Errorf("after the out-of-band delete: %d", r.status)
+	}
+
 	st, page, raw := activityQuery(c, e, window(start), "")
 	if st != http.StatusOK {
 		t.Fatalf("query: %d %s", st, raw)
@@ -104,6 +113,7 @@ func TestActivityLog(t *testing.T) {
 		{"Microsoft.ManagedIdentity/userAssignedIdentities/write", "Failed", rg + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/nolocation", ""},
 		{"Microsoft.ManagedIdentity/userAssignedIdentities/write", "Succeeded", uai, emulator.AdminCaller},
 		{"Microsoft.ManagedIdentity/userAssignedIdentities/write", "Succeeded", other + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/portal", "someone@example.com"},
+		{"Microsoft.ManagedIdentity/userAssignedIdentities/delete", "Succeeded", gone, "portal"},
 	} {
 		if !has(want) {
 			t.Errorf("missing event %+v in %+v", want, got)

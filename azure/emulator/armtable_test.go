@@ -334,6 +334,29 @@ func TestForcedAnswers(t *testing.T) {
 	if _, err := c.wait(resp); err != nil {
 		t.Fatal(err)
 	}
+	// Match limits an override to the resources whose ID contains it; a delete can be forced too.
+	e.SetFaults(emulator.Faults{Answers: []emulator.AnswerOverride{
+		{Type: "Microsoft.Storage/storageAccounts", Op: "update", Answer: "200", Match: "forced2"},
+		{Type: "Microsoft.Storage/storageAccounts", Op: "delete", Answer: "204"}}})
+	for _, tc := range []struct {
+		name string
+		want armtable.Answer
+	}{{"forced1", mustParse(t, row.Create[0].Answer)}, {"forced2", armtable.Answer{Status: http.StatusOK}}} {
+		resp := c.doResp(http.MethodPut, rg+"/providers/Microsoft.Storage/storageAccounts/"+tc.name, storageAPI, body)
+		if err := checkAnswer(resp, tc.want); err != nil {
+			t.Errorf("update of %s: %v", tc.name, err)
+		}
+		if _, err := c.wait(resp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := c.do(http.MethodDelete, rg+"/providers/Microsoft.Storage/storageAccounts/forced1", storageAPI, nil); r.status != http.StatusNoContent {
+		t.Errorf("forced delete: %d %s", r.status, r.raw)
+	}
+	if st, b := adminDo(t, e, "GET", "/_admin/answers?type=microsoft.storage/storageaccounts", nil, tok); st != http.StatusOK ||
+		!strings.Contains(string(b), `"answer":"202+L"`) || !strings.Contains(string(b), emulator.AnswerTableProvenance().SHA256) {
+		t.Errorf("GET /_admin/answers: %d %s", st, b)
+	}
 	for _, tc := range []struct {
 		override map[string]any
 		want     string
