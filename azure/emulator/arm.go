@@ -657,11 +657,15 @@ func (e *Emulator) serveAction(w http.ResponseWriter, r *http.Request, p armPath
 }
 
 func (e *Emulator) subscriptionJSON(s *subscription) map[string]any {
-	return map[string]any{
+	out := map[string]any{
 		"id": "/subscriptions/" + s.ID, "authorizationSource": "RoleBased", "managedByTenants": []any{},
 		"subscriptionId": s.ID, "tenantId": e.tenantID, "displayName": s.DisplayName, "state": firstNonEmpty(s.State, "Enabled"),
 		"subscriptionPolicies": map[string]any{"locationPlacementId": "Public_2014-09-01", "quotaId": "PayAsYouGo_2014-09-01", "spendingLimit": "Off"},
 	}
+	if len(s.Tags) > 0 {
+		out["tags"] = s.Tags
+	}
+	return out
 }
 
 func (e *Emulator) serveSubscription(w http.ResponseWriter, r *http.Request, p armPath, c *accessClaims, info *reqInfo) {

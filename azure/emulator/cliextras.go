@@ -20,7 +20,8 @@ import (
 //   - checkNameAvailability of storage accounts, Service Bus namespaces and Key Vaults (namecheck.go);
 //   - listKeys and regenerateKey(s) of storage accounts and Service Bus / Event Hubs authorization rules, with
 //     valid base64 keys that change when regenerated (exports_keys.go);
-//   - the Microsoft.Resources/tags/default extension of any resource, resource group or subscription (tags.go);
+//   - the Microsoft.Resources/tags/default extension of any resource, resource group or subscription, and the
+//     subscription's tagNames (tags.go);
 //   - a DELETE of a missing resource group answers 404 ResourceGroupNotFound;
 //   - management locks (Microsoft.Authorization/locks, CanNotDelete and ReadOnly) refuse what they lock
 //     (locks.go);
@@ -44,6 +45,9 @@ func (e *Emulator) serveExtras(w http.ResponseWriter, r *http.Request, p armPath
 		return true
 	case p.Kind == pathTail && get && p.Namespace == "" && p.ParentType == typeSubscription && strings.EqualFold(p.Tail, "locations"):
 		e.serveLocations(w, p)
+		return true
+	case p.Kind == pathTail && get && p.Namespace == "" && p.ParentType == typeSubscription && strings.EqualFold(p.Tail, "tagNames"):
+		e.serveTagNames(w, p, c, info)
 		return true
 	case p.Kind == pathTail && post && p.ParentType == typeSubscription && strings.EqualFold(p.Tail, "checkNameAvailability"):
 		return e.serveCheckName(w, r, p, c, info)

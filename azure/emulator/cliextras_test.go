@@ -371,3 +371,30 @@ func BenchmarkFilteredResourceList(b *testing.B) {
 		}
 	})
 }
+
+func TestSubscriptionTagsAndTagNames(t *testing.T) {
+	e := newEmulator(t)
+	c, _ := ownerClient(t, e)
+	sub := "/subscriptions/" + e.SubscriptionID()
+	if r := c.do(http.MethodPut, sub+"/providers/Microsoft.Resources/tags/default", "2021-04-01", map[string]any{"properties": map[string]any{"tags": map[string]any{"cost": "42"}}}); r.status != http.StatusOK {
+		t.Fatalf("PUT subscription tags = %d %s", r.status, r.raw)
+	}
+	if r := c.do(http.MethodGet, sub, "2022-12-01", nil); r.str("tags", "cost") != "42" {
+		t.Errorf("subscription = %s", r.raw)
+	}
+	mustPut(t, c, rgPath(e, "rg1"), rgAPI, map[string]any{"location": "westeurope", "tags": map[string]any{"env": "dev"}})
+	mustPut(t, c, rgPath(e, "rg2"), rgAPI, map[string]any{"location": "westeurope", "tags": map[string]any{"env": "prod"}})
+	mustPut(t, c, rgPath(e, "rg1")+"/providers/Microsoft.ManagedIdentity/userAssignedIdentities/id", miAPI, map[string]any{"location": "westeurope", "tags": map[string]any{"env": "dev", "team": "a"}})
+	r := c.do(http.MethodGet, sub+"/tagNames", "2021-04-01", nil)
+	got := map[string]float64{}
+	for _, v := range asList(r.body["value"]) {
+		m := v.(map[string]any)
+		got[m["tagName"].(string)] = m["count"].(map[string]any)["value"].(float64)
+		if m["tagName"] == "env" && len(asList(m["values"])) != 2 {
+			t.Errorf("env values = %v", m["values"])
+		}
+	}
+	if got["env"] != 3 || got["team"] != 1 || len(got) != 2 {
+		t.Errorf("tagNames = %v (%s)", got, r.raw)
+	}
+}

@@ -81,6 +81,8 @@ type subscription struct {
 	ID          string `json:"id"`
 	DisplayName string `json:"displayName"`
 	State       string `json:"state,omitempty"` // "" is Enabled; Disabled once cancelled (hooks_subscription.go)
+	// Tags are the subscription's tags, written through Microsoft.Resources/tags/default (tags.go).
+	Tags map[string]any `json:"tags,omitempty"`
 }
 
 // New starts an emulator serving HTTPS on a loopback port (see WithAddr). One tenant and one subscription exist;

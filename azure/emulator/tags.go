@@ -1,7 +1,10 @@
 package emulator
 
 import (
+	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -14,7 +17,10 @@ import (
 //   - DELETE removes every tag.
 //
 // Writes need Microsoft.Resources/tags/write (Tag Contributor, Contributor, Owner) and are refused under a ReadOnly
-// lock. Subscription tags are not kept: at subscription scope GET answers no tags and writes answer 400.
+// lock. A subscription's tags are kept with it (GET /subscriptions/{id} shows them).
+//
+// GET /subscriptions/{id}/tagNames (`az tag list`) lists the tag names in use on the subscription's resource groups
+// and resources, each with its values and counts.
 
 const tagsType = "Microsoft.Resources/tags"
 
@@ -52,27 +58,30 @@ func (e *Emulator) serveTags(w http.ResponseWriter, r *http.Request, p armPath, 
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "name": "default", "type": tagsType, "properties": map[string]any{"tags": tags}})
 	}
 	sp := parseARMPath(scope)
-	if sp.Kind == pathResource && sp.Type == typeSubscription {
-		if verb == "read" {
-			answer(nil)
-			return
-		}
-		e.writeErr(w, info, newARMError(http.StatusBadRequest, "InvalidRequestContent", "The emulator does not keep subscription tags."))
-		return
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	res := e.store.get(strings.ToLower(scope))
-	if res == nil {
-		e.writeErr(w, info, e.notFound(sp))
-		return
+	var sub *subscription
+	var res *resource
+	var body map[string]any
+	var tags map[string]any
+	if sp.Kind == pathResource && sp.Type == typeSubscription {
+		if sub = e.subs[strings.ToLower(sp.Sub)]; sub == nil {
+			e.writeErr(w, info, newARMError(http.StatusNotFound, "SubscriptionNotFound", "The subscription '%s' could not be found.", sp.Sub))
+			return
+		}
+		tags = maps.Clone(sub.Tags)
+	} else {
+		if res = e.store.get(strings.ToLower(scope)); res == nil {
+			e.writeErr(w, info, e.notFound(sp))
+			return
+		}
+		var err error
+		if body, err = res.decode(); err != nil {
+			e.writeErr(w, info, newARMError(http.StatusInternalServerError, "InternalServerError", "%v", err))
+			return
+		}
+		tags, _ = body["tags"].(map[string]any)
 	}
-	body, err := res.decode()
-	if err != nil {
-		e.writeErr(w, info, newARMError(http.StatusInternalServerError, "InternalServerError", "%v", err))
-		return
-	}
-	tags, _ := body["tags"].(map[string]any)
 	if tags == nil {
 		tags = map[string]any{}
 	}
@@ -106,8 +115,66 @@ func (e *Emulator) serveTags(w http.ResponseWriter, r *http.Request, p armPath, 
 	if tags == nil {
 		tags = map[string]any{}
 	}
-	body["tags"] = tags
-	res.body = mustJSON(body)
+	if sub != nil {
+		sub.Tags = tags
+	} else {
+		body["tags"] = tags
+		res.body = mustJSON(body)
+	}
 	e.markDirty()
 	answer(tags)
+}
+
+// serveTagNames answers GET /subscriptions/{id}/tagNames from the tags in use.
+func (e *Emulator) serveTagNames(w http.ResponseWriter, p armPath, c *accessClaims, info *reqInfo) {
+	if !e.authorize(w, c, "Microsoft.Resources/subscriptions/tagNames/read", p.Parent, info) {
+		return
+	}
+	type tagName struct {
+		name   string
+		count  int
+		values map[string]int
+		order  []string
+	}
+	byName := map[string]*tagName{}
+	var order []string
+	e.mu.RLock()
+	for _, x := range e.store.under(strings.ToLower(p.Parent)) {
+		if x.typeKey != rgTypeKey && !listedAsResource(x) {
+			continue
+		}
+		var b struct {
+			Tags map[string]string `json:"tags"`
+		}
+		if json.Unmarshal(x.body, &b) != nil {
+			continue
+		}
+		for k, v := range b.Tags {
+			tn := byName[strings.ToLower(k)]
+			if tn == nil {
+				tn = &tagName{name: k, values: map[string]int{}}
+				byName[strings.ToLower(k)] = tn
+				order = append(order, strings.ToLower(k))
+			}
+			tn.count++
+			if tn.values[v] == 0 {
+				tn.order = append(tn.order, v)
+			}
+			tn.values[v]++
+		}
+	}
+	e.mu.RUnlock()
+	slices.Sort(order)
+	values := []any{}
+	for _, k := range order {
+		tn := byName[k]
+		id := p.Parent + "/tagNames/" + tn.name
+		var vals []any
+		slices.Sort(tn.order)
+		for _, v := range tn.order {
+			vals = append(vals, map[string]any{"id": id + "/tagValues/" + v, "tagValue": v, "count": map[string]any{"type": "Total", "value": tn.values[v]}})
+		}
+		values = append(values, map[string]any{"id": id, "tagName": tn.name, "count": map[string]any{"type": "Total", "value": tn.count}, "values": vals})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"value": values})
 }
