@@ -2,6 +2,7 @@ package azure_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -92,34 +93,33 @@ func TestMetricsPolicyObservesEveryTry(t *testing.T) {
 }
 
 // TestMetricsPolicyObservesRateLimitWaits: with a write bucket of one token
-// refilled 10 times a second, the second and third PUT wait about 100 ms
-// each for gitaso's own limiter, and each try's wait is observed.
+// refilled 5 times a second, three PUTs sent at once leave the limiter about
+// 0, 200 and 400 ms later, and each try's wait is observed.
 func TestMetricsPolicyObservesRateLimitWaits(t *testing.T) {
 	rec := &recordMetrics{}
 	env := emutest.New(t, emutest.ClientOptions(func(o *azure.Options) {
 		o.Metrics = rec
-		o.Limits = azure.RateLimits{Reads: azure.Limit{Burst: 100, PerSecond: 100}, Writes: azure.Limit{Burst: 1, PerSecond: 10},
+		o.Limits = azure.RateLimits{Reads: azure.Limit{Burst: 100, PerSecond: 100}, Writes: azure.Limit{Burst: 1, PerSecond: 5},
 			Deletes: azure.Limit{Burst: 100, PerSecond: 100}}
 	}))
 	ctx := context.Background()
 	rec.mu.Lock()
 	rec.waits = nil
 	rec.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, name := range []string{"wait-a", "wait-b", "wait-c"} {
-		if _, err := env.Client.Put(ctx, "/subscriptions/"+env.Sub+"/resourceGroups/"+name, "2020-06-01", []byte(`{"location":"westeurope"}`)); err != nil {
-			t.Fatal(err)
-		}
+		wg.Go(func() {
+			if _, err := env.Client.Put(ctx, "/subscriptions/"+env.Sub+"/resourceGroups/"+name, "2020-06-01", []byte(`{"location":"westeurope"}`)); err != nil {
+				t.Error(err)
+			}
+		})
 	}
+	wg.Wait()
 	rec.mu.Lock()
-	waits := rec.waits
+	waits := slices.Clone(rec.waits)
 	rec.mu.Unlock()
-	long := 0
-	for _, w := range waits {
-		if w >= 50*time.Millisecond {
-			long++
-		}
-	}
-	if len(waits) < 3 || long < 2 {
-		t.Errorf("rate limiter waits %v: want one per try, two of them near 100 ms", waits)
+	slices.Sort(waits)
+	if len(waits) != 3 || waits[1] < 100*time.Millisecond || waits[2] < 300*time.Millisecond {
+		t.Errorf("rate limiter waits %v: want one per try, about 0, 200 and 400 ms", waits)
 	}
 }
