@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -696,7 +697,22 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 			s.Outputs = nil
 		}
 	}
+	if unchanged(prior, s) {
+		return nil // a run writes only the records that changed
+	}
 	return w.PutResource(s)
+}
+
+// unchanged reports whether next is prior with only UpdatedAt moved on: its
+// record need not be written (updatedAt is when the record last changed).
+func unchanged(prior, next record.Resource) bool {
+	if prior.Key() != next.Key() || prior.UpdatedAt.IsZero() {
+		return false
+	}
+	next.UpdatedAt = prior.UpdatedAt
+	a, err1 := json.Marshal(prior)
+	b, err2 := json.Marshal(next)
+	return err1 == nil && err2 == nil && bytes.Equal(a, b)
 }
 
 func outputNames(m map[string]string) map[string]bool {

@@ -33,6 +33,9 @@ func (w *Writer) PutExports(namespace, name string, values map[string]string) er
 	if err != nil {
 		return fmt.Errorf("state: put exports %s/%s: %w", namespace, name, err)
 	}
+	if bytes.Equal(w.tx.Bucket(bucketExports).Get(exportKey(namespace, name)), v) {
+		return nil // unchanged: a write would only grow the file
+	}
 	if err := w.tx.Bucket(bucketExports).Put(exportKey(namespace, name), v); err != nil {
 		return fmt.Errorf("state: put exports %s/%s: %w", namespace, name, err)
 	}
@@ -133,6 +136,21 @@ func (w *Writer) PutSecretExports(namespace, name string, values map[string]stri
 		return fmt.Errorf("state: put secret exports %s/%s: %w", namespace, name, err)
 	}
 	key := exportKey(namespace, name)
+	if old := w.tx.Bucket(bucketSecrets).Get(key); old != nil {
+		// Unchanged values are not sealed again (a new nonce would make
+		// every run rewrite them).
+		var prev sealedExports
+		if json.Unmarshal(old, &prev) == nil {
+			if p, err := open(aead, prev.Sealed, key); err == nil {
+				same := bytes.Equal(p, plain)
+				clear(p)
+				if same {
+					clear(plain)
+					return nil
+				}
+			}
+		}
+	}
 	ct, err := seal(aead, plain, key)
 	clear(plain)
 	if err != nil {
