@@ -90,9 +90,19 @@ func inked(img image.Image, area image.Rectangle) float64 {
 // The graph draws every resource, green where Ready is True and red where
 // it is False; search selects and centres a node, whose detail names its
 // dependencies and opens its resource page.
-func TestBrowserGraph(t *testing.T) {
+//
+// The views share one browser session (starting Chromium is most of a
+// browser test's time).
+func TestBrowserViews(t *testing.T) {
 	wd := newWebDriver(t)
 	f := newFixture(t)
+	checkGraph(t, wd, f)
+	checkResourcePage(t, wd, f)
+	checkRunPage(t, wd, f)
+	checkBannerOnEveryView(t, wd, f) // adds a held run: last
+}
+
+func checkGraph(t *testing.T, wd *webDriver, f *fixture) {
 	rs, err := f.db.Resources(record.Filter{})
 	if err != nil {
 		t.Fatal(err)
@@ -152,9 +162,7 @@ func TestBrowserGraph(t *testing.T) {
 
 // The resource page shows the last error, the diff of the last change, the
 // runs that touched it (linking to the run page), and no secret.
-func TestBrowserResourcePage(t *testing.T) {
-	wd := newWebDriver(t)
-	f := newFixture(t)
+func checkResourcePage(t *testing.T, wd *webDriver, f *fixture) {
 	wd.open(f.srv.URL + "/#/resource/" + keyStorage)
 	wd.waitFor("the history", `return !!document.querySelector('#history a[href="#run/2"]')`)
 	change := wd.str(`return document.getElementById('last-change').textContent`)
@@ -186,9 +194,7 @@ func TestBrowserResourcePage(t *testing.T) {
 
 // The run page shows the run (revision, trigger, outcome, counts, error)
 // and the resources it touched, linking to their pages.
-func TestBrowserRunPage(t *testing.T) {
-	wd := newWebDriver(t)
-	f := newFixture(t)
+func checkRunPage(t *testing.T, wd *webDriver, f *fixture) {
 	wd.open(f.srv.URL + "/#runs")
 	wd.waitFor("the runs", `return !!document.querySelector('#runs-body a[href="#run/2"]')`)
 	wd.click(`#runs-body a[href="#run/2"]`)
@@ -214,9 +220,7 @@ func TestBrowserRunPage(t *testing.T) {
 }
 
 // The held banner is on every view, the graph and run pages included.
-func TestBrowserBannerOnEveryView(t *testing.T) {
-	wd := newWebDriver(t)
-	f := newFixture(t)
+func checkBannerOnEveryView(t *testing.T, wd *webDriver, f *fixture) {
 	f.addHeldRun(t)
 	for _, view := range []string{"#/graph", "#/run/1", "#/resource/" + keyStorage, "#resources", "#runs", "#plan"} {
 		wd.open(f.srv.URL + "/" + view)
