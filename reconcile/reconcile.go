@@ -52,6 +52,16 @@ type Config struct {
 	// override SyncPeriod; the kind wins over the namespace.
 	NamespaceSyncPeriod map[string]time.Duration
 	KindSyncPeriod      map[string]time.Duration
+	// FullResyncEvery is how many sync periods pass between two full reads
+	// of a resource; in between, a resync reads only what the subscription's
+	// Activity Log shows written since the resource was last read
+	// (activity.go). 0 means once a day (24h / the sync period); 1 reads
+	// everything every period (the log is not used).
+	FullResyncEvery int
+	// ActivityLogOverlap is how far before a resource's last read the
+	// Activity Log is asked from: Azure records events minutes after the
+	// write (default 10m).
+	ActivityLogOverlap time.Duration
 	// Parallelism bounds concurrent ARM operations.
 	Parallelism int
 	// ReadParallelism bounds concurrent reads during a refresh.
@@ -71,7 +81,8 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Interval: time.Minute, SyncPeriod: time.Hour, Parallelism: 16, ReadParallelism: 16, Guard: planner.DefaultGuard()}
+	return Config{Interval: time.Minute, SyncPeriod: time.Hour, Parallelism: 16, ReadParallelism: 16, Guard: planner.DefaultGuard(),
+		ActivityLogOverlap: 10 * time.Minute}
 }
 
 // Reconciler runs source → planner → executor → state, one run at a time.
@@ -87,10 +98,11 @@ type Reconciler struct {
 	// runStart is when the current run started: a resource read in it is
 	// next due one sync period after that (refresh.go).
 	runStart time.Time
-	readMu      sync.Mutex
-	lastRead    map[string]time.Time // node key → last time Azure was read for it
-	observed    planner.Observed     // what the last refresh read (saved plans), under mu
-	nextDue     time.Time            // when the next resource is due for a refresh
+	readMu   sync.Mutex
+	lastRead map[string]time.Time // node key → last time Azure was read for it
+	observed planner.Observed     // what the last refresh read (saved plans), under mu
+	nextDue  time.Time            // when the next resource is due for a refresh
+	activity activityState        // what the Activity Log path remembers (activity.go)
 	// reportedIgnored is the revision whose ignored objects were logged.
 	reportedIgnored string
 	// reportedHeld is the revision whose hold was logged.
@@ -485,6 +497,7 @@ func (r *Reconciler) apply(ctx context.Context, g *planner.Graph, p *planner.Pla
 		OnResult: r.observeResult(rec.add), OnOperation: rec.operation})
 	res, applyErr := ex.Apply(ctx, p, planner.Values{Outputs: outputs, Secrets: g})
 	rec.stop()
+	r.noteOwnWrites(res)
 	rep.Result = res
 	if res != nil {
 		rep.Run.Counts = map[string]int{}

@@ -16,6 +16,9 @@ import (
 // the azure package's (azure.RefreshFromGraph, RefreshCollections,
 // RefreshEach); what is due and how the results are judged is here:
 //
+//  0. a periodic resync (not All) keeps only the due resources the
+//     subscription's Activity Log shows written since their last read, and
+//     a full read every FullResyncEvery periods (activity.go);
 //  1. the due resources are read from Resource Graph, per credential;
 //  2. proxy resources the graph does not index are read a collection at a
 //     time;
@@ -88,6 +91,11 @@ func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.I
 		return g.Plan(in)
 	}
 	cf := &clientsFor{r: r, g: g}
+	// A periodic resync reads what the Activity Log names (activity.go).
+	var unchanged []*planner.Node
+	if !all {
+		due, unchanged = r.byActivity(ctx, cf, due, in)
+	}
 	rows, missing := r.refreshFromGraph(ctx, cf, due)
 	// Proxy resources (queues, containers, role assignments, ...) are not
 	// in the graph: read them a collection at a time.
@@ -137,16 +145,21 @@ func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.I
 	if readAt.IsZero() || readAt.After(now) {
 		readAt = now
 	}
-	r.readMu.Lock()
-	for _, n := range due {
-		if dryRun {
-			break
+	if !dryRun {
+		var read []*planner.Node
+		r.readMu.Lock()
+		for _, n := range due {
+			if _, ok := observed[strings.ToLower(n.ARMID)]; ok {
+				r.lastRead[n.Key()] = readAt
+				read = append(read, n)
+			}
 		}
-		if _, ok := observed[strings.ToLower(n.ARMID)]; ok {
+		for _, n := range unchanged {
 			r.lastRead[n.Key()] = readAt
 		}
+		r.readMu.Unlock()
+		r.countReads(read, unchanged)
 	}
-	r.readMu.Unlock()
 	in.Observed = observed
 	r.observed = observed
 	return g.Plan(in)

@@ -3,10 +3,12 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
@@ -28,8 +30,19 @@ type resyncEnv struct {
 
 // newResyncEnv applies n generated resources (resource group → Service Bus
 // namespace → queue) to an emulator without latency or throttling.
-func newResyncEnv(tb testing.TB, n int) *resyncEnv {
-	return newResyncEnvWith(tb, func(dir string) error { return benchdata.GenerateApplyTree(dir, n) })
+func newResyncEnv(tb testing.TB, n int, opts ...func(*reconcile.Config)) *resyncEnv {
+	return newResyncEnvWith(tb, func(dir string) error { return benchdata.GenerateApplyTree(dir, n) }, opts...)
+}
+
+// everyRun makes every resource due at every run (a sync period has passed)
+// and reads the Activity Log without the production overlap (the emulator
+// records events as they happen), with a full read once every k periods.
+func everyRun(k int) func(*reconcile.Config) {
+	return func(c *reconcile.Config) {
+		c.SyncPeriod = time.Nanosecond
+		c.ActivityLogOverlap = 0
+		c.FullResyncEvery = k
+	}
 }
 
 // generateTracked writes n tracked resources: 10 resource groups and
@@ -50,10 +63,17 @@ func generateTracked(n int) func(dir string) error {
 	}
 }
 
-func newResyncEnvWith(tb testing.TB, generate func(dir string) error) *resyncEnv {
+func newResyncEnvWith(tb testing.TB, generate func(dir string) error, opts ...func(*reconcile.Config)) *resyncEnv {
 	tb.Helper()
 	env := emutest.New(tb, emutest.Emulator(emulator.WithoutThrottling()),
 		emutest.ClientOptions(func(o *azure.Options) { o.Limits.Disabled = true }))
+	return newResyncEnvOn(tb, env, env.Cred, nil, generate, opts...)
+}
+
+// newResyncEnvOn applies the generated tree on env as cred, logging to log
+// (nil: slog's default).
+func newResyncEnvOn(tb testing.TB, env *emutest.Env, cred *azure.Credential, log *slog.Logger, generate func(dir string) error, opts ...func(*reconcile.Config)) *resyncEnv {
+	tb.Helper()
 	dir := tb.TempDir()
 	repo := filepath.Join(dir, "repo")
 	if err := generate(repo); err != nil {
@@ -66,9 +86,12 @@ func newResyncEnvWith(tb testing.TB, generate func(dir string) error) *resyncEnv
 	}
 	tb.Cleanup(func() { _ = db.Close() })
 	cfg := reconcile.DefaultConfig()
-	cfg.Global = env.Cred
+	cfg.Global = cred
 	cfg.Parallelism = 32
-	rec := reconcile.New(source.NewDir(repo, ""), db, env.Clients, cfg, nil)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	rec := reconcile.New(source.NewDir(repo, ""), db, env.Clients, cfg, log)
 	rep, err := rec.Once(context.Background(), reconcile.Options{Trigger: "setup"})
 	if err != nil || rep.Run.Outcome != record.OutcomeSucceeded {
 		tb.Fatalf("setup apply: %v %s", err, rep.Run.Error)
@@ -118,28 +141,56 @@ func driftKind(tb testing.TB, e *resyncEnv, k int, kind, from, to string) {
 	}
 }
 
-// BenchmarkResync1k is issue 4's resync benchmark: one sync period over
-// 1,000 unchanged resources (target ≤ 10 ARM requests per period and no
-// writes), then one period with 10 resources changed behind gitaso's back
-// (target: every drift corrected in that period, with only their writes).
-// "tracked" are resources Resource Graph indexes (groups, identities); "tree"
-// is the apply benchmark's 10 groups / 90 Service Bus namespaces / 900 queues,
-// whose queues are proxy resources the graph does not index (as in Azure),
-// read with one list per namespace.
+// BenchmarkResync1k is the resync benchmark (issues 4 and 12): one sync
+// period over 1,000 unchanged resources (issue 12's target: ≤ 2 requests per
+// subscription per period, proxy resources included, and no writes), then
+// one period with 10 resources changed behind gitaso's back (target: every
+// drift corrected in that period, with only their writes). A periodic resync
+// asks the subscription's Activity Log what was written since the last read
+// and reads only that (activity.go); "full" reads everything, as the startup
+// run and the full read every --full-resync-every periods do. "tracked" are
+// resources Resource Graph indexes (groups, identities); "tree" is the apply
+// benchmark's 10 groups / 90 Service Bus namespaces / 900 queues, whose
+// queues are proxy resources the graph does not index (as in Azure), read
+// with one list per namespace.
 func BenchmarkResync1k(b *testing.B) {
 	b.Run("tracked", func(b *testing.B) {
-		benchResync(b, newResyncEnvWith(b, generateTracked(1000)), "UserAssignedIdentity", `"team":"t`, `"team":"drifted-t`)
+		benchResync(b, newResyncEnvWith(b, generateTracked(1000), everyRun(1000)), false, "UserAssignedIdentity", `"team":"t`, `"team":"drifted-t`)
 	})
 	b.Run("tree", func(b *testing.B) {
-		benchResync(b, newResyncEnv(b, 1000), "NamespacesQueue", `"maxDeliveryCount":10`, `"maxDeliveryCount":99`)
+		benchResync(b, newResyncEnv(b, 1000, everyRun(1000)), false, "NamespacesQueue", `"maxDeliveryCount":10`, `"maxDeliveryCount":99`)
+	})
+	b.Run("tracked-full", func(b *testing.B) {
+		benchResync(b, newResyncEnvWith(b, generateTracked(1000)), true, "UserAssignedIdentity", `"team":"t`, `"team":"drifted-t`)
+	})
+	b.Run("tree-full", func(b *testing.B) {
+		benchResync(b, newResyncEnv(b, 1000), true, "NamespacesQueue", `"maxDeliveryCount":10`, `"maxDeliveryCount":99`)
 	})
 }
 
-func benchResync(b *testing.B, e *resyncEnv, kind, from, to string) {
+// BenchmarkResync10k is BenchmarkResync1k's log path over 10,000 resources
+// (100 groups / 900 namespaces / 9,000 queues; 10,000 identities): the idle
+// cost stays one request per subscription.
+func BenchmarkResync10k(b *testing.B) {
+	b.Run("tracked", func(b *testing.B) {
+		benchResync(b, newResyncEnvWith(b, generateTracked(10000), everyRun(1000)), false, "UserAssignedIdentity", `"team":"t`, `"team":"drifted-t`)
+	})
+	b.Run("tree", func(b *testing.B) {
+		benchResync(b, newResyncEnv(b, 10000, everyRun(1000)), false, "NamespacesQueue", `"maxDeliveryCount":10`, `"maxDeliveryCount":99`)
+	})
+}
+
+// benchResync measures an unchanged period and a period with 10 drifts:
+// a full read (all) or a periodic resync.
+func benchResync(b *testing.B, e *resyncEnv, all bool, kind, from, to string) {
 	var req, wr, dreq, dwr, corrected int
+	opts := reconcile.Options{Trigger: "refresh", Refresh: true, All: all}
+	if _, err := e.rec.Once(context.Background(), opts); err != nil { // the first resync reads everything
+		b.Fatal(err)
+	}
 	for b.Loop() {
 		e.emu.ResetStats()
-		rep, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "refresh", Refresh: true, All: true})
+		rep, err := e.rec.Once(context.Background(), opts)
 		if err != nil || rep.Plan.HasChanges() {
 			b.Fatalf("unchanged resync: %v %v", err, rep.Plan.Summary())
 		}
@@ -149,7 +200,7 @@ func benchResync(b *testing.B, e *resyncEnv, kind, from, to string) {
 		driftKind(b, e, 10, kind, from, to)
 		e.emu.ResetStats()
 		b.StartTimer()
-		rep, err = e.rec.Once(context.Background(), reconcile.Options{Trigger: "refresh", Refresh: true, All: true})
+		rep, err = e.rec.Once(context.Background(), opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -163,7 +214,10 @@ func benchResync(b *testing.B, e *resyncEnv, kind, from, to string) {
 	b.ReportMetric(float64(dwr), "writes/drift-period")
 }
 
-// TestResyncReadsInBulk checks the same behaviour on a small scale.
+// TestResyncReadsInBulk checks the full read (All: the startup run, an
+// explicit refresh, the full read every --full-resync-every periods) on a
+// small scale; activity_test.go checks the periodic resync from the
+// Activity Log.
 func TestResyncReadsInBulk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("emulator")

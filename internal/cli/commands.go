@@ -318,6 +318,7 @@ func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	ha := &haSettings{} // --leader-elect, --shards (ha.go)
 	var listen, tokenFile, webhookSecretFile string
 	var interval, syncPeriod time.Duration
+	var fullResyncEvery int
 	var nsPeriods, kindPeriods, allowedHosts []string
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -384,6 +385,10 @@ and --state. See docs/ha.md.`,
 				return err
 			}
 			e.cfg.Interval, e.cfg.SyncPeriod = interval, syncPeriod
+			if fullResyncEvery < 0 {
+				return fmt.Errorf("--full-resync-every %d: want 0 (once a day) or a number of sync periods", fullResyncEvery)
+			}
+			e.cfg.FullResyncEvery = fullResyncEvery
 			if e.cfg.NamespaceSyncPeriod, err = durationMap("--namespace-sync-period", nsPeriods); err != nil {
 				return err
 			}
@@ -445,6 +450,7 @@ and --state. See docs/ha.md.`,
 	durationFlag(cmd.Flags(), &syncPeriod, "sync-period", time.Hour, "how often Azure is read back to correct drift (0 disables); reads are bulk Resource Graph queries, writes only where a field differs")
 	cmd.Flags().StringSliceVar(&nsPeriods, "namespace-sync-period", nil, "sync period for one namespace, NAMESPACE=DURATION (repeatable; 0 disables)")
 	cmd.Flags().StringSliceVar(&kindPeriods, "kind-sync-period", nil, "sync period for one kind, Kind=DURATION or group/Kind=DURATION (repeatable; wins over the namespace)")
+	cmd.Flags().IntVar(&fullResyncEvery, "full-resync-every", 0, "read every resource in full once every N sync periods; in between a resync reads only what each subscription's Activity Log shows written (0: once a day, 24h / the sync period; 1: every period, the log is not used)")
 	return cmd
 }
 
