@@ -563,7 +563,7 @@ from an aso-credential Secret per namespace, or per resource with serviceoperato
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(validateCmd(stdout, stderr), planCmd(stdout, stderr), applyCmd(stdout, stderr),
-		serveCmd(stdout, stderr), emulatorCmd(stdout, stderr), versionCmd(stdout), commentCmd(stdout, stderr))
+		serveCmd(stdout, stderr), emulatorCmd(stdout, stderr), versionCmd(stdout), commentCmd(stdout, stderr), stateCmd(stdout))
 	return root.ExecuteContext(ctx)
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/gitaso/gitaso/internal/cli"
+	"github.com/gitaso/gitaso/state"
 )
 
 func run(t *testing.T, args ...string) (string, string, error) {
@@ -392,5 +393,19 @@ spec:
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+}
+
+func TestStateCompact(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.db")
+	db, err := state.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	out, stderr, err := run(t, "state", "compact", "--state", file)
+	if err != nil || !strings.Contains(out, file+": ") || !strings.Contains(out, "MB →") {
+		t.Fatalf("state compact: %v %q %s", err, out, stderr)
 	}
 }
