@@ -28,7 +28,8 @@ type Clients interface {
 
 // Options tune an Executor.
 type Options struct {
-	// Parallelism bounds concurrent ARM operations (default 16).
+	// Parallelism bounds concurrent ARM operations per subscription
+	// (default 16): ARM throttles each subscription on its own.
 	Parallelism int
 	// Logger receives progress; default slog.Default().
 	Logger *slog.Logger
@@ -199,17 +200,37 @@ func (w *walk) setResult(rr *ResourceResult) {
 // run walks the write graph: a vertex starts when all its dependencies in the
 // plan have finished; a failed or skipped dependency skips it.
 func (w *walk) run(ctx context.Context, rs []*planner.Resource) {
-	sem := make(chan struct{}, w.e.opts.Parallelism)
+	sem := w.slots()
 	walkDAG(rs, func(r *planner.Resource) []string { return r.DependsOn }, func(r *planner.Resource) {
 		if blocker := w.blocker(r); blocker != nil {
 			w.setResult(blocker)
 			return
 		}
-		sem <- struct{}{}
+		s := sem(r)
+		s <- struct{}{}
 		rr := w.apply(ctx, r)
-		<-sem
+		<-s
 		w.setResult(rr)
 	})
+}
+
+// slots bounds concurrent operations per subscription: ARM throttles each
+// subscription on its own, so one waiting for its bucket never holds up
+// another's work (a plan across 20 subscriptions applies them in parallel).
+func (w *walk) slots() func(*planner.Resource) chan struct{} {
+	var mu sync.Mutex
+	sems := map[string]chan struct{}{}
+	return func(r *planner.Resource) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		key := strings.ToLower(r.Subscription)
+		s := sems[key]
+		if s == nil {
+			s = make(chan struct{}, w.e.opts.Parallelism)
+			sems[key] = s
+		}
+		return s
+	}
 }
 
 // walkDAG calls do for every resource of rs, each on its own goroutine as
@@ -310,11 +331,12 @@ func firstLine(s string) string {
 // a deletion starts when those in its DeleteAfter have finished, with
 // bounded parallelism.
 func (w *walk) runDeletes(ctx context.Context, rs []*planner.Resource) {
-	sem := make(chan struct{}, w.e.opts.Parallelism)
+	sem := w.slots()
 	walkDAG(rs, func(r *planner.Resource) []string { return r.DeleteAfter }, func(r *planner.Resource) {
-		sem <- struct{}{}
+		s := sem(r)
+		s <- struct{}{}
 		rr := w.delete(ctx, r)
-		<-sem
+		<-s
 		w.setResult(rr)
 	})
 }

@@ -39,3 +39,25 @@ func TestWalkDAG(t *testing.T) {
 		})
 	}
 }
+
+// TestSlotsPerSubscription: with one slot per subscription, a resource of
+// one subscription holding its slot does not keep another subscription's
+// resource from starting (ARM throttles subscriptions apart).
+func TestSlotsPerSubscription(t *testing.T) {
+	w := &walk{e: &Executor{opts: Options{Parallelism: 1}}}
+	sem := w.slots()
+	a1 := &planner.Resource{Name: "a1", Subscription: "AAAA"}
+	a2 := &planner.Resource{Name: "a2", Subscription: "aaaa"}
+	b1 := &planner.Resource{Name: "b1", Subscription: "bbbb"}
+	sem(a1) <- struct{}{} // a1 holds subscription aaaa's only slot
+	select {
+	case sem(b1) <- struct{}{}:
+	default:
+		t.Fatal("a resource of another subscription waits for aaaa's slot")
+	}
+	select {
+	case sem(a2) <- struct{}{}:
+		t.Fatal("two resources of one subscription ran at once with Parallelism 1")
+	default:
+	}
+}
