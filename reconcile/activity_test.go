@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -235,5 +238,71 @@ func TestResyncWithoutActivityLogPermission(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "the Activity Log cannot be read"); n != 1 {
 		t.Errorf("warning logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// TestResyncChildChangedThroughParent: a VNet PUT outside gitaso that does
+// not carry the subnets deletes them (as ARM does); the Activity Log names
+// only the VNet, and the resync reads the subnet below it and recreates it
+// within the period.
+func TestResyncChildChangedThroughParent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("emulator")
+	}
+	gen := func(dir string) error {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, "net.yaml"), []byte(`apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata: {name: rg-net, namespace: team}
+spec: {location: westeurope}
+---
+apiVersion: network.azure.com/v1api20240301
+kind: VirtualNetwork
+metadata: {name: vnet, namespace: team}
+spec:
+  location: westeurope
+  owner: {name: rg-net}
+  addressSpace:
+    addressPrefixes: [10.0.0.0/16]
+---
+apiVersion: network.azure.com/v1api20240301
+kind: VirtualNetworksSubnet
+metadata: {name: apps, namespace: team}
+spec:
+  owner: {name: vnet}
+  addressPrefix: 10.0.1.0/24
+`), 0o644)
+	}
+	e := newResyncEnvWith(t, gen, everyRun(1000))
+	resync(t, e) // the first resync reads everything
+	vnetID := armIDOf(t, e, "VirtualNetwork", "vnet")
+	body, err := e.cli.Get(context.Background(), vnetID, "2024-03-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vnet map[string]any
+	if err := json.Unmarshal(body, &vnet); err != nil {
+		t.Fatal(err)
+	}
+	props, _ := vnet["properties"].(map[string]any)
+	if subnets, _ := props["subnets"].([]any); len(subnets) != 1 {
+		t.Fatalf("vnet subnets %v", props["subnets"])
+	}
+	delete(props, "subnets")
+	if err := e.emu.WriteOutOfBand(vnetID, vnet, "someone@example.com", "2024-03-01"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cli.Get(context.Background(), armIDOf(t, e, "VirtualNetworksSubnet", "apps"), "2024-03-01"); !errors.Is(err, azure.ErrNotFound) {
+		t.Fatalf("the subnet outlived a VNet PUT without it: %v", err)
+	}
+	rep := resync(t, e)
+	if got := rep.Plan.Get(planner.Key("team", "network.azure.com", "VirtualNetworksSubnet", "apps")); got == nil || got.Action != planner.Create {
+		t.Fatalf("subnet deleted through its VNet: plan %v", rep.Plan.Summary())
+	}
+	full, err := e.rec.Once(context.Background(), reconcile.Options{Trigger: "refresh", Refresh: true, All: true})
+	if err != nil || full.Plan.HasChanges() {
+		t.Fatalf("full read after the correcting run: %v %v", err, full.Plan.Summary())
 	}
 }
