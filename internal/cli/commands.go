@@ -324,7 +324,8 @@ func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "serve",
 		Short: "Run the daemon: follow the branch, apply every new revision, refresh from Azure, serve status",
 		Long: `serve polls the branch every --interval and applies every new revision; every --sync-period it also
-reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD). It serves:
+reads Azure back and corrects drift (ASO's AZURE_SYNC_PERIOD): what each subscription's Activity Log shows
+written since the last read, and everything once every --full-resync-every periods (daily). It serves:
 
   GET  /api/v1/resources[?namespace=&kind=&ready=]   per-resource status (ASO's Ready condition)
   GET  /api/v1/resources/{namespace}/{kind}/{name}
