@@ -55,7 +55,7 @@ catalog:
 ## emulator-table: regenerate the emulator's per-type answers (status, LRO style) from ../shared/conformance/arm-responses.json
 emulator-table:
 	$(GO) run ./azure/emulator/gen -in $(SHARED)/conformance/arm-responses.json -sets $(SHARED)/conformance/aso \
-		-out azure/emulator/armtable_gen.go
+		-supplement azure/emulator/gen/supplement.json -out azure/emulator/armtable_gen.go
 
 ## roles: regenerate aso/roles/builtin-roles.json, Azure's built-in roles (aso/roles.go), from a role list:
 ## ROLES_FROM is a directory of `az role definition list` files (github.com/easimon/azure-builtin-roles azure-roles/),

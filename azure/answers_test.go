@@ -17,11 +17,11 @@ func TestClientOnEveryRecordedAnswer(t *testing.T) {
 	env := newEmuEnv(t, emulator.WithoutThrottling())
 	c := env.client(t, env.owner)
 	ctx := context.Background()
-	shapes := map[string]map[string]bool{"create": {}, "update": {}, "delete": {}}
+	shapes := map[string]map[string]bool{"create": {}, "update": {}, "patch": {}, "delete": {}}
 	alternates := 0
 	for _, typ := range emulator.RecordedTypes() {
 		row, _ := emulator.RecordedAnswers(typ)
-		for op, list := range map[string][]emulator.RecordedAnswer{"create": row.Create, "update": row.Update, "delete": row.Delete} {
+		for op, list := range map[string][]emulator.RecordedAnswer{"create": row.Create, "update": row.Update, "patch": row.Patch, "delete": row.Delete} {
 			for _, a := range list {
 				if op == "delete" && (a.Answer == "404" || a.Answer == "204") {
 					continue // a DELETE of a resource already gone
@@ -45,7 +45,7 @@ func TestClientOnEveryRecordedAnswer(t *testing.T) {
 	}
 	const typ, api = "Microsoft.Cache/redis", "2023-08-01"
 	n := 0
-	for _, op := range []string{"create", "update", "delete"} {
+	for _, op := range []string{"create", "update", "patch", "delete"} {
 		var list []string
 		for a := range shapes[op] {
 			list = append(list, a)
@@ -59,6 +59,9 @@ func TestClientOnEveryRecordedAnswer(t *testing.T) {
 			out, err := c.Put(ctx, id, api, body)
 			if err == nil && op == "update" {
 				out, err = c.Put(ctx, id, api, body)
+			}
+			if err == nil && op == "patch" {
+				out, err = c.Patch(ctx, id, api, []byte(`{"tags":{"patched":"yes"}}`))
 			}
 			if err != nil {
 				t.Errorf("%s answered %s: Put: %v", op, answer, err)
@@ -81,6 +84,6 @@ func TestClientOnEveryRecordedAnswer(t *testing.T) {
 	if left := env.e.CurrentFaults().Answers; len(left) != 1 || left[0].Count != -1 {
 		t.Errorf("the last forced answer was not used up: %+v", left)
 	}
-	t.Logf("%d recorded answers (create %d, update %d, delete %d) completed by the client; %d type operations have alternatives",
-		n, len(shapes["create"]), len(shapes["update"]), len(shapes["delete"]), alternates)
+	t.Logf("%d recorded answers (create %d, update %d, patch %d, delete %d) completed by the client; %d type operations have alternatives",
+		n, len(shapes["create"]), len(shapes["update"]), len(shapes["patch"]), len(shapes["delete"]), alternates)
 }

@@ -33,14 +33,15 @@ type tableType struct {
 	Type        string
 	Create      []recordedAnswer
 	Update      []recordedAnswer
+	Patch       []recordedAnswer
 	Delete      []recordedAnswer
 	APIVersions []string
 
-	create, update, del   armtable.Answer // the most common answers, parsed at init
-	hasCreate, hasUpdate  bool
-	hasDelete             bool // a DELETE of an existing resource was recorded (not only 404/204 of a gone one)
-	deleteMissing         int  // how Azure answered a DELETE of a resource already gone (0: not recorded)
-	deleteMissingRecorded bool
+	create, update, patch, del     armtable.Answer // the most common answers, parsed at init
+	hasCreate, hasUpdate, hasPatch bool
+	hasDelete                      bool // a DELETE of an existing resource was recorded (not only 404/204 of a gone one)
+	deleteMissing                  int  // how Azure answered a DELETE of a resource already gone (0: not recorded)
+	deleteMissingRecorded          bool
 }
 
 // tableProvenance says where the generated table comes from.
@@ -76,6 +77,7 @@ func init() {
 		}
 		t.create, t.hasCreate = parse(t.Create)
 		t.update, t.hasUpdate = parse(t.Update)
+		t.patch, t.hasPatch = parse(t.Patch)
 		for _, d := range t.Delete {
 			a, err := armtable.Parse(d.Answer)
 			if err != nil {
@@ -124,6 +126,9 @@ func tableAnswer(typeKey string, op writeOp) (armtable.Answer, bool) {
 	case writeCreate:
 		return t.create, t.hasCreate
 	case writeUpdate, writePatch:
+		if op == writePatch && t.hasPatch {
+			return t.patch, true
+		}
 		if t.hasUpdate {
 			return t.update, true
 		}
@@ -203,12 +208,14 @@ type RecordedType struct {
 	Type        string           `json:"type"`
 	Create      []RecordedAnswer `json:"create,omitempty"`
 	Update      []RecordedAnswer `json:"update,omitempty"`
+	Patch       []RecordedAnswer `json:"patch,omitempty"`
 	Delete      []RecordedAnswer `json:"delete,omitempty"`
 	APIVersions []string         `json:"apiVersions,omitempty"`
 }
 
 // RecordedAnswers returns the table's row for an ARM type (case-insensitive): how Azure answered its creates,
-// updates and deletes, most common first (the emulator's answer). ok is false for a type the table does not know.
+// updates, patches and deletes, most common first (the emulator's answer). A count of 0 marks an answer of
+// gen/supplement.json, which the recordings lack. ok is false for a type the table does not know.
 func RecordedAnswers(armType string) (RecordedType, bool) {
 	t := armTable[strings.ToLower(armType)]
 	if t == nil {
@@ -221,7 +228,7 @@ func RecordedAnswers(armType string) (RecordedType, bool) {
 		}
 		return out
 	}
-	return RecordedType{Type: t.Type, Create: conv(t.Create), Update: conv(t.Update), Delete: conv(t.Delete),
+	return RecordedType{Type: t.Type, Create: conv(t.Create), Update: conv(t.Update), Patch: conv(t.Patch), Delete: conv(t.Delete),
 		APIVersions: append([]string(nil), t.APIVersions...)}, true
 }
 

@@ -56,6 +56,13 @@ func TestAnswerTableIsCurrent(t *testing.T) {
 	if _, err := armtable.PreferRecordedSets(types, sets); err != nil {
 		t.Fatal(err)
 	}
+	supp, err := os.ReadFile(filepath.Join("gen", "supplement.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := armtable.ApplySupplement(types, supp); err != nil {
+		t.Fatal(err)
+	}
 	if n := len(emulator.RecordedTypes()); n != len(types) {
 		t.Errorf("compiled table has %d types, derived %d", n, len(types))
 	}
@@ -72,7 +79,7 @@ func TestAnswerTableIsCurrent(t *testing.T) {
 			t.Errorf("%s: not in the compiled table", d.Type)
 			continue
 		}
-		want := emulator.RecordedType{Type: d.Type, Create: conv(d.Create), Update: conv(d.Update), Delete: conv(d.Delete), APIVersions: d.APIVersions}
+		want := emulator.RecordedType{Type: d.Type, Create: conv(d.Create), Update: conv(d.Update), Patch: conv(d.Patch), Delete: conv(d.Delete), APIVersions: d.APIVersions}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s (-derived +compiled):\n%s", d.Type, diff)
 		}
@@ -251,6 +258,17 @@ func TestEmulatorAnswersAsTable(t *testing.T) {
 		if _, err := c.wait(resp); err != nil {
 			t.Fatalf("update %s: %v", typ, err)
 		}
+		patch := updateAnswer(t, row)
+		if len(row.Patch) > 0 {
+			patch = mustParse(t, row.Patch[0].Answer)
+		}
+		resp = c.doResp(http.MethodPatch, id, api, map[string]any{"tags": map[string]any{"patched": "yes"}})
+		if err := checkAnswer(resp, patch); err != nil {
+			t.Errorf("patch %s: %v", typ, err)
+		}
+		if _, err := c.wait(resp); err != nil {
+			t.Fatalf("patch %s: %v", typ, err)
+		}
 		// Extension resources attach to a resource of every type: a diagnostic setting and a role assignment.
 		extensions := []string{id + "/providers/Microsoft.Insights/diagnosticSettings/ext"}
 		if r := c.do(http.MethodPut, extensions[0], "2021-05-01-preview", map[string]any{"properties": map[string]any{"logs": []any{}}}); r.status >= 300 {
@@ -276,6 +294,16 @@ func TestEmulatorAnswersAsTable(t *testing.T) {
 		if isRG {
 			tested++
 			continue
+		}
+		for _, a := range row.Delete { // a DELETE of the resource itself, where the table holds its answer
+			if d := mustParse(t, a.Answer); d.Status != http.StatusNotFound && d.Status != http.StatusNoContent {
+				resp := c.doResp(http.MethodDelete, id, api, nil)
+				if err := checkAnswer(resp, d); err != nil {
+					t.Errorf("delete %s: %v", typ, err)
+				}
+				resp.Body.Close()
+				break
+			}
 		}
 		if st, err := c.deleteAndWait(rg, rgAPI); err != nil || st != http.StatusAccepted {
 			t.Fatalf("delete RG: %d %v", st, err)

@@ -39,6 +39,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("gen", flag.ContinueOnError)
 	in := fs.String("in", "../shared/conformance/arm-responses.json", "the conformance table of Azure's answers")
 	out := fs.String("out", "azure/emulator/armtable_gen.go", "Go file to write")
+	supplement := fs.String("supplement", "", "JSON list of answers the recordings lack (PATCH, DELETE of an existing resource), each with its source")
 	setsDir := fs.String("sets", "", "directory of ASO's replay sets (<group>/<version>/expected.json) whose statuses win ties of kind (empty: none)")
 	name := fs.String("source-name", "conformance/arm-responses.json", "how the provenance names the input (relative to the shared directory)")
 	date := fs.String("date", time.Now().UTC().Format("2006-01-02"), "generation date recorded in the provenance")
@@ -79,7 +80,17 @@ func run(args []string) error {
 		}
 		setsSum = hex.EncodeToString(h.Sum(nil))
 	}
-	code, err := render(types, src, prefs, *name, hex.EncodeToString(sum[:]), setsSum, *date)
+	var supp []armtable.SupplementEntry
+	if *supplement != "" {
+		b, err := os.ReadFile(*supplement)
+		if err != nil {
+			return fmt.Errorf("read the supplement: %w", err)
+		}
+		if supp, err = armtable.ApplySupplement(types, b); err != nil {
+			return fmt.Errorf("%s: %w", *supplement, err)
+		}
+	}
+	code, err := render(types, src, prefs, supp, *name, hex.EncodeToString(sum[:]), setsSum, *date)
 	if err != nil {
 		return err
 	}
@@ -96,7 +107,7 @@ func run(args []string) error {
 	return nil
 }
 
-func render(types map[string]*armtable.Type, src armtable.Source, prefs []armtable.Preference, name, sum, setsSum, date string) ([]byte, error) {
+func render(types map[string]*armtable.Type, src armtable.Source, prefs []armtable.Preference, supp []armtable.SupplementEntry, name, sum, setsSum, date string) ([]byte, error) {
 	keys := make([]string, 0, len(types))
 	for k := range types {
 		keys = append(keys, k)
@@ -125,6 +136,13 @@ func render(types map[string]*armtable.Type, src armtable.Source, prefs []armtab
 	} else {
 		b.WriteString("var armTablePreferred []tablePreference\n\n")
 	}
+	if len(supp) > 0 {
+		b.WriteString("// Answers the recordings lack, from gen/supplement.json (count 0 in armTable):\n")
+		for _, e := range supp {
+			fmt.Fprintf(&b, "//   - %s %s %s: %s\n", e.Type, e.Op, e.Answer, e.Source)
+		}
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "// armTable holds, per lower-cased ARM type, how Azure answered creates, updates and deletes, most common first.\n")
 	fmt.Fprintf(&b, "var armTable = map[string]*tableType{\n")
 	list := func(cs []armtable.Counted) string {
@@ -144,8 +162,8 @@ func render(types map[string]*armtable.Type, src armtable.Source, prefs []armtab
 	}
 	for _, k := range keys {
 		t := types[k]
-		fmt.Fprintf(&b, "%s: {Type: %s, Create: %s, Update: %s, Delete: %s, APIVersions: %#v},\n",
-			strconv.Quote(k), strconv.Quote(t.Type), list(t.Create), list(t.Update), list(t.Delete), t.APIVersions)
+		fmt.Fprintf(&b, "%s: {Type: %s, Create: %s, Update: %s, Patch: %s, Delete: %s, APIVersions: %#v},\n",
+			strconv.Quote(k), strconv.Quote(t.Type), list(t.Create), list(t.Update), list(t.Patch), list(t.Delete), t.APIVersions)
 	}
 	b.WriteString("}\n")
 	out, err := format.Source(b.Bytes())

@@ -27,6 +27,7 @@ type Type struct {
 	Type        string // ARM type as the table spells it
 	Create      []Counted
 	Update      []Counted
+	Patch       []Counted // PATCHes recorded, else the supplement's (Count 0)
 	Delete      []Counted
 	APIVersions []string // most used first
 }
@@ -120,12 +121,13 @@ func Derive(data []byte) (map[string]*Type, Source, error) {
 				updates[l.Answer] += l.Count - asCreate
 			}
 		}
+		patches := map[string]int{}
 		for a, c := range ops["PATCH"] {
 			if isSuccess(a) {
-				updates[a] += c
+				patches[a] += c
 			}
 		}
-		t.Create, t.Update = sorted(creates), sorted(updates)
+		t.Create, t.Update, t.Patch = sorted(creates), sorted(updates), sorted(patches)
 		t.Delete = sorted(ops["DELETE"])
 		t.APIVersions = versions(ops["apiVersions"])
 		out[key] = t
@@ -315,4 +317,56 @@ func TypeOfPath(p string) string {
 		out += "/" + segs[j]
 	}
 	return out
+}
+
+// SupplementEntry is an answer the recordings lack (ASO's tests never PATCH, and their DELETEs came after the
+// resource group had gone), taken from another source that each entry names.
+type SupplementEntry struct {
+	Type   string `json:"type"`
+	Op     string `json:"op"` // "patch" or "delete"
+	Answer string `json:"answer"`
+	Source string `json:"source"`
+}
+
+// ApplySupplement adds supplement answers (count 0) where the recordings hold no answer of that operation to an
+// existing resource: a recorded answer always wins.
+func ApplySupplement(types map[string]*Type, data []byte) ([]SupplementEntry, error) {
+	var entries []SupplementEntry
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return nil, fmt.Errorf("supplement: %w", err)
+	}
+	var applied []SupplementEntry
+	for i, s := range entries {
+		if _, err := Parse(s.Answer); err != nil || !isSuccess(s.Answer) {
+			return nil, fmt.Errorf("supplement[%d] (%s %s): answer %q is not a successful answer", i, s.Type, s.Op, s.Answer)
+		}
+		if s.Source == "" {
+			return nil, fmt.Errorf("supplement[%d] (%s %s): no source", i, s.Type, s.Op)
+		}
+		t := types[strings.ToLower(s.Type)]
+		if t == nil {
+			return nil, fmt.Errorf("supplement[%d]: type %q is not in the table", i, s.Type)
+		}
+		switch s.Op {
+		case "patch":
+			if len(t.Patch) == 0 {
+				t.Patch = []Counted{{s.Answer, 0}}
+				applied = append(applied, s)
+			}
+		case "delete":
+			recorded := false
+			for _, d := range t.Delete {
+				if a, _ := Parse(d.Answer); a.Status < 300 && a.Status != 204 {
+					recorded = true
+				}
+			}
+			if !recorded {
+				t.Delete = append([]Counted{{s.Answer, 0}}, t.Delete...)
+				applied = append(applied, s)
+			}
+		default:
+			return nil, fmt.Errorf("supplement[%d] (%s): op %q is not patch or delete", i, s.Type, s.Op)
+		}
+	}
+	return applied, nil
 }
