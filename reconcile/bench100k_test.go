@@ -1,18 +1,14 @@
 package reconcile_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/gitaso/gitaso/internal/benchdata"
-	"github.com/gitaso/gitaso/reconcile"
-	"github.com/gitaso/gitaso/source"
-	"github.com/gitaso/gitaso/state"
+	"github.com/gitaso/gitaso/planner"
 )
 
 // BenchmarkPlan100k20Subscriptions is issue 12's scale past one
@@ -64,41 +60,13 @@ func BenchmarkPlan100k20Subscriptions(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	db, err := state.Open(filepath.Join(b.TempDir(), "state.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	cfg := reconcile.DefaultConfig()
-	cfg.SubscriptionID = benchSub
-	rec := reconcile.New(source.NewDir(dir, ""), db, nil, cfg, nil)
-	rep, err := rec.PlanOnly(context.Background(), false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	seedState(b, db, rep.Plan)
-	perSub := map[string]int{}
-	for _, r := range rep.Plan.Resources {
-		perSub[r.Subscription]++
-	}
-	if len(perSub) != subscriptions {
-		b.Fatalf("resources in %d subscriptions, want %d", len(perSub), subscriptions)
-	}
-
-	runtime.GC()
-	b.ResetTimer()
-	var n int
-	for b.Loop() {
-		rep, err := rec.PlanOnly(context.Background(), false)
-		if err != nil {
-			b.Fatal(err)
+	benchPlan(b, dir, func(p *planner.Plan) {
+		perSub := map[string]int{}
+		for _, r := range p.Resources {
+			perSub[r.Subscription]++
 		}
-		n = len(rep.Plan.Resources)
-		if rep.Plan.HasChanges() {
-			b.Fatalf("plan of unchanged resources has changes: %v", rep.Plan.Summary())
+		if len(perSub) != subscriptions {
+			b.Fatalf("resources in %d subscriptions, want %d", len(perSub), subscriptions)
 		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(n), "resources")
-	b.ReportMetric(peakRSSMB(), "peak-RSS-MB")
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,24 +27,9 @@ func TestLoopRetriesFailedResources(t *testing.T) {
 	// Two provisioning failures (Warning, retryable), then success.
 	env.Emu.SetFaults(emulator.Faults{ProvisioningFailures: []emulator.ProvisioningFailure{
 		{Match: "/resourceGroups/flaky-rg", Code: "InternalServerError", Message: "try again", Count: 2}}})
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "rg.yaml"), []byte(
-		"apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: flaky-rg\n  namespace: ops\nspec:\n  location: westeurope\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	db, err := state.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cfg := reconcile.DefaultConfig()
-	cfg.Global = env.Cred
-	cfg.Interval = time.Hour // no polling: only the retry can run it again
-	rec := reconcile.New(source.NewDir(dir, ""), db, env.Clients, cfg, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rec.Loop(ctx) }()
-	defer func() { cancel(); <-done }()
+	// No polling (an hour apart): only the retry can run it again.
+	db, stop := startLoopOver(t, env, "flaky-rg", func(cfg *reconcile.Config) { cfg.Interval = time.Hour })
+	defer stop()
 
 	key := record.ResourceKey("ops", "resources.azure.com", "ResourceGroup", "flaky-rg")
 	deadline := time.Now().Add(20 * time.Second)
@@ -79,26 +65,8 @@ func TestLoopResyncKeepsItsPeriod(t *testing.T) {
 	if testing.Short() {
 		t.Skip("emulator")
 	}
-	env := emutest.New(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "rg.yaml"), []byte(
-		"apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  namespace: ops\nspec:\n  location: westeurope\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	db, err := state.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cfg := reconcile.DefaultConfig()
-	cfg.Global = env.Cred
-	cfg.Interval = time.Hour
 	period := 1500 * time.Millisecond
-	cfg.SyncPeriod = period
-	rec := reconcile.New(source.NewDir(dir, ""), db, env.Clients, cfg, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rec.Loop(ctx) }()
+	db, stop := startLoopOver(t, emutest.New(t), "rg", func(cfg *reconcile.Config) { cfg.Interval, cfg.SyncPeriod = time.Hour, period })
 	deadline := time.Now().Add(30 * time.Second)
 	var starts []time.Time
 	for time.Now().Before(deadline) && len(starts) < 3 {
@@ -114,8 +82,7 @@ func TestLoopResyncKeepsItsPeriod(t *testing.T) {
 			}
 		}
 	}
-	cancel()
-	<-done
+	stop()
 	if len(starts) < 3 {
 		t.Fatalf("%d runs that read Azure in 30 s with a sync period of %s and polls an hour apart; want the startup and two resyncs", len(starts), period)
 	}
@@ -123,5 +90,35 @@ func TestLoopResyncKeepsItsPeriod(t *testing.T) {
 		if d := starts[i].Sub(starts[i-1]); d < period {
 			t.Errorf("resync %d started %s after the previous read, before its period of %s", i, d, period)
 		}
+	}
+}
+
+// startLoopOver runs the daemon loop over a repository of one resource group in
+// namespace ops, configured by set; stop ends it (and closes the state).
+func startLoopOver(t *testing.T, env *emutest.Env, group string, set func(*reconcile.Config)) (db *state.DB, stop func()) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "rg.yaml"), []byte(
+		"apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: "+group+"\n  namespace: ops\nspec:\n  location: westeurope\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := state.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := reconcile.DefaultConfig()
+	cfg.Global = env.Cred
+	set(&cfg)
+	rec := reconcile.New(source.NewDir(dir, ""), db, env.Clients, cfg, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rec.Loop(ctx) }()
+	var once sync.Once
+	return db, func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			_ = db.Close()
+		})
 	}
 }
