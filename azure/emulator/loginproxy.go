@@ -83,7 +83,9 @@ func proxyAllowed(hostport, self string) bool {
 			return true
 		}
 	}
-	return false
+	// Key Vault's data plane ({vault}.vault.azure.net), which the emulator
+	// serves too: SOPS files with Key Vault keys open through the proxy.
+	return isVaultHost(host)
 }
 
 // tunnel answers 200 to a CONNECT and copies bytes between the client and the emulator's listener.
