@@ -21,14 +21,15 @@ import (
 )
 
 // azCLI runs the Azure CLI (`az`, Debian's azure-cli 2.45) against an emulator, as a user would: its own config
-// directory, the emulator's CA trusted through REQUESTS_CA_BUNDLE, and HTTPS_PROXY set to the emulator's login proxy
-// (MSAL 1.21 asks login.microsoftonline.com about any other login host; see loginproxy.go). Nothing else is set up.
+// directory and the emulator's CA trusted through REQUESTS_CA_BUNDLE. No proxy: the cloud registered from the
+// emulator's metadata signs in at its ADFS authority, which MSAL does not validate with login.microsoftonline.com
+// (metadata.go). Nothing else is set up.
 type azCLI struct {
 	t   *testing.T
 	env []string
 }
 
-func newAzCLI(t *testing.T, caFile, proxy string) *azCLI {
+func newAzCLI(t *testing.T, caFile string) *azCLI {
 	t.Helper()
 	dir := t.TempDir()
 	var env []string
@@ -43,7 +44,7 @@ func newAzCLI(t *testing.T, caFile, proxy string) *azCLI {
 	}
 	env = append(env, "AZURE_CONFIG_DIR="+filepath.Join(dir, "azure"), "AZURE_EXTENSION_DIR="+filepath.Join(dir, "ext"),
 		"AZURE_CORE_COLLECT_TELEMETRY=0", "AZURE_CORE_ONLY_SHOW_ERRORS=1", "AZURE_CORE_NO_COLOR=1",
-		"AZURE_CORE_SURVEY_MESSAGE=0", "REQUESTS_CA_BUNDLE="+caFile, "HTTPS_PROXY="+proxy)
+		"AZURE_CORE_SURVEY_MESSAGE=0", "REQUESTS_CA_BUNDLE="+caFile)
 	return &azCLI{t: t, env: env}
 }
 
@@ -160,10 +161,6 @@ func TestAzCLISession(t *testing.T) {
 			t.Errorf("gitaso emulator: %v", err)
 		}
 	})
-	proxy, err := e.StartLoginProxy()
-	if err != nil {
-		t.Fatal(err)
-	}
 	boot, ok := e.ServicePrincipalByName(emulator.BootstrapPrincipalName)
 	if !ok {
 		t.Fatal("no bootstrap principal")
@@ -171,7 +168,7 @@ func TestAzCLISession(t *testing.T) {
 	caFile := filepath.Join(dir, "ca.pem")
 	sub := e.SubscriptionID()
 	login := func(sp emulator.ServicePrincipal) *azCLI {
-		az := newAzCLI(t, caFile, proxy)
+		az := newAzCLI(t, caFile)
 		// The metadata endpoint gives the login endpoint and audiences (msrestazure reads nothing else from it), so
 		// what the Key Vault commands check is named at registration: the vault DNS suffix, and the Graph endpoint,
 		// which `az keyvault create` needs to build a Graph client it does not call with --enable-rbac-authorization.

@@ -123,10 +123,11 @@ func RunCommand(ctx context.Context, opts CommandOptions, stdout io.Writer) erro
 		"# export SSL_CERT_FILE=" + caFile,
 		"# Managed identity (App Service protocol), for experiments:",
 		"# export IDENTITY_ENDPOINT=" + idEndpoint + " IDENTITY_HEADER=" + idHeader,
-		"# Azure CLI (MSAL asks login.microsoftonline.com to validate any other login host; this proxy sends it here):",
-		"# export REQUESTS_CA_BUNDLE=" + caFile + " HTTPS_PROXY=" + proxyURL + " AZURE_CONFIG_DIR=$PWD/.azure",
+		"# Azure CLI (the cloud signs in at the emulator's ADFS authority; --cloud-config adds Key Vault's suffix):",
+		"# export REQUESTS_CA_BUNDLE=" + caFile + " AZURE_CONFIG_DIR=$PWD/.azure",
 		"# az cloud register -n gitaso --cloud-config '" + AzureCLICloudConfig(e.ARMEndpoint()) + "' && az cloud set -n gitaso",
 		"# az login --service-principal -u $AZURE_CLIENT_ID -p $AZURE_CLIENT_SECRET --tenant $AZURE_TENANT_ID",
+		"# Tools that must reach {vault}.vault.azure.net or Entra's public host names: export HTTPS_PROXY=" + proxyURL,
 	}
 	for _, name := range opts.Registries {
 		host := e.RegistryHost(name)

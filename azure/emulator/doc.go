@@ -107,8 +107,10 @@
 // repositories in no particular order and without pagination (go-containerregistry's registry; ACR sorts them).
 //
 // A general ARM client (the Azure CLI, generic `az resource` commands) finds what it relies on (cliextras.go):
-// GET /metadata/endpoints, instance discovery that names the tenant asked, a login proxy for MSAL's call to
-// login.microsoftonline.com (StartLoginProxy), subscriptions and lists showing what the caller may read,
+// GET /metadata/endpoints, whose login endpoint is an ADFS authority at /adfs (as a disconnected Azure Stack Hub's
+// is: MSAL validates no ADFS authority, so a CLI configured from the metadata signs in offline), instance discovery
+// that names the tenant asked, a proxy for tools that must reach login.microsoftonline.com or
+// {vault}.vault.azure.net (StartLoginProxy), subscriptions and lists showing what the caller may read,
 // $filter on /resources and /resourcegroups, /locations, providers' resourceTypes and api-versions,
 // checkNameAvailability, regenerateKey(s) with base64 keys, the tags/default extension, enforced management locks,
 // and 400s for invalid names and locations. azcli_test.go drives Debian's azure-cli 2.45 through a whole session.

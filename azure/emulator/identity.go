@@ -259,6 +259,38 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// serveADFS serves the emulator's identity as a disconnected Azure Stack Hub
+// serves it, an ADFS authority at /adfs (its discovery document and token
+// endpoint, the emulator's one tenant). The cloud metadata names it as the
+// login endpoint, so a client that configures itself from ARM alone (the
+// Azure CLI: `az cloud register --endpoint-resource-manager`) signs in with
+// no call to login.microsoftonline.com: MSAL validates no ADFS authority.
+func (e *Emulator) serveADFS(w http.ResponseWriter, r *http.Request, rest string, info *reqInfo) {
+	switch rest {
+	case ".well-known/openid-configuration":
+		writeJSON(w, http.StatusOK, map[string]any{
+			"issuer":                                e.base + "/adfs",
+			"token_endpoint":                        e.base + "/adfs/oauth2/token",
+			"authorization_endpoint":                e.base + "/adfs/oauth2/authorize",
+			"device_authorization_endpoint":         e.base + "/adfs/oauth2/devicecode",
+			"jwks_uri":                              e.base + "/adfs/discovery/keys",
+			"token_endpoint_auth_methods_supported": []string{"client_secret_post", "client_secret_basic", "private_key_jwt"},
+			"response_types_supported":              []string{"code", "id_token", "code id_token", "id_token token"},
+			"subject_types_supported":               []string{"pairwise"},
+			"id_token_signing_alg_values_supported": []string{"RS256"},
+			"scopes_supported":                      []string{"openid", "profile", "email", "offline_access"},
+		})
+	case "discovery/keys":
+		writeJSON(w, http.StatusOK, e.tokens.jwks())
+	case "oauth2/token":
+		// ADFS takes a v2 request (scope) as MSAL sends it, or a v1 one (resource).
+		v1 := r.Method == http.MethodPost && r.ParseForm() == nil && r.PostForm.Get("scope") == "" && r.PostForm.Get("resource") != ""
+		e.serveToken(w, r, e.tenantID, v1, info)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
 // serveEntra serves /{tenant}/v2.0/.well-known/openid-configuration, /{tenant}/oauth2/v2.0/token,
 // /{tenant}/oauth2/token (v1, resource=), /{tenant}/discovery/v2.0/keys and /common/discovery/instance.
 func (e *Emulator) serveEntra(w http.ResponseWriter, r *http.Request, info *reqInfo) {
@@ -268,6 +300,10 @@ func (e *Emulator) serveEntra(w http.ResponseWriter, r *http.Request, info *reqI
 		return
 	}
 	tenant, rest := segs[0], strings.Join(segs[1:], "/")
+	if strings.EqualFold(tenant, "adfs") {
+		e.serveADFS(w, r, rest, info)
+		return
+	}
 	switch rest {
 	case "v2.0/.well-known/openid-configuration", ".well-known/openid-configuration":
 		if !e.knownTenant(tenant) {

@@ -15,8 +15,11 @@ import (
 //   - 2019-05-01: a JSON array of clouds, each with a name and the full set of endpoints and suffixes;
 //   - 2022-09-01 and later: one cloud object, the full set.
 //
-// The emulator's cloud has its own address as login endpoint and Resource Manager, the real ARM audiences, and the
-// public cloud's data-plane suffixes (which the emulator does not serve).
+// The emulator's cloud has its own address as Resource Manager, the real ARM audiences, and the public cloud's
+// data-plane suffixes (of which it serves Key Vault's). Its login endpoint is an ADFS authority ({base}/adfs,
+// identityProvider ADFS, tenant adfs), as a disconnected Azure Stack Hub's metadata names it: MSAL validates no
+// ADFS authority with login.microsoftonline.com, so a client configured from this document alone signs in offline.
+// The same tenant also answers at {base}/{tenant} as Entra ID does (azidentity, gitaso's cloud.json).
 
 // isMetadataPath reports whether path is /metadata/endpoints (also with the doubled slash a client makes of an
 // endpoint ending in "/").
@@ -31,7 +34,7 @@ func (e *Emulator) metadataCloud() map[string]any {
 	base := e.base + "/"
 	return map[string]any{
 		"portal":                  "https://portal.azure.com",
-		"authentication":          map[string]any{"loginEndpoint": base, "audiences": []string{"https://management.core.windows.net/", "https://management.azure.com/"}, "tenant": "common", "identityProvider": "AAD"},
+		"authentication":          map[string]any{"loginEndpoint": e.base + "/adfs", "audiences": []string{"https://management.core.windows.net/", "https://management.azure.com/"}, "tenant": "adfs", "identityProvider": "ADFS"},
 		"media":                   "https://rest.media.azure.net",
 		"graphAudience":           "https://graph.windows.net/",
 		"graph":                   "https://graph.windows.net/",
@@ -87,7 +90,7 @@ func (e *Emulator) serveMetadata(w http.ResponseWriter, r *http.Request) {
 		c := e.metadataCloud()
 		writeJSON(w, http.StatusOK, map[string]any{
 			"galleryEndpoint": c["gallery"], "graphEndpoint": c["graph"], "portalEndpoint": c["portal"],
-			"authentication": map[string]any{"loginEndpoint": e.base + "/", "audiences": []string{"https://management.core.windows.net/", "https://management.azure.com/"}},
+			"authentication": map[string]any{"loginEndpoint": e.base + "/adfs", "audiences": []string{"https://management.core.windows.net/", "https://management.azure.com/"}},
 		})
 	case v == "2019-05-01":
 		writeJSON(w, http.StatusOK, []any{e.metadataCloud()})

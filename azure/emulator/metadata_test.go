@@ -44,7 +44,7 @@ func TestMetadataEndpoints(t *testing.T) {
 	if code := getJSON(t, c, e.ARMEndpoint()+"//metadata/endpoints?api-version=2015-01-01", &old); code != http.StatusOK {
 		t.Fatalf("2015-01-01: status %d", code)
 	}
-	if old.Authentication.LoginEndpoint != e.AuthorityHost() || len(old.Authentication.Audiences) == 0 ||
+	if old.Authentication.LoginEndpoint != e.ARMEndpoint()+"/adfs" || len(old.Authentication.Audiences) == 0 ||
 		old.Authentication.Audiences[0] != "https://management.core.windows.net/" || old.GraphEndpoint == "" {
 		t.Errorf("2015-01-01 answer = %+v", old)
 	}
@@ -140,5 +140,46 @@ func TestAzureCLICloudConfig(t *testing.T) {
 	}
 	if cfg.Endpoints["resourceManager"] != "https://127.0.0.1:8443/" || cfg.Endpoints["microsoftGraphResourceId"] == "" || cfg.Suffixes["keyvaultDns"] != ".vault.azure.net" {
 		t.Errorf("cloud config = %+v", cfg)
+	}
+}
+
+// The login endpoint the metadata names is an ADFS authority, as a
+// disconnected Azure Stack Hub's: its discovery document leads to a token
+// endpoint that issues the emulator's ARM tokens to a service principal.
+func TestADFSAuthority(t *testing.T) {
+	e := newEmulator(t)
+	c := e.HTTPClient()
+	var cfg struct {
+		TokenEndpoint string `json:"token_endpoint"`
+	}
+	if code := getJSON(t, c, e.ARMEndpoint()+"/adfs/.well-known/openid-configuration", &cfg); code != http.StatusOK || cfg.TokenEndpoint != e.ARMEndpoint()+"/adfs/oauth2/token" {
+		t.Fatalf("discovery: status %d, %+v", code, cfg)
+	}
+	boot, err := e.AddPrincipal(emulator.PrincipalSpec{ServicePrincipal: emulator.ServicePrincipal{DisplayName: "adfs-user"},
+		Roles: []emulator.RoleGrant{{Role: "Reader"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.PostForm(cfg.TokenEndpoint, url.Values{"grant_type": {"client_credentials"}, "client_id": {boot.ClientID},
+		"client_secret": {boot.Secret}, "scope": {"https://management.core.windows.net//.default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || resp.StatusCode != http.StatusOK || tok.AccessToken == "" {
+		t.Fatalf("token: status %d, %v", resp.StatusCode, err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.ARMEndpoint()+"/subscriptions?api-version=2022-12-01", nil)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	sr, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr.Body.Close()
+	if sr.StatusCode != http.StatusOK {
+		t.Errorf("ARM with the ADFS token: status %d", sr.StatusCode)
 	}
 }
