@@ -79,7 +79,7 @@ func nameError(typeKey, name string) *armError {
 	case sbNamespaceTypeKey:
 		if !validSBName(name) {
 			return newARMError(http.StatusBadRequest, "BadRequest",
-				"The specified service namespace is invalid. The name must be 6 to 50 characters long, start with a letter, end with a letter or number, and contain only letters, numbers and hyphens.")
+				"The specified service namespace is invalid. The name must be 6 to 50 characters long, start with a letter, end with a letter or number, and contain only letters, numbers and hyphens; it cannot end with '-sb' or '-mgmt'.")
 		}
 	}
 	return nil

@@ -223,7 +223,7 @@ func suffix(n int) string {
 }
 
 func (g *nsGen) rgName() string      { return g.ns + "-rg" }
-func (g *nsGen) sbName() string      { return g.ns + "-sb" }
+func (g *nsGen) sbName() string      { return g.ns + "-bus" } // a Service Bus namespace may not end in -sb
 func (g *nsGen) accountName() string { return g.compact + "sa" }
 func (g *nsGen) blobName() string    { return g.accountName() + "-blob" }
 

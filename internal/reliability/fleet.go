@@ -139,16 +139,16 @@ func (f Fleet) members() []manifest {
 		{kind: kindIdentity, key: "id1", file: "identities.yaml", ownerKey: "main", owner: byName("", "", "main"),
 			spec: map[string]any{"location": "westeurope", "tags": tags("id1"), "operatorSpec": settings("id1")}, expect: expectTags("id1")},
 		ra("ra-main", "resources.azure.com", "ResourceGroup", "main", "id1", "Contributor"),
-		{kind: kindSBNamespace, key: "sb", file: "servicebus.yaml", ownerKey: "main", owner: byName("", "", "main"),
-			spec: map[string]any{"location": "westeurope", "sku": map[string]any{"name": "Standard"}, "tags": tags("sb")}, expect: expectTags("sb")},
-		ra("ra-sb", "servicebus.azure.com", "Namespace", "sb", "id1", "Azure Service Bus Data Owner"),
+		{kind: kindSBNamespace, key: "bus", file: "servicebus.yaml", ownerKey: "main", owner: byName("", "", "main"),
+			spec: map[string]any{"location": "westeurope", "sku": map[string]any{"name": "Standard"}, "tags": tags("bus")}, expect: expectTags("bus")},
+		ra("ra-bus", "servicebus.azure.com", "Namespace", "bus", "id1", "Azure Service Bus Data Owner"),
 	}
 	for q := 1; q <= f.Queues; q++ {
 		if f.Dropped && q == f.Queues {
 			break
 		}
 		key := fmt.Sprintf("q%d", q)
-		out = append(out, manifest{kind: kindSBQueue, key: key, file: "servicebus.yaml", ownerKey: "sb", owner: byName("", "", "sb"),
+		out = append(out, manifest{kind: kindSBQueue, key: key, file: "servicebus.yaml", ownerKey: "bus", owner: byName("", "", "bus"),
 			spec:   map[string]any{"lockDuration": "PT1M", "maxDeliveryCount": int64(f.MaxDelivery)},
 			expect: map[string]string{"properties.maxDeliveryCount": fmt.Sprint(f.MaxDelivery)}})
 	}

@@ -280,7 +280,7 @@ func TestHAFailover(t *testing.T) {
 	// namespace's PUT was answered (and its operation recorded, within a flush interval).
 	waitFor(t, 60*time.Second, "the leader to start the namespace's long-running PUT", func() bool {
 		log := env.Emu.RequestLog()
-		for _, k := range []string{"main", "id1", "ra-main", "aux", "id2", "ra-aux", "sb"} {
+		for _, k := range []string{"main", "id1", "ra-main", "aux", "id2", "ra-aux", "bus"} {
 			if !hasWrite(log, byKey[k].ARMID) {
 				return false
 			}

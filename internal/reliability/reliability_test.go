@@ -254,7 +254,7 @@ func TestDeleteRequestsCountAsLoss(t *testing.T) {
 		{"delete refused", 409, "", rg, 0},
 		{"served then reset", 0, "reset-after", rg, 8},
 		{"reset before serving", 0, "reset", rg, 0},
-		{"sibling", 200, "", rg + "/providers/Microsoft.ServiceBus/namespaces/rel-u2-sb/queues/rel-u2-q", 0},
+		{"sibling", 200, "", rg + "/providers/Microsoft.ServiceBus/namespaces/rel-u2-bus/queues/rel-u2-q", 0},
 		{"other group", 202, "", "/subscriptions/sub/resourceGroups/rel-u2-mainx", 0},
 	} {
 		log := []emulator.LogEntry{{Method: "DELETE", Path: tc.path, Status: tc.status, Fault: tc.fault}}
