@@ -219,31 +219,13 @@ func hasWrite(log []emulator.LogEntry, id string) bool {
 //
 //	go test -race -tags kustomize_disable_go_plugin_support ./internal/reliability -run TestHA -v
 func TestHAFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds gitaso and runs a kube-apiserver")
-	}
-	kube := kubetest.Start(t)
-	bin := buildGitaso(t)
-	env, err := NewEnv(EnvOptions{Dir: t.TempDir(), Gitaso: bin, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Close() })
+	kube, env, cl, repo := startHA(t)
 	// The namespace's PUT runs longer than a lease duration, so that the new leader finds it still running.
 	lro := 20 * time.Second
 	env.Emu.SetLatency("Microsoft.ServiceBus/namespaces", lro)
 	env.Emu.SetLatency("Microsoft.ServiceBus/namespaces/queues", time.Second)
-	cl, err := cluster.FromConfig(kube.Config, cluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-
 	dir := env.Dir
-	repo, err := NewRepo(filepath.Join(dir, "repo"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	fleet := NewFleet("rel-ha", env.Sub)
 	if _, err := repo.Commit(fleet.Files(), "fleet"); err != nil {
 		t.Fatal(err)
@@ -378,26 +360,9 @@ func TestHAFailover(t *testing.T) {
 // repository whose two namespaces fall in different shards; both converge and each state file holds only its
 // shard's namespace.
 func TestHAShards(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds gitaso and runs a kube-apiserver")
-	}
-	kube := kubetest.Start(t)
-	bin := buildGitaso(t)
-	env, err := NewEnv(EnvOptions{Dir: t.TempDir(), Gitaso: bin, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Close() })
-	cl, err := cluster.FromConfig(kube.Config, cluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, env, cl, repo := startHA(t)
 	ctx := context.Background()
 	dir := env.Dir
-	repo, err := NewRepo(filepath.Join(dir, "repo"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// One fleet per shard: prefixes whose namespaces fall in shards 0 and 1.
 	fleets := make([]Fleet, 2)
 	found := 0
@@ -467,25 +432,8 @@ func TestHAShards(t *testing.T) {
 // TestHALeadershipLost: a leader whose Lease is taken from it (here rewritten to another holder, as a partition
 // from the API server would let a standby do) exits non-zero within its renew deadline, releasing the state file.
 func TestHALeadershipLost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds gitaso and runs a kube-apiserver")
-	}
-	kube := kubetest.Start(t)
-	bin := buildGitaso(t)
-	env, err := NewEnv(EnvOptions{Dir: t.TempDir(), Gitaso: bin, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Close() })
-	cl, err := cluster.FromConfig(kube.Config, cluster.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, env, cl, repo := startHA(t)
 	ctx := context.Background()
-	repo, err := NewRepo(filepath.Join(env.Dir, "repo"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	fleet := NewFleet("rel-hl", env.Sub)
 	kube.Namespace(t, fleet.Namespace)
 	if _, err := repo.Commit(fleet.Files(), "fleet"); err != nil {
@@ -529,4 +477,28 @@ func TestHALeadershipLost(t *testing.T) {
 	if _, err := ReadState(statePath); err != nil {
 		t.Errorf("state after the exit: %v", err)
 	}
+}
+
+// startHA starts what the HA tests share: a kube-apiserver, gitaso built, the emulator and a Git repository.
+func startHA(t *testing.T) (*kubetest.Env, *Env, *cluster.Cluster, *Repo) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds gitaso and runs a kube-apiserver")
+	}
+	kube := kubetest.Start(t)
+	bin := buildGitaso(t)
+	env, err := NewEnv(EnvOptions{Dir: t.TempDir(), Gitaso: bin, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Close() })
+	cl, err := cluster.FromConfig(kube.Config, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := NewRepo(filepath.Join(env.Dir, "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube, env, cl, repo
 }
