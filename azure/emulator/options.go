@@ -35,6 +35,7 @@ type options struct {
 	seed           uint64
 	flushInterval  time.Duration
 	registries     []string
+	writeLog       func(WriteRecord) // writelog.go
 }
 
 func defaultOptions() options {

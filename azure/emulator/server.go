@@ -368,6 +368,7 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	info := &reqInfo{}
+	wrec := e.captureWrite(r) // nil unless WithWriteLog (writelog.go)
 	defer func() {
 		v := recover()
 		status := rec.status
@@ -375,6 +376,10 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = 0 // connection reset
 		}
 		e.stats.record(r, status, info, start)
+		if wrec != nil {
+			wrec.Status = status
+			e.opts.writeLog(*wrec)
+		}
 		if v != nil {
 			panic(v)
 		}
