@@ -36,6 +36,8 @@ type EnvOptions struct {
 	// LROLatency is how long the emulator's long-running operations take (Service Bus namespaces and queues).
 	LROLatency time.Duration
 	Seed       uint64 // the emulator's fault dice
+	// ThrottleScale turns on ARM's throttling at this scale (1: ARM's own buckets); 0 leaves it off.
+	ThrottleScale float64
 }
 
 // NewEnv starts the emulator and writes the files gitaso needs. Close stops it.
@@ -43,7 +45,11 @@ func NewEnv(opts EnvOptions) (*Env, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	emu, err := emulator.New(emulator.WithoutThrottling(), emulator.WithDefaultLatency(opts.LROLatency),
+	throttle := emulator.WithoutThrottling()
+	if opts.ThrottleScale > 0 {
+		throttle = emulator.WithThrottleScale(opts.ThrottleScale)
+	}
+	emu, err := emulator.New(throttle, emulator.WithDefaultLatency(opts.LROLatency),
 		emulator.WithRequestLogSize(200_000), emulator.WithSeed(opts.Seed))
 	if err != nil {
 		return nil, fmt.Errorf("reliability: start emulator: %w", err)

@@ -28,7 +28,7 @@ import (
 // kube-apiserver (the Lease) and the emulator (Azure), killed with SIGKILL.
 
 // buildGitaso builds the gitaso binary under test.
-func buildGitaso(t *testing.T) string {
+func buildGitaso(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "gitaso")
 	cmd := exec.Command("go", "build", "-tags", "kustomize_disable_go_plugin_support", "-o", bin, "../../cmd/gitaso")
@@ -46,7 +46,7 @@ type replica struct {
 	err                error // of Wait, once done is closed
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -57,7 +57,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // startServe starts `gitaso serve` on a free loopback port with its own Git cache and home under dir/name.
-func (e *Env) startServe(t *testing.T, dir, name, repoURL string, args ...string) *replica {
+func (e *Env) startServe(t testing.TB, dir, name, repoURL string, args ...string) *replica {
 	t.Helper()
 	addr := freeAddr(t)
 	home := filepath.Join(dir, name)
@@ -96,7 +96,7 @@ func (r *replica) kill() {
 }
 
 // stop sends SIGTERM and returns the exit error.
-func (r *replica) stop(t *testing.T) error {
+func (r *replica) stop(t testing.TB) error {
 	t.Helper()
 	_ = r.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -182,7 +182,7 @@ func converged(url string, n int, since time.Time) bool {
 }
 
 // waitFor polls cond every 50 ms until it holds or the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {

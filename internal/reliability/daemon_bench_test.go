@@ -1,0 +1,188 @@
+package reliability
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gitaso/gitaso/internal/benchdata"
+)
+
+// BenchmarkDaemon10k is issue 12's ten-thousand-resource daemon: a real `gitaso serve` process follows a
+// repository of 10,000 resources (500 namespaces, each a resource group and 19 user-assigned identities) into an
+// empty subscription of the emulator with ARM's throttling (200 writes at once, then 10/s) and no client-side
+// shortcut. It reports:
+//
+//   - ready-s, floor-s, x-floor: time from the daemon's start to every resource Ready, against ARM's write floor
+//     ((n-200)/10 s: every resource is one PUT);
+//   - rss-run-MB: the daemon's peak resident set during that first run (VmHWM);
+//   - rss-converged-MB: its resident set after two further runs that read Azure back (POST /api/v1/sync), idle;
+//   - state-MB: the state file after those runs.
+//
+// It takes ARM's floor and then some (about 17 minutes at 10,000); GITASO_BENCH_DAEMON_N sets another count
+// (a multiple of 20):
+//
+//	go test -tags kustomize_disable_go_plugin_support ./internal/reliability/ -run '^$' -bench BenchmarkDaemon10k -benchtime 1x -timeout 60m
+func BenchmarkDaemon10k(b *testing.B) {
+	n := 10000
+	if v := os.Getenv("GITASO_BENCH_DAEMON_N"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 20 || n%20 != 0 {
+			b.Fatalf("GITASO_BENCH_DAEMON_N=%q: want a multiple of 20", v)
+		}
+	}
+	for b.Loop() {
+		b.StopTimer()
+		benchDaemon(b, n)
+		b.StartTimer()
+	}
+}
+
+func benchDaemon(b *testing.B, n int) {
+	dir := b.TempDir()
+	env, err := NewEnv(EnvOptions{Dir: filepath.Join(dir, "env"), Gitaso: buildGitaso(b), ThrottleScale: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer env.Close()
+	gen := filepath.Join(dir, "gen")
+	if err := benchdata.Generate(gen, n/20, 20, env.Sub); err != nil {
+		b.Fatal(err)
+	}
+	files := map[string]string{}
+	if err := filepath.WalkDir(gen, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(gen, p)
+		files[RepoPath+"/"+filepath.ToSlash(rel)] = string(data)
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	repo, err := NewRepo(filepath.Join(dir, "git"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := repo.Commit(files, fmt.Sprintf("%d resources", n)); err != nil {
+		b.Fatal(err)
+	}
+	statePath := filepath.Join(dir, "gitaso.db")
+	start := time.Now()
+	r := env.startServe(b, dir, "daemon", repo.URL(), "--state", statePath, "--parallelism", "32", "--log-level", "info")
+	pid := r.cmd.Process.Pid
+
+	// Sample the resident set while the first run goes on.
+	var mu sync.Mutex
+	peak := 0.0
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := procStatusMB(pid, "VmRSS:"); v > 0 {
+				mu.Lock()
+				peak = max(peak, v)
+				mu.Unlock()
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	ready := func() (int, int) {
+		code, _, body, err := httpGet(r.url + "/api/v1/summary")
+		if err != nil || code != http.StatusOK {
+			return 0, 0
+		}
+		var s struct {
+			Total int            `json:"total"`
+			Ready map[string]int `json:"ready"`
+		}
+		if json.Unmarshal(body, &s) != nil {
+			return 0, 0
+		}
+		return s.Ready["True"], s.Total
+	}
+	floor := time.Duration(float64(n-200) / 10 * float64(time.Second))
+	waitFor(b, 3*floor+5*time.Minute, fmt.Sprintf("%d resources Ready", n), func() bool {
+		select {
+		case <-r.done:
+			b.Fatalf("gitaso serve exited: %v", r.err)
+		default:
+		}
+		rd, _ := ready()
+		return rd == n
+	})
+	readyAfter := time.Since(start)
+	waitFor(b, 5*time.Minute, "the first run to finish", func() bool { return converged(r.url, n, start) })
+	runHWM := procStatusMB(pid, "VmHWM:")
+	close(stop)
+	<-sampled
+
+	// Two runs that read Azure back (what the daemon does every sync period), then idle.
+	for i := range 2 {
+		since := time.Now()
+		req, _ := http.NewRequest(http.MethodPost, r.url+"/api/v1/sync", strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			b.Fatalf("POST /api/v1/sync: %d", resp.StatusCode)
+		}
+		waitFor(b, 10*time.Minute, fmt.Sprintf("resync %d", i+1), func() bool { return converged(r.url, n, since) })
+	}
+	time.Sleep(10 * time.Second)
+	convergedRSS := procStatusMB(pid, "VmRSS:")
+	fi, err := os.Stat(statePath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := env.Emu.Stats()
+	b.ReportMetric(readyAfter.Seconds(), "ready-s")
+	b.ReportMetric(floor.Seconds(), "floor-s")
+	b.ReportMetric(readyAfter.Seconds()/floor.Seconds(), "x-floor")
+	b.ReportMetric(max(peak, runHWM), "rss-run-MB")
+	b.ReportMetric(convergedRSS, "rss-converged-MB")
+	b.ReportMetric(float64(fi.Size())/(1<<20), "state-MB")
+	b.ReportMetric(float64(st.Throttled), "429s-from-ARM")
+	if err := r.stop(b); err != nil {
+		b.Logf("gitaso serve stopped: %v", err)
+	}
+}
+
+// procStatusMB reads a size field (VmRSS:, VmHWM:) of /proc/<pid>/status in MiB, or 0.
+func procStatusMB(pid int, field string) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), field); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
