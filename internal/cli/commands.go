@@ -316,7 +316,7 @@ func printResult(w io.Writer, res *executor.Result) {
 func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{persistCharts: true}
 	ha := &haSettings{} // --leader-elect, --shards (ha.go)
-	var listen, tokenFile, webhookSecretFile string
+	var listen, tokenFile, webhookSecretFile, pprofListen string
 	var interval, syncPeriod time.Duration
 	var fullResyncEvery int
 	var nsPeriods, kindPeriods, allowedHosts []string
@@ -396,6 +396,11 @@ and --state. See docs/ha.md.`,
 			if e.cfg.KindSyncPeriod, err = durationMap("--kind-sync-period", kindPeriods); err != nil {
 				return err
 			}
+			if pprofListen != "" {
+				if err := startPprof(cmd.Context(), pprofListen, e.log); err != nil {
+					return err
+				}
+			}
 			if ha.leaderElect {
 				return s.serveHA(cmd.Context(), stdout, e, ha, apiOpts, listen)
 			}
@@ -451,6 +456,7 @@ and --state. See docs/ha.md.`,
 	durationFlag(cmd.Flags(), &syncPeriod, "sync-period", time.Hour, "how often Azure is read back to correct drift (0 disables); reads are bulk Resource Graph queries, writes only where a field differs")
 	cmd.Flags().StringSliceVar(&nsPeriods, "namespace-sync-period", nil, "sync period for one namespace, NAMESPACE=DURATION (repeatable; 0 disables)")
 	cmd.Flags().StringSliceVar(&kindPeriods, "kind-sync-period", nil, "sync period for one kind, Kind=DURATION or group/Kind=DURATION (repeatable; wins over the namespace)")
+	cmd.Flags().StringVar(&pprofListen, "pprof-listen", "", "serve Go's profiles (/debug/pprof/: heap, allocs, profile, goroutine) on this loopback address, e.g. 127.0.0.1:6060 (default: none)")
 	cmd.Flags().IntVar(&fullResyncEvery, "full-resync-every", 0, "read every resource in full once every N sync periods; in between a resync reads only what each subscription's Activity Log shows written (0: once a day, 24h / the sync period; 1: every period, the log is not used)")
 	return cmd
 }
