@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X github.com/gitaso/gitaso/internal/cli.Version=$(VERSION)
 TAGS    := kustomize_disable_go_plugin_support
 SHARED  ?= $(abspath ../shared)
 
-.PHONY: all build test test-short lint bench fuzz demo catalog emulator-table roles clean reliability image
+.PHONY: all build test test-short lint bench fuzz demo catalog emulator-table roles clean reliability image aso-anchor
 
 all: build
 
@@ -79,6 +79,18 @@ demo: build
 ## (docs/reliability.md).
 reliability: build
 	$(GO) run ./internal/reliability/cmd/reliability -gitaso $(BIN) $(RELIABILITY_FLAGS)
+
+## aso-anchor: the same manifests through ASO's own controller (on kube-apiserver + etcd) and through gitaso, each
+## against a fresh emulator with ARM's throttling: time to Ready, ARM requests, CPU and memory, and every PUT and
+## final body compared (docs/aso-anchor.md). Not part of test or CI. It only reuses ASO's controller binary and
+## CRDs, built by hand outside this repository (ASO_CONTROLLER, ASO_CRDS); kube-apiserver and etcd come from
+## scripts/kube-binaries.sh. Flags: make aso-anchor ANCHOR_FLAGS='-workloads tree -idle-period 2m -restart'
+ASO_CONTROLLER ?= $(HOME)/.cache/gitaso/aso/controller
+ASO_CRDS       ?= $(HOME)/.cache/gitaso/aso/crds
+ANCHOR_FLAGS   ?=
+aso-anchor: build
+	$(GO) run -tags '$(TAGS)' ./cmd/aso-anchor -aso-controller '$(ASO_CONTROLLER)' -aso-crds '$(ASO_CRDS)' -gitaso $(BIN) \
+		-shared $(SHARED) $(ANCHOR_FLAGS)
 
 ## image: the container image, built offline (no Docker, no base image; docs/deploy.md): a static binary for
 ## linux/$(GOARCH) in bin/linux_$(GOARCH)/, then bin/image/oci (OCI layout) and bin/image/gitaso.tar (docker load)
