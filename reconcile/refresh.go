@@ -97,9 +97,15 @@ func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.I
 		due, unchanged = r.byActivity(ctx, cf, due, in)
 	}
 	rows, missing := r.refreshFromGraph(ctx, cf, due)
+	// Resource groups the graph did not return are listed, a subscription at
+	// a time: what lies in a group that does not exist is not read at all.
+	grouped, left := azure.RefreshGroups(ctx, targets(cf, missing), r.log)
 	// Proxy resources (queues, containers, role assignments, ...) are not
 	// in the graph: read them a collection at a time.
-	listed, rest := azure.RefreshCollections(ctx, targets(cf, missing), r.cfg.ReadParallelism, r.log)
+	listed, rest := azure.RefreshCollections(ctx, left, r.cfg.ReadParallelism, r.log)
+	for id, b := range grouped {
+		listed[id] = b
+	}
 	in.Observed = planner.Observed{}
 	for id, b := range rows {
 		in.Observed[id] = b
