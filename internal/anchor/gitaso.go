@@ -142,6 +142,9 @@ func (p *gitasoProcess) waitReady(ctx context.Context, want int, interval time.D
 				return nil
 			}
 		}
+		if msg := p.refused(ctx); msg != "" {
+			return fmt.Errorf("anchor: gitaso refused the revision: %s", msg)
+		}
 		select {
 		case <-p.done:
 			return fmt.Errorf("anchor: gitaso exited (%v)", p.err)
@@ -194,4 +197,21 @@ func (p *gitasoProcess) stop() error {
 		<-p.done
 	}
 	return nil
+}
+
+// refused returns the error of the latest run when gitaso refused its revision ("" otherwise).
+func (p *gitasoProcess) refused(ctx context.Context) string {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/api/v1/runs?limit=1", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var runs struct {
+		Items []struct{ Outcome, Error string }
+	}
+	if json.NewDecoder(resp.Body).Decode(&runs) != nil || len(runs.Items) == 0 || runs.Items[0].Outcome != "refused" {
+		return ""
+	}
+	return runs.Items[0].Error
 }

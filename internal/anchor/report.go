@@ -34,8 +34,11 @@ func WriteMarkdown(w io.Writer, results []*Result) error {
 			for _, p := range s.Processes {
 				procs = append(procs, fmt.Sprintf("%s %.1f s / %.0f MiB", p.Name, p.CPUSeconds, p.PeakRSSMiB))
 			}
-			ready := fmt.Sprintf("%v", s.Ready)
-			if !s.Ready {
+			ready := "yes"
+			switch {
+			case s.Error != "":
+				ready = "error"
+			case !s.Ready:
 				ready = fmt.Sprintf("no (%d not)", len(s.NotReady))
 			}
 			fmt.Fprintf(&b, "| %s | %s | %.1f | %d | %d | %.1f | %.0f | %s |\n", s.Name, ready, s.Seconds, s.Requests, s.Throttled,
