@@ -59,6 +59,15 @@ type Options struct {
 	// Metrics is the registry GET /metrics serves, with the state gauges
 	// added (metrics.go); nil: a registry of the API's own.
 	Metrics *metrics.Metrics
+	// MaxInFlight bounds the GET requests of /api/v1 served at once
+	// (DefaultMaxInFlight when 0); beyond, up to MaxQueued (DefaultMaxQueued
+	// when 0, none when negative) wait at most QueueWait (DefaultQueueWait
+	// when 0) for their turn, and the others are answered 429
+	// too_many_requests with Retry-After. Probes, /metrics and the mutating
+	// endpoints are not bounded.
+	MaxInFlight int
+	MaxQueued   int
+	QueueWait   time.Duration
 }
 
 // DefaultRunsLimit is how many runs GET /api/v1/runs returns without ?limit.
@@ -132,6 +141,9 @@ const (
 	// CodeConflict: the request cannot apply to the current state (e.g. no
 	// held deletions of that revision).
 	CodeConflict = "conflict"
+	// CodeTooManyRequests: more reads at once than the API serves (429,
+	// with Retry-After); see Options.MaxInFlight.
+	CodeTooManyRequests = "too_many_requests"
 )
 
 type server struct {
@@ -140,20 +152,36 @@ type server struct {
 	log    *slog.Logger
 	tokenH [32]byte
 	hosts  hostPolicy
-	// graphs and summaries cache GET /api/v1/graph and /summary.
-	graphs, summaries answerCache
+	limit  *limiter
+	// index holds the resources as the lists show them (index.go); pages,
+	// graphs, summaries and plans keep encoded answers (answers.go).
+	index                           resourceIndex
+	pages, graphs, summaries, plans answerCache
 }
 
 // New returns the HTTP handler serving gitaso's API over db. See the package
 // documentation for routes and response shapes.
 func New(db *state.DB, opts Options) http.Handler {
-	s := &server{db: db, opts: opts, log: opts.Logger, hosts: newHostPolicy(opts.ListenAddr, opts.AllowedHosts)}
+	_, h := newServer(db, opts)
+	return h
+}
+
+func newServer(db *state.DB, opts Options) (*server, http.Handler) {
+	s := &server{db: db, opts: opts, log: opts.Logger, hosts: newHostPolicy(opts.ListenAddr, opts.AllowedHosts),
+		limit: newLimiter(opts.MaxInFlight, opts.MaxQueued, opts.QueueWait)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
 	if opts.Token != "" {
 		s.tokenH = sha256.Sum256([]byte(opts.Token))
 	}
+	// Build the resource index now, in the background, so that the first
+	// requests do not queue behind it.
+	go func() {
+		if _, err := s.index.current(db); err != nil {
+			s.log.Debug("api: building the resource index (the first request tries again)", "error", err)
+		}
+	}()
 	r := mux.NewRouter()
 	// Methods are dispatched by byMethod rather than mux's Methods matcher:
 	// in mux v1.8.1 a later non-matching route in a subrouter turns a method
@@ -163,14 +191,14 @@ func New(db *state.DB, opts Options) http.Handler {
 	r.Handle("/metrics", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.metricsHandler()}))
 
 	v1 := r.PathPrefix("/api/v1").Subrouter()
-	v1.Handle("/resources", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.listResources}))
-	v1.Handle("/resources/{namespace}/{kind}/{name}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.getResource}))
-	v1.Handle("/resources/{namespace}/{group}/{kind}/{name}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.getResource}))
-	v1.Handle("/runs", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.listRuns}))
-	v1.Handle("/runs/{id}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.getRun}))
-	v1.Handle("/graph", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.graph}))
-	v1.Handle("/summary", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.summary}))
-	v1.Handle("/plan", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.plan}))
+	v1.Handle("/resources", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.listResources)}))
+	v1.Handle("/resources/{namespace}/{kind}/{name}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.getResource)}))
+	v1.Handle("/resources/{namespace}/{group}/{kind}/{name}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.getResource)}))
+	v1.Handle("/runs", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.listRuns)}))
+	v1.Handle("/runs/{id}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.getRun)}))
+	v1.Handle("/graph", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.graph)}))
+	v1.Handle("/summary", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.summary)}))
+	v1.Handle("/plan", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.plan)}))
 	v1.Handle("/sync", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.sync)}))
 	v1.Handle("/approve", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.approve)}))
 	v1.Handle("/webhook", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.webhook}))
@@ -180,7 +208,7 @@ func New(db *state.DB, opts Options) http.Handler {
 		r.PathPrefix("/").Handler(opts.UI)
 	}
 	r.NotFoundHandler = http.HandlerFunc(s.notFound)
-	return s.logRequests(s.recoverPanics(s.checkHost(r)))
+	return s, s.logRequests(s.recoverPanics(s.checkHost(r)))
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -283,19 +311,34 @@ func view(r record.Resource, withBody bool) Resource {
 }
 
 func (s *server) plan(w http.ResponseWriter, r *http.Request) {
-	p, err := s.db.Plan()
+	id, err := s.db.CommitID()
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	if p == nil {
-		s.writeError(w, http.StatusNotFound, CodeNotFound, "no plan yet: the first reconcile has not finished planning")
-		return
+	if s.plans.get(id, "") == nil {
+		// Read here rather than in serveAnswer's build, so that no plan
+		// yet is a 404 (and not kept).
+		p, err := s.db.Plan()
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		if p == nil {
+			s.writeError(w, http.StatusNotFound, CodeNotFound, "no plan yet: the first reconcile has not finished planning")
+			return
+		}
+		s.plans.put(id, "", &answer{body: p})
 	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(p)
+	s.serveAnswer(w, r, &s.plans, id, "", func() ([]byte, error) {
+		// Dropped from the cache meanwhile (a newer plan stored): read
+		// again.
+		p, err := s.db.Plan()
+		if err == nil && p == nil {
+			err = errors.New("the plan disappeared from state")
+		}
+		return p, err
+	})
 }
 
 // sync is POST /api/v1/sync; its body (at most 64 KiB) is not interpreted.

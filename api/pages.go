@@ -2,16 +2,18 @@ package api
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/gorilla/mux"
 
@@ -25,10 +27,6 @@ const DefaultPageLimit = 500
 
 // MaxPageLimit is the largest ?limit GET /api/v1/resources accepts.
 const MaxPageLimit = 10000
-
-// streamChunk is how many resources an unpaged GET /api/v1/resources reads
-// per transaction while it streams the answer.
-const streamChunk = 1000
 
 // pageToken is the content of a continue token: where the next page starts
 // and a digest of the filters it was issued for. It travels base64url-encoded
@@ -140,6 +138,11 @@ func (s *server) abort(r *http.Request, err error) {
 	panic(http.ErrAbortHandler)
 }
 
+// maxCachedItems is the largest page of GET /api/v1/resources kept encoded
+// (about 0.5 MB at 1,000 resources); a larger one, or the whole list, is
+// streamed from the index.
+const maxCachedItems = 1000
+
 // listResources is GET /api/v1/resources; see the package documentation.
 func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -148,11 +151,11 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("invalid ready=%q: want true, false or unknown", q.Get("ready")))
 		return
 	}
-	page := state.Page{Filter: record.Filter{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Ready: ready}, Name: q.Get("name")}
-	digest := filterDigest(page.Filter.Namespace, strings.ToLower(page.Filter.Kind), ready, strings.ToLower(page.Name))
+	pq := pageQuery{ns: q.Get("namespace"), kind: q.Get("kind"), ready: ready, lname: strings.ToLower(q.Get("name"))}
+	digest := filterDigest(pq.ns, strings.ToLower(pq.kind), ready, pq.lname)
 	paged := q.Has("limit") || q.Has("continue")
 	if paged {
-		if page.Limit, err = pageLimit(q.Get("limit"), DefaultPageLimit, MaxPageLimit); err != nil {
+		if pq.limit, err = pageLimit(q.Get("limit"), DefaultPageLimit, MaxPageLimit); err != nil {
 			s.writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 			return
 		}
@@ -165,40 +168,93 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 				s.writeError(w, http.StatusBadRequest, CodeBadRequest, err.Error())
 				return
 			}
-			page.After = t.After
+			pq.after = t.After
 		}
-	} else {
-		page.Limit = streamChunk
 	}
-	// The first chunk is read before the status is sent, so that a failing
-	// state read is an error answer, not a cut one.
-	items, more, err := s.db.ResourcePage(page)
+	snap, err := s.index.current(s.db)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	st := s.startStream(w)
-	for {
-		for _, res := range items {
-			st.item(view(res, false))
+	// tail ends the answer: the continue token of a page that is not the
+	// last.
+	tail := func(items []*entry, more bool) []byte {
+		var t struct {
+			Continue string `json:"continue,omitempty"`
 		}
-		if paged || !more {
-			break
+		if paged && more {
+			t.Continue = encodeToken(pageToken{After: items[len(items)-1].key, Filter: digest})
 		}
-		page.After = items[len(items)-1].Key()
-		if items, more, err = s.db.ResourcePage(page); err != nil {
-			s.abort(r, err)
+		b, _ := json.Marshal(t)
+		return b
+	}
+	if paged && pq.limit <= maxCachedItems {
+		key := strings.Join([]string{pq.ns, strings.ToLower(pq.kind), ready, pq.lname, pq.after, strconv.Itoa(pq.limit)}, "\x00")
+		s.serveAnswer(w, r, &s.pages, snap.version, key, func() ([]byte, error) {
+			items, more := snap.page(pq)
+			var buf bytes.Buffer
+			n := 16
+			for _, e := range items {
+				n += len(e.item) + 1
+			}
+			buf.Grow(n + 128)
+			writeItems(&buf, items, tail(items, more))
+			return buf.Bytes(), nil
+		})
+		return
+	}
+	// A large answer is streamed from the index through a small buffer
+	// (gzip-encoded on the way when the client accepts it).
+	items, more := snap.page(pq)
+	jsonHeaders(w)
+	w.Header().Add("Vary", "Accept-Encoding")
+	var out io.Writer = w
+	var zw *gzip.Writer
+	if acceptsGzip(r) {
+		w.Header().Set("Content-Encoding", "gzip")
+		zw = gzipWriters.Get().(*gzip.Writer)
+		zw.Reset(w)
+		out = zw
+	}
+	w.WriteHeader(http.StatusOK)
+	bw := bufWriters.Get().(*bufio.Writer)
+	bw.Reset(out)
+	writeItems(bw, items, tail(items, more))
+	err = bw.Flush()
+	bw.Reset(io.Discard)
+	bufWriters.Put(bw)
+	if zw != nil {
+		if cerr := zw.Close(); err == nil {
+			err = cerr
 		}
+		zw.Reset(io.Discard)
+		gzipWriters.Put(zw)
 	}
-	var tail struct {
-		Continue string `json:"continue,omitempty"`
-	}
-	if paged && more {
-		tail.Continue = encodeToken(pageToken{After: items[len(items)-1].Key(), Filter: digest})
-	}
-	if err := st.end(tail); err != nil {
+	if err != nil {
 		s.abort(r, err)
 	}
+}
+
+// writeItems writes {"items":[...]} with the encoded items and the fields of
+// tail (an encoded object whose braces are dropped).
+func writeItems(w interface {
+	io.Writer
+	io.ByteWriter
+	io.StringWriter
+}, items []*entry, tail []byte) {
+	_, _ = w.WriteString(`{"items":[`)
+	for i, e := range items {
+		if i > 0 {
+			_ = w.WriteByte(',')
+		}
+		_, _ = w.Write(e.item)
+	}
+	_ = w.WriteByte(']')
+	if len(tail) > 2 {
+		_ = w.WriteByte(',')
+		_, _ = w.Write(tail[1 : len(tail)-1])
+	}
+	_, _ = w.WriteString("}\n")
 }
 
 // listRuns is GET /api/v1/runs; see the package documentation.
@@ -295,60 +351,24 @@ type Graph struct {
 	References [][2]int `json:"references"`
 }
 
-// answerCache keeps the last answer of an endpoint derived from the whole
-// state (the graph, the summary) with the state's CommitID it was built at:
-// while nothing is written (between runs) it is served without reading
-// 10,000 records again.
-type answerCache struct {
-	mu   sync.Mutex
-	id   uint64
-	body []byte
-}
-
-// serveCached answers from c while the state is unchanged, else from build
-// (which returns the answer and the CommitID it read).
-func (s *server) serveCached(w http.ResponseWriter, r *http.Request, c *answerCache, build func() (any, uint64, error)) {
-	id, err := s.db.CommitID()
+func (s *server) graph(w http.ResponseWriter, r *http.Request) {
+	snap, err := s.index.current(s.db)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	c.mu.Lock()
-	body := c.body
-	if c.id != id {
-		body = nil
-	}
-	c.mu.Unlock()
-	if body == nil {
-		v, at, err := build()
-		if err != nil {
-			s.internal(w, r, err)
-			return
-		}
-		if body, err = json.Marshal(v); err != nil {
-			s.internal(w, r, fmt.Errorf("encode %s: %w", r.URL.Path, err))
-			return
-		}
-		body = append(body, '\n')
-		c.mu.Lock()
-		c.id, c.body = at, body
-		c.mu.Unlock()
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	s.serveAnswer(w, r, &s.graphs, snap.version, "", func() ([]byte, error) {
+		return encodeLine(buildGraph(snap.nodes()))
+	})
 }
 
-func (s *server) graph(w http.ResponseWriter, r *http.Request) {
-	s.serveCached(w, r, &s.graphs, func() (any, uint64, error) {
-		nodes, at, err := s.db.Nodes()
-		if err != nil {
-			return nil, 0, err
-		}
-		return buildGraph(nodes), at, nil
-	})
+// encodeLine returns v as JSON and a newline.
+func encodeLine(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
 
 func buildGraph(nodes []state.Node) Graph {
@@ -393,25 +413,12 @@ type Summary struct {
 }
 
 func (s *server) summary(w http.ResponseWriter, r *http.Request) {
-	s.serveCached(w, r, &s.summaries, func() (any, uint64, error) {
-		at, err := s.db.CommitID()
-		if err != nil {
-			return nil, 0, err
-		}
-		counts, ns, kinds, err := s.db.Facets()
-		if err != nil {
-			return nil, 0, err
-		}
-		out := Summary{Ready: counts, Namespaces: ns, Kinds: kinds}
-		for _, n := range counts {
-			out.Total += n
-		}
-		if out.Namespaces == nil {
-			out.Namespaces = []string{}
-		}
-		if out.Kinds == nil {
-			out.Kinds = []string{}
-		}
-		return out, at, nil
+	snap, err := s.index.current(s.db)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	s.serveAnswer(w, r, &s.summaries, snap.version, "", func() ([]byte, error) {
+		return encodeLine(snap.summary())
 	})
 }

@@ -1,0 +1,219 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gitaso/gitaso/record"
+	"github.com/gitaso/gitaso/state"
+)
+
+// The resource index keeps every resource as GET /api/v1/resources shows
+// it, already encoded, with what the filters read (namespace, group, kind,
+// name, Ready status), sorted by key: a page is a binary search and a copy
+// of encoded items, not a read and a decoding of 500 records. It is rebuilt
+// when the state's CommitID changes, from state.WalkResources: a record
+// whose digest did not change keeps its entry, so a run that writes ten
+// resources re-encodes ten, and a commit that writes no resource (a run
+// record, an operation) changes nothing but the CommitID. The graph, the
+// summary and the gzip-encoded answers are derived from it and keyed by
+// its version, which changes only when a resource does.
+
+// entry is one resource of the index.
+type entry struct {
+	key    string
+	digest uint64
+	// group, kind and name are those of the key; lname is name in lower
+	// case (the name filter is case-insensitive).
+	ns, group, kind, lname string
+	ready                  string // True, False or Unknown
+	armID                  string
+	dependsOn              []string
+	item                   []byte // json of view(r, false)
+}
+
+// snapshot is the index at one CommitID.
+type snapshot struct {
+	commit uint64
+	// version changes when an entry does (a resource added, changed or
+	// removed) and only then.
+	version uint64
+	entries []entry
+}
+
+type resourceIndex struct {
+	cur      atomic.Pointer[snapshot]
+	mu       sync.Mutex // one rebuild at a time
+	versions atomic.Uint64
+}
+
+// current returns the index at the state's current CommitID, rebuilding it
+// when the state changed since the last one.
+func (ix *resourceIndex) current(db *state.DB) (*snapshot, error) {
+	id, err := db.CommitID()
+	if err != nil {
+		return nil, err
+	}
+	if s := ix.cur.Load(); s != nil && s.commit >= id {
+		return s, nil
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	prev := ix.cur.Load()
+	if prev != nil && prev.commit >= id {
+		return prev, nil // rebuilt while this request waited
+	}
+	s, err := rebuild(db, prev, &ix.versions)
+	if err != nil {
+		return nil, err
+	}
+	ix.cur.Store(s)
+	return s, nil
+}
+
+// rebuild walks the state and reuses the entries of prev whose record did
+// not change.
+func rebuild(db *state.DB, prev *snapshot, versions *atomic.Uint64) (*snapshot, error) {
+	var old []entry
+	if prev != nil {
+		old = prev.entries
+	}
+	entries := make([]entry, 0, len(old))
+	changed := false
+	j := 0
+	commit, err := db.WalkResources(func(k []byte, digest uint64, decode func() (record.Resource, error)) error {
+		for j < len(old) && old[j].key < string(k) {
+			j++ // removed
+			changed = true
+		}
+		if j < len(old) && old[j].key == string(k) && old[j].digest == digest {
+			entries = append(entries, old[j])
+			j++
+			return nil
+		}
+		changed = true
+		r, err := decode()
+		if err != nil {
+			return err
+		}
+		e, err := newEntry(string(k), digest, r)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if j < len(old) {
+		changed = true
+	}
+	s := &snapshot{commit: commit, entries: entries}
+	switch {
+	case prev == nil || changed:
+		s.version = versions.Add(1)
+	default:
+		s.version = prev.version
+		s.entries = prev.entries // the same entries: keep one copy
+	}
+	return s, nil
+}
+
+func newEntry(key string, digest uint64, r record.Resource) (entry, error) {
+	e := entry{key: key, digest: digest, ready: r.ReadyStatus(), armID: r.ARMID, dependsOn: slices.Clip(r.DependsOn)}
+	if ns, group, kind, name, ok := record.SplitKey(key); ok {
+		e.ns, e.group, e.kind, e.lname = ns, group, kind, strings.ToLower(name)
+	}
+	b, err := json.Marshal(view(r, false))
+	if err != nil {
+		return e, fmt.Errorf("encode resource %s: %w", key, err)
+	}
+	e.item = b
+	return e, nil
+}
+
+// pageQuery is a query of GET /api/v1/resources, normalised: the same
+// query always selects the same resources of a snapshot.
+type pageQuery struct {
+	ns, kind, ready, lname string // kind as given (matched case-insensitively)
+	after                  string
+	limit                  int // 0: every match
+}
+
+// page returns the entries of q, and whether more match after them.
+func (s *snapshot) page(q pageQuery) ([]*entry, bool) {
+	es := s.entries
+	prefix := ""
+	if q.ns != "" {
+		prefix = q.ns + "/"
+	}
+	var i int
+	if q.after != "" && q.after >= prefix {
+		i = sort.Search(len(es), func(i int) bool { return es[i].key > q.after })
+	} else {
+		i = sort.Search(len(es), func(i int) bool { return es[i].key >= prefix })
+	}
+	f := record.Filter{Kind: q.kind}
+	var out []*entry
+	if q.limit > 0 {
+		out = make([]*entry, 0, min(q.limit, len(es)-i))
+	}
+	for ; i < len(es); i++ {
+		e := &es[i]
+		if !strings.HasPrefix(e.key, prefix) {
+			break
+		}
+		if e.kind == "" || !f.MatchKey(e.group, e.kind) {
+			continue
+		}
+		if q.lname != "" && !strings.Contains(e.lname, q.lname) {
+			continue
+		}
+		if q.ready != "" && e.ready != q.ready {
+			continue
+		}
+		if q.limit > 0 && len(out) == q.limit {
+			return out, true
+		}
+		out = append(out, e)
+	}
+	return out, false
+}
+
+// nodes returns the snapshot as graph nodes.
+func (s *snapshot) nodes() []state.Node {
+	out := make([]state.Node, len(s.entries))
+	for i, e := range s.entries {
+		out[i] = state.Node{Key: e.key, ARMID: e.armID, Ready: e.ready, DependsOn: e.dependsOn}
+	}
+	return out
+}
+
+// summary counts the snapshot's resources by Ready status and lists its
+// namespaces and kinds.
+func (s *snapshot) summary() Summary {
+	out := Summary{Total: len(s.entries), Ready: map[string]int{record.StatusTrue: 0, record.StatusFalse: 0, record.StatusUnknown: 0},
+		Namespaces: []string{}, Kinds: []string{}}
+	ns, kinds := map[string]bool{}, map[string]bool{}
+	for _, e := range s.entries {
+		out.Ready[e.ready]++
+		if e.kind != "" {
+			ns[e.ns], kinds[e.group+"/"+e.kind] = true, true
+		}
+	}
+	for n := range ns {
+		out.Namespaces = append(out.Namespaces, n)
+	}
+	for k := range kinds {
+		out.Kinds = append(out.Kinds, k)
+	}
+	sort.Strings(out.Namespaces)
+	sort.Strings(out.Kinds)
+	return out
+}
