@@ -421,12 +421,12 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 			return err
 		}
 	}
+	if opts.DryRun {
+		return nil // nothing records the plan: it is not encoded
+	}
 	planJSON, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("encode plan: %w", err)
-	}
-	if opts.DryRun {
-		return nil
 	}
 	if p.Held != nil {
 		return r.recordHeld(ctx, g, p, planJSON, rep)
