@@ -217,7 +217,9 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	r.ExportRules = n.Exports
 	r.Owner = n.OwnerKey()
 	r.Origin = originOf(n.Object.Annotations())
-	r.Manifest = n.Object.DeepCopy().Content
+	// The plan shares the graph's object rather than a copy of it: neither
+	// the planner, the executor nor aso's hooks write into a manifest.
+	r.Manifest = n.Object.Content
 	rec := &recorder{resolver: &resolver{g: g, n: n, outputs: in.Outputs}}
 	body, err := aso.Convert(n.Kind, n.Spec, n.AzureName, rec)
 	if err != nil {
@@ -275,9 +277,18 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	for _, s := range planned.Instructions {
 		skip[s] = true // ARM takes it as an instruction and does not report it back
 	}
-	desiredDoc, err := decode(red)
-	if err != nil {
+	// The body decoded, for the diffs: most resources are unchanged and
+	// need none, so it is decoded when a diff asks for it.
+	if !json.Valid(red) {
+		_, err := decode(red)
 		return nil, fmt.Errorf("decode body: %w", err)
+	}
+	var desired any
+	desiredDoc := func() any {
+		if desired == nil {
+			desired, _ = decode(red) // valid JSON: checked above
+		}
+		return desired
 	}
 
 	switch {
@@ -287,7 +298,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 			r.Action, r.Reason = Adopt, "exists in Azure but not in gitaso's state: adopted (PUT of the manifest)"
 			od, err := decode(observed)
 			if err == nil {
-				diffSubset(od, desiredDoc, "", skip, &r.Changes)
+				diffSubset(od, desiredDoc(), "", skip, &r.Changes)
 			}
 		default:
 			r.Action, r.Reason = Create, ""
@@ -301,7 +312,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 		r.Action = Update
 		if len(prior.AppliedBody) > 0 {
 			if before, err := decode(prior.AppliedBody); err == nil {
-				diffFull(before, desiredDoc, "", &r.Changes)
+				diffFull(before, desiredDoc(), "", &r.Changes)
 			}
 		}
 		for _, s := range body.Secrets {
@@ -325,7 +336,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 		if observedRead {
 			od, err := decode(observed)
 			if err == nil {
-				diffSubset(od, desiredDoc, "", skip, &r.Changes)
+				diffSubset(od, desiredDoc(), "", skip, &r.Changes)
 			}
 			if len(r.Changes) > 0 {
 				r.Action, r.Reason = Drift, "changed in Azure outside gitaso: corrected"
