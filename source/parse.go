@@ -71,6 +71,12 @@ func parseGenerated(name string, data []byte, lim Limits) (objs []manifest.Objec
 
 // parseText parses a file's text; generated: see parseGenerated.
 func parseText(name string, data []byte, lim Limits, generated bool) (objs []manifest.Object, nodes int64, err error) {
+	return parseTextWith(name, data, lim, generated, !generated)
+}
+
+// parseTextWith is parseText; fast reads the text with fastDocuments when
+// it can (never for generated text, whose origin comments yaml.v3 keeps).
+func parseTextWith(name string, data []byte, lim Limits, generated, fast bool) (objs []manifest.Object, nodes int64, err error) {
 	lim = lim.WithDefaults()
 	var errs diag.List
 	m := newMeter(name, lim, nil)
@@ -84,11 +90,11 @@ func parseText(name string, data []byte, lim Limits, generated bool) (objs []man
 	if int64(len(data)) > lim.MaxFileSize {
 		return nil, 0, diag.List{fileSizeError(name, int64(len(data)), lim.MaxFileSize)}
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	next := decodeDocuments(data, fast)
 	p := parser{file: name, max: lim.MaxNodes, generated: generated} // one node budget for the whole file
 	for index := 0; ; index++ {
-		var doc yaml.Node
-		if err := dec.Decode(&doc); err != nil {
+		doc, err := next()
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				break
 			}
@@ -107,7 +113,7 @@ func parseText(name string, data []byte, lim Limits, generated bool) (objs []man
 			continue // empty document
 		}
 		// Measure before expanding anything: a limit stops the file, once.
-		if e := m.document(&doc); e != nil {
+		if e := m.document(doc); e != nil {
 			if generated {
 				e.Line = 0
 			}
@@ -119,7 +125,7 @@ func parseText(name string, data []byte, lim Limits, generated bool) (objs []man
 		file, line := name, root.Line
 		if generated {
 			line = 0
-			if or, ok := docOrigin(&doc); ok {
+			if or, ok := docOrigin(doc); ok {
 				file, line = or.File, or.Line
 			}
 		}
@@ -143,6 +149,35 @@ func parseText(name string, data []byte, lim Limits, generated bool) (objs []man
 		return nil, m.nodes, errs
 	}
 	return objs, m.nodes, nil
+}
+
+// decodeDocuments returns the documents of a YAML stream one by one (io.EOF
+// after the last): read by fastDocuments when the text is within its
+// subset (and fast), else by yaml.v3's Decoder. Both give the same nodes.
+func decodeDocuments(data []byte, fast bool) func() (*yaml.Node, error) {
+	if fast {
+		if docs, ok := fastDocuments(data); ok {
+			return func() (*yaml.Node, error) {
+				if len(docs) == 0 {
+					return nil, io.EOF
+				}
+				doc := docs[0]
+				docs = docs[1:]
+				if doc == nil {
+					doc = &yaml.Node{Kind: yaml.DocumentNode} // empty: no content
+				}
+				return doc, nil
+			}
+		}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	return func() (*yaml.Node, error) {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			return nil, err
+		}
+		return &doc, nil
+	}
 }
 
 // appendDocument converts one YAML document (root) into objects, appended
@@ -452,7 +487,6 @@ func (p *parser) value(n *yaml.Node) any {
 
 func (p *parser) mapping(n *yaml.Node) map[string]any {
 	out := make(map[string]any, len(n.Content)/2)
-	lines := make(map[string]int, len(n.Content)/2)
 	var merges []*yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -467,15 +501,14 @@ func (p *parser) mapping(n *yaml.Node) map[string]any {
 		if !ok {
 			continue
 		}
-		if first, dup := lines[key]; dup {
+		if _, dup := out[key]; dup { // merged keys come in after the loop
 			if p.generated {
 				p.fail(k, "duplicate key %q", key) // lines of generated text point nowhere
 			} else {
-				p.fail(k, "duplicate key %q (first at line %d)", key, first)
+				p.fail(k, "duplicate key %q (first at line %d)", key, firstKeyLine(n.Content[:i], key))
 			}
 			continue
 		}
-		lines[key] = k.Line
 		out[key] = p.value(v)
 	}
 	// Merge keys (<<): explicit keys win; earlier merged mappings win over later ones.
@@ -510,6 +543,25 @@ func (p *parser) mapping(n *yaml.Node) map[string]any {
 		}
 	}
 	return out
+}
+
+// firstKeyLine returns the line of the first of a mapping's keys (content:
+// keys and values) that reads key.
+func firstKeyLine(content []*yaml.Node, key string) int {
+	for i := 0; i+1 < len(content); i += 2 {
+		k := content[i]
+		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+			continue
+		}
+		r := k
+		for r.Kind == yaml.AliasNode {
+			r = r.Alias
+		}
+		if r.Kind == yaml.ScalarNode && r.ShortTag() != "!!null" && r.Value == key {
+			return k.Line
+		}
+	}
+	return 0
 }
 
 // key renders a mapping key as a string, as Kubernetes' YAML→JSON conversion
