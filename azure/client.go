@@ -480,12 +480,8 @@ func (c *Client) wait(ctx context.Context, method string, resp *http.Response, b
 		if d <= 0 {
 			d = c.poll
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%s %s: waiting for the operation: %w", method, path, context.Cause(ctx))
-		case <-t.C:
+		if err := sleep(ctx, d); err != nil {
+			return nil, fmt.Errorf("%s %s: waiting for the operation: %w", method, path, err)
 		}
 		polls++
 		r, err := p.Poll(ctx)

@@ -153,12 +153,8 @@ func (c *Client) Resume(ctx context.Context, method, id, apiVersion, pollURL str
 		if d <= 0 {
 			d = c.poll
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("resume %s %s: waiting for the operation: %w", method, id, context.Cause(ctx))
-		case <-t.C:
+		if err := sleep(ctx, d); err != nil {
+			return nil, fmt.Errorf("resume %s %s: waiting for the operation: %w", method, id, err)
 		}
 	}
 }

@@ -29,7 +29,9 @@ type Clients interface {
 // Options tune an Executor.
 type Options struct {
 	// Parallelism bounds concurrent ARM operations per subscription
-	// (default 16): ARM throttles each subscription on its own.
+	// (default 16): ARM throttles each subscription on its own. An
+	// operation waiting between the polls of a long-running operation
+	// gives its share back meanwhile (azure.Slot).
 	Parallelism int
 	// Logger receives progress; default slog.Default().
 	Logger *slog.Logger
@@ -206,10 +208,9 @@ func (w *walk) run(ctx context.Context, rs []*planner.Resource) {
 			w.setResult(blocker)
 			return
 		}
-		s := sem(r)
-		s <- struct{}{}
-		rr := w.apply(ctx, r)
-		<-s
+		s := takeSlot(sem(r))
+		rr := w.apply(azure.WithSlot(ctx, s), r)
+		s.done()
 		w.setResult(rr)
 	})
 }
@@ -232,6 +233,49 @@ func (w *walk) slots() func(*planner.Resource) chan struct{} {
 		return s
 	}
 }
+
+// slot is one resource's share of its subscription's parallelism. Its
+// long-running operations hand it back while they wait between polls
+// (azure.Slot), so the bound is on operations talking to ARM, not on
+// operations waiting for it.
+type slot struct {
+	mu       sync.Mutex
+	ch       chan struct{}
+	released bool
+}
+
+// takeSlot waits for a free slot of ch.
+func takeSlot(ch chan struct{}) *slot {
+	ch <- struct{}{}
+	return &slot{ch: ch}
+}
+
+func (s *slot) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.released {
+		<-s.ch
+		s.released = true
+	}
+}
+
+func (s *slot) Acquire(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.released {
+		return nil
+	}
+	select {
+	case s.ch <- struct{}{}:
+		s.released = false
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// done hands the slot back for good.
+func (s *slot) done() { s.Release() }
 
 // walkDAG calls do for every resource of rs, each on its own goroutine as
 // soon as the resources of rs that after(r) names have finished, roots in
@@ -333,10 +377,9 @@ func firstLine(s string) string {
 func (w *walk) runDeletes(ctx context.Context, rs []*planner.Resource) {
 	sem := w.slots()
 	walkDAG(rs, func(r *planner.Resource) []string { return r.DeleteAfter }, func(r *planner.Resource) {
-		s := sem(r)
-		s <- struct{}{}
-		rr := w.delete(ctx, r)
-		<-s
+		s := takeSlot(sem(r))
+		rr := w.delete(azure.WithSlot(ctx, s), r)
+		s.done()
 		w.setResult(rr)
 	})
 }

@@ -1,8 +1,10 @@
 package executor
 
 import (
+	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gitaso/gitaso/planner"
 )
@@ -59,5 +61,46 @@ func TestSlotsPerSubscription(t *testing.T) {
 	case sem(a2) <- struct{}{}:
 		t.Fatal("two resources of one subscription ran at once with Parallelism 1")
 	default:
+	}
+}
+
+// TestSlotHandedBackWhileWaiting: a slot given back while its operation
+// waits lets another resource of the subscription start; taking it back
+// waits for a free one; done gives it back once.
+func TestSlotHandedBackWhileWaiting(t *testing.T) {
+	ch := make(chan struct{}, 1)
+	a := takeSlot(ch)
+	a.Release() // a's operation waits for ARM
+	b := takeSlot(ch)
+	taken := make(chan error, 1)
+	go func() { taken <- a.Acquire(context.Background()) }()
+	select {
+	case <-taken:
+		t.Fatal("a took its slot back while b held the only one")
+	case <-time.After(50 * time.Millisecond):
+	}
+	b.done()
+	if err := <-taken; err != nil {
+		t.Fatal(err)
+	}
+	a.done()
+	a.done() // idempotent
+	select {
+	case ch <- struct{}{}:
+	default:
+		t.Fatal("the slot was not given back")
+	}
+	// A context that ends while waiting for a slot leaves it free.
+	c := takeSlot(make(chan struct{}, 1))
+	c.Release()
+	c.ch <- struct{}{} // someone else takes it
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Acquire(ctx); err == nil {
+		t.Fatal("Acquire with an ended context returned no error")
+	}
+	c.done() // must not take the other holder's slot
+	if len(c.ch) != 1 {
+		t.Fatalf("done took another holder's slot: %d in use, want 1", len(c.ch))
 	}
 }

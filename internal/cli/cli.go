@@ -120,7 +120,7 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringVar(&s.subscription, "subscription", "", "subscription ID for resources using the global credential (default $AZURE_SUBSCRIPTION_ID)")
 	fs.StringVar(&s.defaultPolicy, "default-reconcile-policy", "manage", "reconcile policy of resources without the annotation: manage, skip or detach-on-delete (ASO's DEFAULT_RECONCILE_POLICY)")
 	fs.StringSliceVar(&s.namespacePolicies, "namespace-reconcile-policy", nil, "per-namespace default policy, NAMESPACE=POLICY (repeatable)")
-	fs.IntVar(&s.parallelism, "parallelism", 16, "concurrent ARM operations")
+	fs.IntVar(&s.parallelism, "parallelism", 16, "concurrent ARM operations per subscription (one waiting between the polls of a long-running operation gives its share back meanwhile)")
 	// The deletion guard (plan, apply, serve).
 	guard := planner.DefaultGuard()
 	fs.IntVar(&s.maxDeletions, "max-deletions", guard.MaxDeletions, "hold a revision that would delete more resources than this until its deletions are approved (0: no count limit)")
