@@ -63,6 +63,7 @@ type Side struct {
 	Error       string           `json:"error,omitempty"`
 	writes      []emulator.WriteRecord
 	final       []emulator.StoredResource
+	baseline    map[string]bool // lower-cased IDs stored before the workload (the harness's role assignments)
 }
 
 // Window is the ARM traffic of a period after everything was Ready.
@@ -148,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.Gitaso = runGitaso(ctx, o, out, manifests, res.ASOObjects)
 	}
 	if res.ASO != nil && res.Gitaso != nil {
-		orc := compare(res.ASO.writes, res.Gitaso.writes, res.ASO.final, res.Gitaso.final)
+		orc := compare(res.ASO.writes, res.Gitaso.writes, withoutBaseline(res.ASO), withoutBaseline(res.Gitaso))
 		res.Oracle = &orc
 	}
 	for _, s := range []*Side{res.ASO, res.Gitaso} {
@@ -236,6 +237,7 @@ func runASOSide(ctx context.Context, o Options, out string, objs []manifest.Obje
 	}
 	defer func() { err = errors.Join(err, p.stop()) }()
 	emu.ResetStats() // the count starts with the workload (not the controller's start-up)
+	s.baseline = ids(emu)
 	start := time.Now()
 	if err := cl.applyAll(ctx, kobjs, o.Parallelism); err != nil {
 		return err
@@ -320,6 +322,7 @@ func runGitasoSide(ctx context.Context, o Options, out, manifests string, s *Sid
 		return err
 	}
 	emu.ResetStats()
+	s.baseline = ids(emu)
 	start := time.Now()
 	if err := p.sync(ctx); err != nil {
 		return err
@@ -438,4 +441,23 @@ func SortedOps(m map[string]int64) []string {
 		return keys[i] < keys[j]
 	})
 	return keys
+}
+
+func ids(emu *emulator.Emulator) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range emu.Resources() {
+		out[strings.ToLower(r.ID)] = true
+	}
+	return out
+}
+
+// withoutBaseline returns a side's final store without what existed before its workload.
+func withoutBaseline(s *Side) []emulator.StoredResource {
+	var out []emulator.StoredResource
+	for _, r := range s.final {
+		if !s.baseline[strings.ToLower(r.ID)] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
