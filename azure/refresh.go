@@ -133,13 +133,17 @@ func RefreshCollections(ctx context.Context, ts []RefreshTarget, parallel int, l
 	for _, k := range order {
 		c := groups[k]
 		if len(c.ts) < 2 {
+			mu.Lock() // the lists already started append to rest too
 			rest = append(rest, c.ts...)
+			mu.Unlock()
 			continue
 		}
+		// The slot is taken before the goroutine starts: thousands of
+		// goroutines waiting for one cost their stacks (issue 12 memory).
+		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			items, err := c.cli.List(ctx, c.path, c.api)
 			mu.Lock()
@@ -194,10 +198,10 @@ func RefreshEach(ctx context.Context, ts []RefreshTarget, parallel int, log *slo
 			continue
 		}
 		seen[id] = true
+		sem <- struct{}{} // before the goroutine starts, as in RefreshCollections
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			body, err := t.Client.Get(ctx, t.ARMID, t.APIVersion)
 			mu.Lock()
