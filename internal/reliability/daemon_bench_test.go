@@ -121,7 +121,9 @@ func benchDaemon(b *testing.B, n int) {
 		return s.Ready["True"], s.Total
 	}
 	floor := time.Duration(float64(n-200) / 10 * float64(time.Second))
-	waitFor(b, 3*floor+5*time.Minute, fmt.Sprintf("%d resources Ready", n), func() bool {
+	// Polled once a second, as a status page would: the API's answers cost
+	// the daemon memory and time too.
+	poll(b, 3*floor+5*time.Minute, fmt.Sprintf("%d resources Ready", n), func() bool {
 		select {
 		case <-r.done:
 			b.Fatalf("gitaso serve exited: %v", r.err)
@@ -131,7 +133,7 @@ func benchDaemon(b *testing.B, n int) {
 		return rd == n
 	})
 	readyAfter := time.Since(start)
-	waitFor(b, 5*time.Minute, "the first run to finish", func() bool { return converged(r.url, n, start) })
+	poll(b, 5*time.Minute, "the first run to finish", func() bool { return converged(r.url, n, start) })
 	runHWM := procStatusMB(pid, "VmHWM:")
 	close(stop)
 	<-sampled
@@ -149,7 +151,7 @@ func benchDaemon(b *testing.B, n int) {
 		if resp.StatusCode/100 != 2 {
 			b.Fatalf("POST /api/v1/sync: %d", resp.StatusCode)
 		}
-		waitFor(b, 10*time.Minute, fmt.Sprintf("resync %d", i+1), func() bool { return converged(r.url, n, since) })
+		poll(b, 10*time.Minute, fmt.Sprintf("resync %d", i+1), func() bool { return converged(r.url, n, since) })
 	}
 	time.Sleep(10 * time.Second)
 	convergedRSS := procStatusMB(pid, "VmRSS:")
@@ -167,6 +169,18 @@ func benchDaemon(b *testing.B, n int) {
 	b.ReportMetric(float64(st.Throttled), "429s-from-ARM")
 	if err := r.stop(b); err != nil {
 		b.Logf("gitaso serve stopped: %v", err)
+	}
+}
+
+// poll checks cond once a second until it holds or the timeout passes.
+func poll(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(time.Second)
 	}
 }
 
