@@ -16,13 +16,13 @@ import (
 // The resource index keeps every resource as GET /api/v1/resources shows
 // it, already encoded, with what the filters read (namespace, group, kind,
 // name, Ready status), sorted by key: a page is a binary search and a copy
-// of encoded items, not a read and a decoding of 500 records. It is rebuilt
-// when the state's CommitID changes, from state.WalkResources: a record
-// whose digest did not change keeps its entry, so a run that writes ten
-// resources re-encodes ten, and a commit that writes no resource (a run
-// record, an operation) changes nothing but the CommitID. The graph, the
-// summary and the gzip-encoded answers are derived from it and keyed by
-// its version, which changes only when a resource does.
+// of encoded items, not a read and a decoding of 500 records, and no
+// transaction at all. It is rebuilt when state.ResourcesVersion changes (a
+// resource was written or deleted; a run record or an operation does not
+// count), from state.WalkResources: a record whose digest did not change
+// keeps its entry, so a run that writes ten resources re-encodes ten. The
+// graph, the summary and the kept pages are derived from it and keyed by
+// its version, which changes only when an entry does.
 
 // entry is one resource of the index.
 type entry struct {
@@ -37,13 +37,14 @@ type entry struct {
 	item                   []byte // json of view(r, false)
 }
 
-// snapshot is the index at one CommitID.
+// snapshot is the index at one state.ResourcesVersion.
 type snapshot struct {
-	commit uint64
+	// at is the state.ResourcesVersion read before the walk.
+	at uint64
 	// version changes when an entry does (a resource added, changed or
 	// removed) and only then.
 	version uint64
-	entries []entry
+	entries []*entry
 }
 
 type resourceIndex struct {
@@ -52,23 +53,21 @@ type resourceIndex struct {
 	versions atomic.Uint64
 }
 
-// current returns the index at the state's current CommitID, rebuilding it
-// when the state changed since the last one.
+// current returns the index as the state is now, rebuilding it when a
+// resource changed since the last one.
 func (ix *resourceIndex) current(db *state.DB) (*snapshot, error) {
-	id, err := db.CommitID()
-	if err != nil {
-		return nil, err
-	}
-	if s := ix.cur.Load(); s != nil && s.commit >= id {
+	at := db.ResourcesVersion()
+	if s := ix.cur.Load(); s != nil && s.at == at {
 		return s, nil
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	at = db.ResourcesVersion()
 	prev := ix.cur.Load()
-	if prev != nil && prev.commit >= id {
+	if prev != nil && prev.at == at {
 		return prev, nil // rebuilt while this request waited
 	}
-	s, err := rebuild(db, prev, &ix.versions)
+	s, err := rebuild(db, prev, at, &ix.versions)
 	if err != nil {
 		return nil, err
 	}
@@ -78,15 +77,15 @@ func (ix *resourceIndex) current(db *state.DB) (*snapshot, error) {
 
 // rebuild walks the state and reuses the entries of prev whose record did
 // not change.
-func rebuild(db *state.DB, prev *snapshot, versions *atomic.Uint64) (*snapshot, error) {
-	var old []entry
+func rebuild(db *state.DB, prev *snapshot, at uint64, versions *atomic.Uint64) (*snapshot, error) {
+	var old []*entry
 	if prev != nil {
 		old = prev.entries
 	}
-	entries := make([]entry, 0, len(old))
+	entries := make([]*entry, 0, len(old))
 	changed := false
 	j := 0
-	commit, err := db.WalkResources(func(k []byte, digest uint64, decode func() (record.Resource, error)) error {
+	_, err := db.WalkResources(func(k []byte, digest uint64, decode func() (record.Resource, error)) error {
 		for j < len(old) && old[j].key < string(k) {
 			j++ // removed
 			changed = true
@@ -114,7 +113,7 @@ func rebuild(db *state.DB, prev *snapshot, versions *atomic.Uint64) (*snapshot, 
 	if j < len(old) {
 		changed = true
 	}
-	s := &snapshot{commit: commit, entries: entries}
+	s := &snapshot{at: at, entries: entries}
 	switch {
 	case prev == nil || changed:
 		s.version = versions.Add(1)
@@ -125,8 +124,8 @@ func rebuild(db *state.DB, prev *snapshot, versions *atomic.Uint64) (*snapshot, 
 	return s, nil
 }
 
-func newEntry(key string, digest uint64, r record.Resource) (entry, error) {
-	e := entry{key: key, digest: digest, ready: r.ReadyStatus(), armID: r.ARMID, dependsOn: slices.Clip(r.DependsOn)}
+func newEntry(key string, digest uint64, r record.Resource) (*entry, error) {
+	e := &entry{key: key, digest: digest, ready: r.ReadyStatus(), armID: r.ARMID, dependsOn: slices.Clip(r.DependsOn)}
 	if ns, group, kind, name, ok := record.SplitKey(key); ok {
 		e.ns, e.group, e.kind, e.lname = ns, group, kind, strings.ToLower(name)
 	}
@@ -165,7 +164,7 @@ func (s *snapshot) page(q pageQuery) ([]*entry, bool) {
 		out = make([]*entry, 0, min(q.limit, len(es)-i))
 	}
 	for ; i < len(es); i++ {
-		e := &es[i]
+		e := es[i]
 		if !strings.HasPrefix(e.key, prefix) {
 			break
 		}

@@ -24,6 +24,12 @@ import (
 //
 //	go test -tags kustomize_disable_go_plugin_support ./api/ -run '^$' -bench 'Rate' -benchtime 15000x
 func benchRate(b *testing.B, url string, rate float64, gz bool) {
+	benchRateWriting(b, url, rate, gz, false)
+}
+
+// benchRateWriting is benchRate; with writing, ten resources change every
+// 250 ms meanwhile, as a run records its progress.
+func benchRateWriting(b *testing.B, url string, rate float64, gz, writing bool) {
 	path := filepath.Join(b.TempDir(), "gitaso.db")
 	if err := apiload.Generate(context.Background(), path, 10000); err != nil {
 		b.Fatal(err)
@@ -43,6 +49,37 @@ func benchRate(b *testing.B, url string, rate float64, gz bool) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+
+	if writing {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		b.Cleanup(func() { cancel(); <-done })
+		go func() {
+			defer close(done)
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for i := 0; ; i++ {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+				if err := db.Update(func(w *state.Writer) error {
+					for j := range 10 {
+						r := apiload.Resource((i*10 + j) * 97 % 10000)
+						r.Generation = int64(3 + i)
+						if err := w.PutResource(r); err != nil {
+							return err
+						}
+					}
+					return nil
+				}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
 
 	b.ResetTimer()
 	res, err := apiload.Run(context.Background(), apiload.Options{URL: srv.URL + url, Rate: rate, Count: b.N, Gzip: gz, Settle: time.Millisecond})
@@ -67,6 +104,12 @@ func BenchmarkAPI10kPage500Rate500(b *testing.B) {
 
 func BenchmarkAPI10kPage500Rate500Gzip(b *testing.B) {
 	benchRate(b, "/api/v1/resources?limit=500", 500, true)
+}
+
+// While a run writes ten resources every 250 ms: each commit rebuilds the
+// index (ten records encoded again) and drops the kept pages.
+func BenchmarkAPI10kPage500Rate500Writing(b *testing.B) {
+	benchRateWriting(b, "/api/v1/resources?limit=500", 500, false, true)
 }
 
 func BenchmarkAPI10kPage500Rate2000(b *testing.B) {

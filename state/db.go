@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -72,6 +73,8 @@ type DB struct {
 	key   []byte // AES-256 key for secret exports, loaded or created on first use
 
 	ready readyIndex // Ready status per resource, for ReadyCounts (ready.go)
+
+	resVersion atomic.Uint64 // ResourcesVersion (walk.go)
 }
 
 type options struct {
@@ -200,6 +203,8 @@ func (db *DB) Update(fn func(w *Writer) error) error {
 type Writer struct {
 	tx *bolt.Tx
 	db *DB
+
+	resChanged bool // a resource was written: ResourcesVersion changes on commit
 }
 
 func (db *DB) view(fn func(tx *bolt.Tx) error) error { return db.bolt.View(fn) }

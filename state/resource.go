@@ -35,6 +35,7 @@ func (w *Writer) PutResource(r record.Resource) error {
 		return fmt.Errorf("state: put resource %s: %w", r.Key(), err)
 	}
 	w.noteReady(r.Key(), r.ReadyStatus())
+	w.noteResourceChange()
 	return nil
 }
 
@@ -44,6 +45,7 @@ func (w *Writer) DeleteResource(key string) error {
 		return fmt.Errorf("state: delete resource %s: %w", key, err)
 	}
 	w.noteReady(key, "")
+	w.noteResourceChange()
 	return nil
 }
 

@@ -14,6 +14,26 @@ import (
 // there: they are never stored).
 var digestSeed = maphash.MakeSeed()
 
+// ResourcesVersion returns a number that changes whenever a transaction
+// that wrote or deleted a resource commits, and only then; it is read
+// without a transaction. It is kept in memory: it starts again when the
+// database is opened. A reader that derived something from the resources
+// while ResourcesVersion returned v (read before it started reading) may
+// keep it while ResourcesVersion still returns v: every later change of
+// a resource changes it before its Update returns.
+func (db *DB) ResourcesVersion() uint64 { return db.resVersion.Load() }
+
+// noteResourceChange arranges for ResourcesVersion to change when w's
+// transaction commits.
+func (w *Writer) noteResourceChange() {
+	if w.resChanged {
+		return
+	}
+	w.resChanged = true
+	db := w.db
+	w.tx.OnCommit(func() { db.resVersion.Add(1) })
+}
+
 // WalkResources calls fn with every stored resource, in key order, in one
 // read transaction, and returns the CommitID it read at. A caller that keeps
 // something derived from each resource (an API's encoded answers) rebuilds
@@ -24,15 +44,16 @@ func (db *DB) WalkResources(fn func(key []byte, digest uint64, decode func() (re
 	var id uint64
 	err := db.view(func(tx *bolt.Tx) error {
 		id = uint64(tx.ID())
-		c := tx.Bucket(bucketResources).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			decode := func() (record.Resource, error) {
-				var r record.Resource
-				if err := json.Unmarshal(v, &r); err != nil {
-					return r, fmt.Errorf("decode resource %s: %w", k, err)
-				}
-				return r, nil
+		var k, v []byte
+		decode := func() (record.Resource, error) {
+			var r record.Resource
+			if err := json.Unmarshal(v, &r); err != nil {
+				return r, fmt.Errorf("decode resource %s: %w", k, err)
 			}
+			return r, nil
+		}
+		c := tx.Bucket(bucketResources).Cursor()
+		for k, v = c.First(); k != nil; k, v = c.Next() {
 			if err := fn(k, maphash.Bytes(digestSeed, v), decode); err != nil {
 				return err
 			}
