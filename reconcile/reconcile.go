@@ -413,6 +413,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	rep.Plan, rep.observed = p, r.observed
+	r.observed = nil // the report has it; the daemon keeps no copy between runs
 	r.observePlan(opts, p)
 	p.Held = r.hold(ctx, g, p, prior, opts)
 	if opts.expect != nil {
