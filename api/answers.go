@@ -36,6 +36,8 @@ type answer struct {
 // answerCache keeps answers of one generation (an index version or a
 // CommitID) by key.
 type answerCache struct {
+	building sync.Mutex // one answer built at a time (answer)
+
 	mu    sync.Mutex
 	gen   uint64
 	m     map[string]*answer
@@ -113,33 +115,92 @@ func jsonHeaders(w http.ResponseWriter) {
 	h.Set("X-Content-Type-Options", "nosniff")
 }
 
-// serveAnswer answers from c the answer key of generation gen, built by
-// build when missing, gzip-encoded when the client accepts it and the
-// answer is large enough. Cached answers are never changed: one whose gzip
-// encoding is first asked for is replaced by a new one that has it.
-func (s *server) serveAnswer(w http.ResponseWriter, r *http.Request, c *answerCache, gen uint64, key string, build func() ([]byte, error)) {
+// answer returns the answer key of generation gen, built by build when
+// missing; with gz, one that has its gzip encoding (when the answer is
+// large enough). Answers are built one at a time: a change of state that
+// misses every kept answer at once costs one build of each, not one per
+// request. Kept answers are never changed: one whose gzip encoding is first
+// asked for is replaced by a new one that has it.
+func (c *answerCache) answer(gen uint64, key string, gz bool, build func() ([]byte, error)) (*answer, error) {
+	ok := func(a *answer) bool { return a != nil && (!gz || a.gz != nil || len(a.body) < minGzip) }
+	if a := c.get(gen, key); ok(a) {
+		return a, nil
+	}
+	c.building.Lock()
+	defer c.building.Unlock()
 	a := c.get(gen, key)
+	if ok(a) {
+		return a, nil
+	}
 	if a == nil {
 		body, err := build()
 		if err != nil {
-			s.internal(w, r, err)
-			return
+			return nil, err
 		}
 		a = &answer{body: body}
-		c.put(gen, key, a)
+	} else {
+		a = &answer{body: a.body}
 	}
+	if gz && len(a.body) >= minGzip {
+		a.gz = gzipBytes(a.body)
+	}
+	c.put(gen, key, a)
+	return a, nil
+}
+
+// gzipAnswer returns the gzip-encoded answer key of generation gen, built
+// by build (which writes the identity answer) when missing: an answer too
+// large to keep whole, kept compressed only.
+func (c *answerCache) gzipAnswer(gen uint64, key string, build func(w io.Writer) error) (*answer, error) {
+	key += "\x00gzip"
+	if a := c.get(gen, key); a != nil {
+		return a, nil
+	}
+	c.building.Lock()
+	defer c.building.Unlock()
+	if a := c.get(gen, key); a != nil {
+		return a, nil
+	}
+	var buf bytes.Buffer
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	err := build(zw)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	zw.Reset(io.Discard)
+	gzipWriters.Put(zw)
+	if err != nil {
+		return nil, err
+	}
+	a := &answer{gz: buf.Bytes()}
+	c.put(gen, key, a)
+	return a, nil
+}
+
+// serveAnswer answers from c the answer key of generation gen, built by
+// build when missing, gzip-encoded when the client accepts it and the
+// answer is large enough.
+func (s *server) serveAnswer(w http.ResponseWriter, r *http.Request, c *answerCache, gen uint64, key string, build func() ([]byte, error)) {
+	gz := acceptsGzip(r)
+	a, err := c.answer(gen, key, gz, build)
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
+	writeAnswer(w, r, a, gz)
+}
+
+// writeAnswer sends a (200): gzip-encoded when gz and a has that encoding.
+func writeAnswer(w http.ResponseWriter, r *http.Request, a *answer, gz bool) {
 	jsonHeaders(w)
 	body := a.body
-	if len(a.body) >= minGzip {
+	if a.body == nil || len(a.body) >= minGzip {
 		w.Header().Add("Vary", "Accept-Encoding")
-		if acceptsGzip(r) {
-			if a.gz == nil {
-				a = &answer{body: a.body, gz: gzipBytes(a.body)}
-				c.put(gen, key, a)
-			}
-			body = a.gz
-			w.Header().Set("Content-Encoding", "gzip")
-		}
+	}
+	if gz && a.gz != nil {
+		body = a.gz
+		w.Header().Set("Content-Encoding", "gzip")
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)

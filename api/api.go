@@ -310,35 +310,32 @@ func view(r record.Resource, withBody bool) Resource {
 	return out
 }
 
+// errNoPlan is returned by the build of the plan's answer before the first
+// plan.
+var errNoPlan = errors.New("no plan yet")
+
 func (s *server) plan(w http.ResponseWriter, r *http.Request) {
 	id, err := s.db.CommitID()
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	if s.plans.get(id, "") == nil {
-		// Read here rather than in serveAnswer's build, so that no plan
-		// yet is a 404 (and not kept).
-		p, err := s.db.Plan()
-		if err != nil {
-			s.internal(w, r, err)
-			return
-		}
-		if p == nil {
-			s.writeError(w, http.StatusNotFound, CodeNotFound, "no plan yet: the first reconcile has not finished planning")
-			return
-		}
-		s.plans.put(id, "", &answer{body: p})
-	}
-	s.serveAnswer(w, r, &s.plans, id, "", func() ([]byte, error) {
-		// Dropped from the cache meanwhile (a newer plan stored): read
-		// again.
+	gz := acceptsGzip(r)
+	a, err := s.plans.answer(id, "", gz, func() ([]byte, error) {
 		p, err := s.db.Plan()
 		if err == nil && p == nil {
-			err = errors.New("the plan disappeared from state")
+			err = errNoPlan
 		}
 		return p, err
 	})
+	switch {
+	case errors.Is(err, errNoPlan):
+		s.writeError(w, http.StatusNotFound, CodeNotFound, "no plan yet: the first reconcile has not finished planning")
+	case err != nil:
+		s.internal(w, r, err)
+	default:
+		writeAnswer(w, r, a, gz)
+	}
 }
 
 // sync is POST /api/v1/sync; its body (at most 64 KiB) is not interpreted.

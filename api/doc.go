@@ -53,6 +53,9 @@
 //	GET  /readyz                                        200 "ok", or 503 "not ready: <reason>" (text)
 //	GET  /metrics                                       Prometheus text format; every metric: docs/metrics.md
 //
+// Every GET under /api/v1 may answer 429 too_many_requests with Retry-After
+// when more requests arrive at once than the API serves (see Scale).
+//
 // # Pages
 //
 // GET /api/v1/resources and GET /api/v1/runs page as the Kubernetes API
@@ -61,13 +64,28 @@
 // "continue", an opaque token, while more match; pass it back unchanged
 // with the same filters for the next page (another filter, or a token that
 // was altered, answers 400 bad_request). The last page has no "continue".
-// Pages are read in key order, each in its own transaction: a resource
-// stored during the whole listing is served exactly once even when others
-// are written between pages; one added or removed meanwhile may or may not
-// be. Without limit and continue, GET /api/v1/resources answers every match
-// as before ({"items":[...]}, no "continue"). Answers are streamed item by
-// item (the whole list is never one buffer); a state read failing midway
-// cuts the connection rather than ending the JSON.
+// Pages are read in key order, each from the state as it is when the page
+// is asked for: a resource stored during the whole listing is served
+// exactly once even when others are written between pages; one added or
+// removed meanwhile may or may not be. Without limit and continue, GET
+// /api/v1/resources answers every match as before ({"items":[...]}, no
+// "continue").
+//
+// # Scale
+//
+// The lists, the graph and the summary are served from an index of the
+// resources kept in memory, already encoded, and rebuilt when a resource is
+// written (re-encoding only the records that changed; index.go): a page is
+// a binary search and a copy, with no state transaction. Pages of up to
+// 1,000 resources, the graph, the summary and the plan are kept encoded
+// (and gzip-encoded) until the state changes; larger answers are streamed
+// from the index through a 32 KiB buffer, never held whole. Answers of 1 KiB
+// and more are gzip-encoded for a client whose Accept-Encoding takes gzip
+// (Vary: Accept-Encoding). At most Options.MaxInFlight GET requests under
+// /api/v1 (64) are served at once; up to MaxQueued (512) more wait at most
+// QueueWait (2 s) for their turn; the others are answered 429
+// too_many_requests with Retry-After: 1, so that memory stays flat under
+// any load. Limits and measured figures: docs/api.md.
 //
 // Every other path under /api/v1 answers 404, a wrong method 405, both as JSON
 // errors. Paths outside the API go to Options.UI when set.
@@ -121,7 +139,7 @@
 // Error (every 4xx/5xx of the JSON API):
 //
 //	{"error":{"code":"bad_request|not_found|ambiguous_kind|unauthorized|method_not_allowed|unavailable|internal|
-//	                  forbidden|unsupported_media_type|request_too_large|conflict",
+//	                  forbidden|unsupported_media_type|request_too_large|conflict|too_many_requests",
 //	          "message":"..."}}
 //
 // # Metrics

@@ -3,7 +3,6 @@ package api
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -188,8 +187,8 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(t)
 		return b
 	}
+	key := strings.Join([]string{pq.ns, strings.ToLower(pq.kind), ready, pq.lname, pq.after, strconv.Itoa(pq.limit)}, "\x00")
 	if paged && pq.limit <= maxCachedItems {
-		key := strings.Join([]string{pq.ns, strings.ToLower(pq.kind), ready, pq.lname, pq.after, strconv.Itoa(pq.limit)}, "\x00")
 		s.serveAnswer(w, r, &s.pages, snap.version, key, func() ([]byte, error) {
 			items, more := snap.page(pq)
 			var buf bytes.Buffer
@@ -203,33 +202,36 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	// A large answer is streamed from the index through a small buffer
-	// (gzip-encoded on the way when the client accepts it).
+	// A larger answer is kept gzip-encoded only, or streamed from the index
+	// through a small buffer.
+	if acceptsGzip(r) {
+		a, err := s.pages.gzipAnswer(snap.version, key, func(w io.Writer) error {
+			items, more := snap.page(pq)
+			bw := bufWriters.Get().(*bufio.Writer)
+			defer bufWriters.Put(bw)
+			bw.Reset(w)
+			writeItems(bw, items, tail(items, more))
+			err := bw.Flush()
+			bw.Reset(io.Discard)
+			return err
+		})
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		writeAnswer(w, r, a, true)
+		return
+	}
 	items, more := snap.page(pq)
 	jsonHeaders(w)
 	w.Header().Add("Vary", "Accept-Encoding")
-	var out io.Writer = w
-	var zw *gzip.Writer
-	if acceptsGzip(r) {
-		w.Header().Set("Content-Encoding", "gzip")
-		zw = gzipWriters.Get().(*gzip.Writer)
-		zw.Reset(w)
-		out = zw
-	}
 	w.WriteHeader(http.StatusOK)
 	bw := bufWriters.Get().(*bufio.Writer)
-	bw.Reset(out)
+	bw.Reset(w)
 	writeItems(bw, items, tail(items, more))
 	err = bw.Flush()
 	bw.Reset(io.Discard)
 	bufWriters.Put(bw)
-	if zw != nil {
-		if cerr := zw.Close(); err == nil {
-			err = cerr
-		}
-		zw.Reset(io.Discard)
-		gzipWriters.Put(zw)
-	}
 	if err != nil {
 		s.abort(r, err)
 	}

@@ -122,10 +122,11 @@ type Result struct {
 	// CPU is the processor time (user and system) the serving process
 	// spent from the first request to the last answer.
 	CPU            time.Duration
-	RSSBefore      int64 // bytes
-	RSSPeak        int64 // the largest VmRSS read during the load
-	RSSAfter       int64 // Settle after the load
-	HWM            int64 // VmHWM after the load: the peak since the process started
+	RSSBefore      int64   // bytes
+	RSSPeak        int64   // the largest VmRSS read during the load
+	RSSSeries      []int64 // the largest VmRSS of every 5 s of the load
+	RSSAfter       int64   // Settle after the load
+	HWM            int64   // VmHWM after the load: the peak since the process started
 	FirstError     string
 	FirstErrStatus int
 }
@@ -136,6 +137,13 @@ func (r Result) String() string {
 		"latency p50 %s p99 %s max %s (rejected p99 %s); %d B/answer; server CPU %s (%s per request); RSS before %s, peak during %s, after %s, HWM %s",
 		r.Sent, r.Elapsed.Round(time.Millisecond), r.OK, r.Throughput, r.Rejected, r.Failed,
 		ms(r.P50), ms(r.P99), ms(r.Max), ms(r.RejectedP99), r.Bytes, r.CPU.Round(time.Millisecond), ms(r.CPU/time.Duration(max(r.Sent, 1))), mb(r.RSSBefore), mb(r.RSSPeak), mb(r.RSSAfter), mb(r.HWM))
+	if len(r.RSSSeries) > 1 {
+		s += "; RSS peak by 5 s:"
+		for _, b := range r.RSSSeries {
+			s += " " + strconv.FormatFloat(float64(b)/(1<<20), 'f', 0, 64)
+		}
+		s += " MB"
+	}
 	if r.FirstError != "" {
 		s += "; first failure: " + r.FirstError
 	}
@@ -197,18 +205,26 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	var wg sync.WaitGroup
 	stopMem := make(chan struct{})
 	memDone := make(chan int64)
-	go func() { // the peak VmRSS during the load
-		peak := res.RSSBefore
+	go func() { // the peak VmRSS during the load, and of every 5 s
+		peak, window := res.RSSBefore, int64(0)
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
-		for {
+		for i := 1; ; i++ {
 			select {
 			case <-stopMem:
+				if window > 0 {
+					res.RSSSeries = append(res.RSSSeries, window)
+				}
 				memDone <- peak
 				return
 			case <-t.C:
-				if rss, _, err := Memory(o.PID); err == nil && rss > peak {
-					peak = rss
+				rss, _, err := Memory(o.PID)
+				if err != nil {
+					continue
+				}
+				peak, window = max(peak, rss), max(window, rss)
+				if i%50 == 0 {
+					res.RSSSeries, window = append(res.RSSSeries, window), 0
 				}
 			}
 		}
