@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/internal/diag"
@@ -36,8 +39,9 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 	p := &Plan{Revision: g.Revision, External: g.External, Resources: make([]*Resource, 0, len(g.Nodes))}
 	moves, forget := g.moves(in.Prior)
 	var errs diag.List
-	for _, n := range g.Nodes {
-		r, err := g.planNode(n, in, moves[n.Key()])
+	planned, failed := g.planNodes(in, moves)
+	for i, n := range g.Nodes {
+		r, err := planned[i], failed[i]
 		if err != nil {
 			var de *diag.Error
 			if errors.As(err, &de) {
@@ -137,6 +141,31 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 	orderDeletes(dels, in.Prior)
 	p.Resources = append(p.Resources, dels...)
 	return p, nil
+}
+
+// planNodes plans every node of the graph on all CPUs: the nodes read the
+// graph and the input, never write them, and each goroutine writes its own
+// slots. rs[i] and errs[i] are g.Nodes[i]'s.
+func (g *Graph) planNodes(in Input, moves map[string]string) (rs []*Resource, errs []error) {
+	rs, errs = make([]*Resource, len(g.Nodes)), make([]error, len(g.Nodes))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(g.Nodes) {
+				return
+			}
+			n := g.Nodes[i]
+			rs[i], errs[i] = g.planNode(n, in, moves[n.Key()])
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(g.Nodes)/64+1) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	return rs, errs
 }
 
 // deletable reports whether ARM offers a DELETE for the resource's kind (true
