@@ -222,12 +222,13 @@ func readRegular(root, p, name string, max, fileMax int64) (data []byte, size in
 		return fail("cannot read: %v", err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil {
+	st, err := f.Stat()
+	if err != nil {
 		return fail("cannot read: %v", err)
 	} else if !st.Mode().IsRegular() {
 		return fail("is a %s, not a regular file: refused", fileKind(st.Mode()))
 	}
-	data, err = io.ReadAll(io.LimitReader(f, min(max, math.MaxInt64-1)+1))
+	data, err = readAll(io.LimitReader(f, min(max, math.MaxInt64-1)+1), min(st.Size(), max))
 	if err != nil {
 		return fail("cannot read: %v", err)
 	}
@@ -236,6 +237,25 @@ func readRegular(root, p, name string, max, fileMax int64) (data []byte, size in
 			What: fmt.Sprintf("the file grew to more than %s while it was read", formatSize(max))}}
 	}
 	return data, 0, nil
+}
+
+// readAll is io.ReadAll into a buffer sized for the size the file had
+// when opened (plus one byte, so that the end is seen without growing it).
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, max(size, 0)+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // it grew since: let append pick the size
+		}
+	}
 }
 
 // fileKind names a non-regular file mode for errors.
