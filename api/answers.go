@@ -37,6 +37,9 @@ type answer struct {
 // CommitID) by key.
 type answerCache struct {
 	building sync.Mutex // one answer built at a time (answer)
+	// single: the cache holds one answer (the plan), of up to twice
+	// maxCacheBytes: a plan of 10,000 resources is 16 MB.
+	single bool
 
 	mu    sync.Mutex
 	gen   uint64
@@ -54,10 +57,14 @@ func (c *answerCache) get(gen uint64, key string) *answer {
 }
 
 // put stores a of generation gen under key, dropping the answers of older
-// generations and, beyond maxCacheBytes, every other answer.
+// generations and, beyond maxCacheBytes, every other answer. An answer over
+// a quarter of maxCacheBytes is not kept, but in a single cache.
 func (c *answerCache) put(gen uint64, key string, a *answer) {
 	n := len(a.body) + len(a.gz)
-	if n > maxCacheBytes/4 {
+	limit := maxCacheBytes
+	if c.single {
+		limit *= 2
+	} else if n > limit/4 {
 		return
 	}
 	c.mu.Lock()
@@ -65,7 +72,7 @@ func (c *answerCache) put(gen uint64, key string, a *answer) {
 	if gen < c.gen {
 		return
 	}
-	if gen > c.gen || c.m == nil || c.bytes+n > maxCacheBytes {
+	if gen > c.gen || c.m == nil || c.bytes+n > limit {
 		c.gen, c.m, c.bytes = gen, map[string]*answer{}, 0
 	}
 	if old := c.m[key]; old != nil {

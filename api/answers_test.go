@@ -192,3 +192,25 @@ func TestAnswersFollowTheState(t *testing.T) {
 		t.Errorf("summary after acct99 (Unknown) was added: %+v", s)
 	}
 }
+
+// The plan is served as stored, gzip-encoded or not, and the newest one as
+// soon as it is stored.
+func TestPlanAnswerFollowsTheState(t *testing.T) {
+	f := newPages(t)
+	if code, _, _ := f.rawGet(t, "/api/v1/plan", "gzip"); code != http.StatusNotFound {
+		t.Errorf("GET /api/v1/plan before any plan: %d, want 404", code)
+	}
+	for i := range 2 {
+		plan := fmt.Appendf(nil, `{"revision":"rev%d","resources":[%s]}`, i,
+			strings.Repeat(fmt.Sprintf(`{"namespace":"ns","kind":"StorageAccount","name":"a%d","action":"update"},`, i), 50)+`{}`)
+		if err := f.db.Update(func(w *state.Writer) error { return w.SetPlan(plan) }); err != nil {
+			t.Fatal(err)
+		}
+		for _, enc := range []string{"", "gzip", ""} {
+			code, h, body := f.rawGet(t, "/api/v1/plan", enc)
+			if code != http.StatusOK || !bytes.Equal(body, plan) || (h.Get("Content-Encoding") == "gzip") != (enc == "gzip") {
+				t.Errorf("plan %d, Accept-Encoding %q: %d, Content-Encoding %q, body %.60s…; want the stored plan", i, enc, code, h.Get("Content-Encoding"), body)
+			}
+		}
+	}
+}

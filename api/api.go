@@ -169,6 +169,7 @@ func New(db *state.DB, opts Options) http.Handler {
 func newServer(db *state.DB, opts Options) (*server, http.Handler) {
 	s := &server{db: db, opts: opts, log: opts.Logger, hosts: newHostPolicy(opts.ListenAddr, opts.AllowedHosts),
 		limit: newLimiter(opts.MaxInFlight, opts.MaxQueued, opts.QueueWait)}
+	s.plans.single = true
 	if s.log == nil {
 		s.log = slog.Default()
 	}
