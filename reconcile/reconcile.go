@@ -425,9 +425,9 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if opts.DryRun {
 		return nil // nothing records the plan: it is not encoded
 	}
-	planJSON, err := json.Marshal(p)
+	planJSON, err := encodePlan(p) // compressed; state.Plan decompresses
 	if err != nil {
-		return fmt.Errorf("encode plan: %w", err)
+		return err
 	}
 	if p.Held != nil {
 		return r.recordHeld(ctx, g, p, planJSON, rep)

@@ -209,7 +209,8 @@ type Writer struct {
 
 func (db *DB) view(fn func(tx *bolt.Tx) error) error { return db.bolt.View(fn) }
 
-// SetPlan stores the latest plan (JSON as rendered by the planner).
+// SetPlan stores the latest plan: JSON as rendered by the planner, or that
+// JSON compressed with gzip (Plan returns it decompressed).
 func (w *Writer) SetPlan(planJSON []byte) error {
 	if err := w.tx.Bucket(bucketMeta).Put(metaPlan, planJSON); err != nil {
 		return fmt.Errorf("state: set plan: %w", err)
@@ -232,11 +233,6 @@ func (w *Writer) SetLatestRevision(rev string) error {
 		return fmt.Errorf("state: set latest revision: %w", err)
 	}
 	return nil
-}
-
-// Plan returns the latest stored plan JSON, or nil, nil when none was stored.
-func (db *DB) Plan() ([]byte, error) {
-	return db.metaBytes(metaPlan, "plan")
 }
 
 // LastGoodRevision returns the revision last applied successfully, "" if none.
