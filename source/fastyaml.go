@@ -2,55 +2,82 @@ package source
 
 import (
 	"bytes"
+	"strconv"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gitaso/gitaso/manifest"
 )
 
-// fastDocuments parses the plain block YAML most manifests are written in
-// into the yaml.v3 node trees yaml.v3's Decoder would give, one per document
-// of the stream (nil for an empty document), several times faster. ok is
-// false, with nothing parsed, for anything outside that subset: then the
-// caller decodes the file with yaml.v3, which also reports its errors. The
-// subset is ASCII text (no tab, no carriage return, no control character)
-// of block mappings and block sequences (compact ones included) whose keys
-// are plain words ([A-Za-z0-9_./] then also '-'), whose values are
-// one-line plain, single-quoted or double-quoted (without escapes) scalars
-// or empty flow collections ([] and {}), comments on lines of their own,
-// and "---" lines between documents. Anchors, aliases, tags, block scalars,
-// multi-line scalars, flow collections with content, trailing comments,
-// directives and "..." are left to yaml.v3.
+// fastParse parses the plain block YAML most manifests are written in
+// straight into objects, several times faster than yaml.v3 and the node
+// walk of parseText, which give the same objects and node count. ok is
+// false, with nothing returned, for anything outside that subset and for
+// any problem at all (a duplicate key, a missing name, a List, a limit):
+// then parseText reads the file with yaml.v3 and reports them.
 //
-// The nodes carry what the parser and the meter read: Kind, Style, Tag (as
-// yaml.v3 resolves it), Value, Line, Column and Content; never comments, so
-// generated text (whose origin comments matter) is not parsed here.
-func fastDocuments(data []byte) (docs []*yaml.Node, ok bool) {
+// The subset is ASCII text (no tab, no carriage return, no control
+// character) of block mappings and block sequences (compact ones included)
+// whose keys are plain words ([A-Za-z0-9_./] then also '-'), whose values
+// are one-line plain, single-quoted or double-quoted (without escapes)
+// scalars or empty flow collections ([] and {}), comments on lines of their
+// own, and "---" lines between documents. Anchors, aliases, tags, block
+// scalars, multi-line scalars, flow collections with content, trailing
+// comments, directives and "..." are left to yaml.v3.
+func fastParse(name string, data []byte, lim Limits) (objs []manifest.Object, nodes int64, ok bool) {
+	nodes, ok = fastDocuments(data, lim, func(index int, root map[string]any, line int) bool {
+		if isList(root) {
+			return false // items keep their own lines: yaml.v3
+		}
+		o := manifest.Object{File: name, Line: line, Index: index, Content: root}
+		emptyNulls(o)
+		if len(validate(o)) > 0 {
+			return false
+		}
+		objs = append(objs, o)
+		return true
+	})
+	if !ok {
+		return nil, 0, false
+	}
+	return objs, nodes, true
+}
+
+// fastDocuments reads the documents of data within fastParse's subset and
+// lim: for each one that is not empty, doc gets its index in the stream,
+// its root (a mapping; any other root leaves the subset) and the root's
+// line. nodes are the YAML nodes read, as the meter counts them. ok is false
+// as soon as the text leaves the subset or doc returns false.
+func fastDocuments(data []byte, lim Limits, doc func(index int, root map[string]any, line int) bool) (nodes int64, ok bool) {
 	defer func() {
 		// A gap in this parser must never be a crash: yaml.v3 decides.
 		if recover() != nil {
-			docs, ok = nil, false
+			nodes, ok = 0, false
 		}
 	}()
 	for _, c := range data {
 		if c >= 0x7f || (c < 0x20 && c != '\n') {
-			return nil, false
+			return 0, false
 		}
 	}
-	f := fastParser{data: data}
-	if !f.split() {
-		return nil, false
+	f := fastParser{maxNodes: lim.MaxNodes, maxDepth: min(lim.MaxDepth, fastMaxDepth), p: parser{max: lim.MaxNodes}}
+	if !f.split(data) {
+		return 0, false
 	}
-	for f.i < len(f.lines) || f.pendingDoc {
-		doc, ok := f.document()
+	for index := 0; f.i < len(f.lines) || f.pendingDoc; index++ {
+		root, line, ok := f.document()
 		if !ok {
-			return nil, false
+			return 0, false
 		}
-		docs = append(docs, doc)
+		if root != nil && !doc(index, root, line) {
+			return 0, false
+		}
 	}
-	return docs, true
+	return f.nodes, true
 }
 
-// fastMaxDepth bounds the nesting fastDocuments parses (recursion); deeper
-// text goes to yaml.v3, and to the depth limit.
+// fastMaxDepth bounds the nesting fastParse reads (recursion); deeper text
+// goes to yaml.v3, and to the depth limit.
 const fastMaxDepth = 64
 
 // fastLine is one line holding content (not blank, not only a comment).
@@ -62,19 +89,30 @@ type fastLine struct {
 }
 
 type fastParser struct {
-	data  []byte
 	lines []fastLine
 	i     int // the next line
 	// pendingDoc: a "---" line was consumed, its document not yet returned.
 	pendingDoc bool
-	slab       []yaml.Node
-	depth      int
+
+	nodes, maxNodes int64 // YAML nodes so far (as the meter counts them), and the limit
+	maxDepth        int   // mappings and lists nested in one another
+
+	// Entries and items of the mappings and lists being read, innermost
+	// last: a collection is made once its size is known.
+	entries []fastEntry
+	items   []any
+
+	p parser // scalar conversions beyond the common ones
+}
+
+type fastEntry struct {
+	key string
+	val any
 }
 
 // split cuts the text into content lines; false for what the subset leaves
 // out at the line level.
-func (f *fastParser) split() bool {
-	data := f.data
+func (f *fastParser) split(data []byte) bool {
 	f.lines = make([]fastLine, 0, bytes.Count(data, []byte{'\n'})+1)
 	for no := 1; len(data) > 0; no++ {
 		line := data
@@ -105,76 +143,71 @@ func (f *fastParser) split() bool {
 	return true
 }
 
-func (f *fastParser) node(kind yaml.Kind, tag string, l *fastLine, col int) *yaml.Node {
-	if len(f.slab) == 0 {
-		// Nodes are allocated together: about two a line (key and value).
-		f.slab = make([]yaml.Node, min(max(2*(len(f.lines)-f.i), 16), 1024))
-	}
-	n := &f.slab[0]
-	f.slab = f.slab[1:]
-	n.Kind, n.Tag, n.Line, n.Column = kind, tag, l.no, col+1
-	return n
+// count counts one YAML node; false beyond the file's limit.
+func (f *fastParser) count() bool {
+	f.nodes++
+	return f.nodes <= f.maxNodes
 }
 
-// document parses one document: nil when it is empty.
-func (f *fastParser) document() (*yaml.Node, bool) {
-	start := 0 // the line of an explicit document's "---"
+// document reads one document: its root mapping and the root's line, or a
+// nil root for an empty document.
+func (f *fastParser) document() (root map[string]any, line int, ok bool) {
 	if f.i < len(f.lines) && f.lines[f.i].sep {
-		start = f.lines[f.i].no
 		f.i++
 		f.pendingDoc = true
 	}
 	if f.i >= len(f.lines) || f.lines[f.i].sep {
 		if !f.pendingDoc {
-			return nil, false // cannot happen: the loop stops first
+			return nil, 0, false // cannot happen: the loop stops first
 		}
 		f.pendingDoc = false
-		return nil, true // an empty document ("---" then "---" or the end)
+		return nil, 0, true // an empty document ("---" then "---" or the end)
 	}
 	f.pendingDoc = false
 	l := &f.lines[f.i]
-	root, ok := f.block(l.indent)
-	if !ok || root.Kind == yaml.ScalarNode {
-		return nil, false // a document of one scalar: left to yaml.v3
+	if isItem(l.text) {
+		return nil, 0, false // a list: "document is a list" is yaml.v3's to say
+	}
+	v, ok := f.block(l.indent, 0)
+	root, isMap := v.(map[string]any)
+	if !ok || !isMap {
+		return nil, 0, false
 	}
 	if f.i < len(f.lines) && !f.lines[f.i].sep {
-		return nil, false // text below the root's indentation
+		return nil, 0, false // text below the root's indentation
 	}
-	doc := &yaml.Node{Kind: yaml.DocumentNode, Line: start, Column: 1, Content: []*yaml.Node{root}}
-	if start == 0 {
-		doc.Line, doc.Column = root.Line, root.Column
-	}
-	return doc, true
+	return root, l.no, true
 }
 
-// block parses the node starting at the current line, whose text starts at
-// column indent: a sequence, a mapping or a scalar on its own line.
-func (f *fastParser) block(indent int) (*yaml.Node, bool) {
-	if f.depth++; f.depth > fastMaxDepth {
-		return nil, false
-	}
-	defer func() { f.depth-- }()
+// block reads the node starting at the current line, whose text starts at
+// column indent: a sequence, a mapping or a scalar on its own line. depth
+// is the number of mappings and lists it is in.
+func (f *fastParser) block(indent, depth int) (any, bool) {
 	l := &f.lines[f.i]
 	if isItem(l.text) {
-		return f.sequence(indent)
+		return f.sequence(indent, depth+1)
 	}
 	if _, _, isKey := splitKey(l.text); isKey {
-		return f.mapping(indent)
+		return f.mapping(indent, depth+1)
 	}
 	if hasMappingIndicator(l.text) {
 		return nil, false // a key yaml.v3 would read differently (quoted, ...)
 	}
-	n, ok := f.scalar(l, l.text, l.indent)
+	v, ok := f.scalar(l, l.text, l.indent, depth)
 	f.i++
-	return n, ok
+	return v, ok
 }
 
 // isItem reports whether a line's text is a block sequence entry.
 func isItem(text []byte) bool { return text[0] == '-' && (len(text) == 1 || text[1] == ' ') }
 
-// sequence parses a block sequence whose "-" are at column indent.
-func (f *fastParser) sequence(indent int) (*yaml.Node, bool) {
-	seq := f.node(yaml.SequenceNode, "!!seq", &f.lines[f.i], indent)
+// sequence reads a block sequence whose "-" are at column indent; depth
+// counts it.
+func (f *fastParser) sequence(indent, depth int) (any, bool) {
+	if depth > f.maxDepth || !f.count() {
+		return nil, false
+	}
+	base := len(f.items)
 	for f.i < len(f.lines) {
 		l := &f.lines[f.i]
 		if l.sep || l.indent < indent {
@@ -191,34 +224,42 @@ func (f *fastParser) sequence(indent int) (*yaml.Node, bool) {
 		for len(rest) > 0 && rest[0] == ' ' {
 			rest, col = rest[1:], col+1
 		}
-		var item *yaml.Node
+		var item any
 		if len(rest) == 0 {
 			f.i++
 			if f.i < len(f.lines) && !f.lines[f.i].sep && f.lines[f.i].indent > indent {
 				var ok bool
-				if item, ok = f.block(f.lines[f.i].indent); !ok {
+				if item, ok = f.block(f.lines[f.i].indent, depth); !ok {
 					return nil, false
 				}
-			} else {
-				item = f.null(l, len(l.text)+l.indent)
+			} else if !f.count() {
+				return nil, false // an empty item: null
 			}
 		} else {
 			// The rest of the line is a node at column col: read it as a
 			// line of its own, which the following lines at col continue.
 			l.text, l.indent = rest, col
 			var ok bool
-			if item, ok = f.block(col); !ok {
+			if item, ok = f.block(col, depth); !ok {
 				return nil, false
 			}
 		}
-		seq.Content = append(seq.Content, item)
+		f.items = append(f.items, item)
 	}
-	return seq, true
+	out := make([]any, len(f.items)-base)
+	copy(out, f.items[base:])
+	clear(f.items[base:])
+	f.items = f.items[:base]
+	return out, true
 }
 
-// mapping parses a block mapping whose keys are at column indent.
-func (f *fastParser) mapping(indent int) (*yaml.Node, bool) {
-	m := f.node(yaml.MappingNode, "!!map", &f.lines[f.i], indent)
+// mapping reads a block mapping whose keys are at column indent; depth
+// counts it.
+func (f *fastParser) mapping(indent, depth int) (any, bool) {
+	if depth > f.maxDepth || !f.count() {
+		return nil, false
+	}
+	base := len(f.entries)
 	for f.i < len(f.lines) {
 		l := &f.lines[f.i]
 		if l.sep || l.indent < indent {
@@ -228,17 +269,20 @@ func (f *fastParser) mapping(indent int) (*yaml.Node, bool) {
 			return nil, false
 		}
 		key, value, isKey := splitKey(l.text)
-		if !isKey {
+		if !isKey || !f.count() {
 			return nil, false
 		}
-		k, ok := f.scalar(l, key, l.indent)
-		if !ok || k.Tag != "!!str" && k.Tag != "!!int" && k.Tag != "!!float" && k.Tag != "!!bool" {
-			return nil, false // null keys, merge keys, timestamps: yaml.v3
+		switch plainTag(key) {
+		case "!!str", "!!int", "!!float", "!!bool":
+		default:
+			return nil, false // null keys, timestamps: yaml.v3
 		}
-		var v *yaml.Node
+		k := internKey(key)
+		var v any
+		var ok bool
 		if len(value) > 0 {
 			col := l.indent + len(l.text) - len(value)
-			if v, ok = f.scalar(l, value, col); !ok {
+			if v, ok = f.scalar(l, value, col, depth); !ok {
 				return nil, false
 			}
 			f.i++
@@ -250,25 +294,31 @@ func (f *fastParser) mapping(indent int) (*yaml.Node, bool) {
 			}
 			switch {
 			case next != nil && next.indent > indent:
-				if v, ok = f.block(next.indent); !ok {
+				if v, ok = f.block(next.indent, depth); !ok {
 					return nil, false
 				}
 			case next != nil && next.indent == indent && isItem(next.text):
-				if v, ok = f.sequence(indent); !ok {
+				if v, ok = f.sequence(indent, depth+1); !ok {
 					return nil, false
 				}
 			default:
-				v = f.null(l, l.indent+len(key)+1)
+				if !f.count() {
+					return nil, false // "key:" and nothing: null
+				}
 			}
 		}
-		m.Content = append(m.Content, k, v)
+		f.entries = append(f.entries, fastEntry{k, v})
 	}
-	return m, true
-}
-
-// null is the empty value after "key:" or "-", as yaml.v3 places it.
-func (f *fastParser) null(l *fastLine, col int) *yaml.Node {
-	return f.node(yaml.ScalarNode, "!!null", l, col)
+	out := make(map[string]any, len(f.entries)-base)
+	for _, e := range f.entries[base:] {
+		if _, dup := out[e.key]; dup {
+			return nil, false // the parser's error to report, with lines
+		}
+		out[e.key] = e.val
+	}
+	clear(f.entries[base:])
+	f.entries = f.entries[:base]
+	return out, true
 }
 
 // splitKey splits "key: value" and "key:" (a key of plain word characters).
@@ -307,8 +357,11 @@ func hasMappingIndicator(text []byte) bool {
 }
 
 // scalar reads a value at column col of line l: a one-line quoted or plain
-// scalar, or an empty flow collection.
-func (f *fastParser) scalar(l *fastLine, text []byte, col int) (*yaml.Node, bool) {
+// scalar, or an empty flow collection (nested in depth collections).
+func (f *fastParser) scalar(l *fastLine, text []byte, col, depth int) (any, bool) {
+	if !f.count() {
+		return nil, false
+	}
 	switch text[0] {
 	case '"':
 		if len(text) < 2 || text[len(text)-1] != '"' {
@@ -318,9 +371,7 @@ func (f *fastParser) scalar(l *fastLine, text []byte, col int) (*yaml.Node, bool
 		if bytes.IndexByte(s, '"') >= 0 || bytes.IndexByte(s, '\\') >= 0 {
 			return nil, false
 		}
-		n := f.node(yaml.ScalarNode, "!!str", l, col)
-		n.Style, n.Value = yaml.DoubleQuotedStyle, string(s)
-		return n, true
+		return string(s), true
 	case '\'':
 		if len(text) < 2 || text[len(text)-1] != '\'' {
 			return nil, false
@@ -335,19 +386,16 @@ func (f *fastParser) scalar(l *fastLine, text []byte, col int) (*yaml.Node, bool
 				i++
 			}
 		}
-		n := f.node(yaml.ScalarNode, "!!str", l, col)
-		n.Style, n.Value = yaml.SingleQuotedStyle, string(bytes.ReplaceAll(s, []byte("''"), []byte("'")))
-		return n, true
+		return string(bytes.ReplaceAll(s, []byte("''"), []byte("'"))), true
 	case '[', '{':
+		if depth+1 > f.maxDepth {
+			return nil, false
+		}
 		switch string(text) {
 		case "[]":
-			n := f.node(yaml.SequenceNode, "!!seq", l, col)
-			n.Style = yaml.FlowStyle
-			return n, true
+			return []any{}, true
 		case "{}":
-			n := f.node(yaml.MappingNode, "!!map", l, col)
-			n.Style = yaml.FlowStyle
-			return n, true
+			return map[string]any{}, true
 		}
 		return nil, false
 	case ']', '}', ',', '#', '&', '*', '!', '|', '>', '%', '@', '`', '?', ':':
@@ -366,27 +414,88 @@ func (f *fastParser) scalar(l *fastLine, text []byte, col int) (*yaml.Node, bool
 			return nil, false // allowed in a block scalar, but rare: yaml.v3 decides
 		}
 	}
-	n := f.node(yaml.ScalarNode, "", l, col)
-	n.Value = string(text)
-	n.Tag = plainTag(n)
-	return n, true
+	switch tag := plainTag(text); tag {
+	case "!!str", "!!timestamp", "!!merge":
+		return string(text), true
+	case "!!null":
+		return nil, true
+	case "!!bool":
+		switch string(text) {
+		case "true":
+			return true, true
+		case "false":
+			return false, true
+		}
+	case "!!int":
+		if i, ok := decimal(text); ok {
+			return i, true
+		}
+	}
+	// The parser's own conversion, on the node yaml.v3 would give.
+	n := &yaml.Node{Kind: yaml.ScalarNode, Value: string(text), Line: l.no, Column: col + 1}
+	n.Tag = plainTag(text)
+	v := f.p.scalar(n)
+	if len(f.p.errs) > 0 {
+		return nil, false
+	}
+	return v, true
 }
 
-// plainTag is the tag yaml.v3 resolves a plain scalar to. A word starting
-// with a letter is a string unless it is one of YAML's booleans or nulls
-// (yaml.v3's resolve table); anything else is asked of yaml.v3.
-func plainTag(n *yaml.Node) string {
-	switch c := n.Value[0]; {
+// decimal reads a plain decimal integer without a leading zero or sign
+// other than '-', of at most 18 digits: what yaml.v3 reads as the same
+// int64 (base prefixes, '_', '+' and leading zeros are left to it).
+func decimal(text []byte) (int64, bool) {
+	digits := text
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 18 || (digits[0] == '0' && len(digits) > 1) {
+		return 0, false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	i, err := strconv.ParseInt(string(text), 10, 64)
+	return i, err == nil
+}
+
+// plainTag is the tag yaml.v3 gives a plain scalar. A word starting with a
+// letter is a string unless it is one of YAML's booleans or nulls (yaml.v3's
+// resolve table); anything else is asked of yaml.v3.
+func plainTag(text []byte) string {
+	switch c := text[0]; {
 	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c == '_', c == '/':
-		switch n.Value {
+		switch string(text) {
 		case "true", "True", "TRUE", "false", "False", "FALSE":
 			return "!!bool"
 		case "null", "Null", "NULL":
 			return "!!null"
 		}
 		return "!!str"
-	case c == '<' && n.Value == "<<":
+	case c == '<' && string(text) == "<<":
 		return "!!merge" // yaml.v3's parser tags it so, its resolve does not
 	}
+	n := yaml.Node{Kind: yaml.ScalarNode, Value: string(text)}
 	return n.ShortTag()
+}
+
+// commonKeys are keys most manifests repeat: their strings are shared
+// rather than allocated once per object.
+var commonKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"apiVersion", "kind", "metadata", "name", "namespace", "labels", "annotations",
+		"spec", "owner", "location", "azureName", "tags", "sku", "properties", "operatorSpec", "configMaps",
+		"secrets", "key", "group", "armId", "data", "stringData", "type", "value", "tier", "items"} {
+		m[k] = k
+	}
+	return m
+}()
+
+func internKey(b []byte) string {
+	if s, ok := commonKeys[string(b)]; ok {
+		return s
+	}
+	return string(b)
 }

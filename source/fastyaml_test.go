@@ -17,71 +17,62 @@ import (
 	"github.com/gitaso/gitaso/internal/benchdata"
 )
 
-// yamlv3Documents decodes a stream with yaml.v3's Decoder, nil for an empty
-// document, as parseText sees it.
-func yamlv3Documents(data []byte) ([]*yaml.Node, error) {
+// fastDoc is one document as parseText sees it: its index in the stream,
+// its root converted and the root's line.
+type fastDoc struct {
+	Index int
+	Root  any
+	Line  int
+}
+
+// slowDocuments reads data's documents as parseText does with yaml.v3
+// (the meter, then the parser's conversion); err for any problem.
+func slowDocuments(data []byte, lim Limits) (docs []fastDoc, nodes int64, err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var docs []*yaml.Node
-	for {
+	m := newMeter("f.yaml", lim, nil)
+	p := parser{file: "f.yaml", max: lim.MaxNodes}
+	for index := 0; ; index++ {
 		var doc yaml.Node
 		if err := dec.Decode(&doc); err != nil {
 			if errors.Is(err, io.EOF) {
-				return docs, nil
+				return docs, m.nodes, nil
 			}
-			return nil, err
+			return nil, 0, err
 		}
 		if len(doc.Content) == 0 || doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].ShortTag() == "!!null" {
-			docs = append(docs, nil)
 			continue
 		}
-		docs = append(docs, &doc)
-	}
-}
-
-// sameNodes compares what the parser and the meter read of two node trees;
-// "" when they agree, else where they differ.
-func sameNodes(path string, a, b *yaml.Node) string {
-	switch {
-	case a == nil && b == nil:
-		return ""
-	case a == nil || b == nil:
-		return fmt.Sprintf("%s: %v vs %v", path, a, b)
-	}
-	if a.Kind != b.Kind || a.Style != b.Style || a.Tag != b.Tag || a.ShortTag() != b.ShortTag() || a.Value != b.Value ||
-		a.Line != b.Line || a.Column != b.Column || a.Anchor != b.Anchor || (a.Alias == nil) != (b.Alias == nil) || len(a.Content) != len(b.Content) {
-		return fmt.Sprintf("%s: fast {kind %d style %d tag %q value %q at %d:%d, %d children} vs yaml.v3 {kind %d style %d tag %q value %q at %d:%d, %d children}",
-			path, a.Kind, a.Style, a.Tag, a.Value, a.Line, a.Column, len(a.Content), b.Kind, b.Style, b.Tag, b.Value, b.Line, b.Column, len(b.Content))
-	}
-	for i := range a.Content {
-		if d := sameNodes(fmt.Sprintf("%s/%d", path, i), a.Content[i], b.Content[i]); d != "" {
-			return d
+		if e := m.document(&doc); e != nil {
+			return nil, 0, e
 		}
+		v := p.value(doc.Content[0])
+		if len(p.errs) > 0 {
+			return nil, 0, p.errs
+		}
+		docs = append(docs, fastDoc{index, v, doc.Content[0].Line})
 	}
-	return ""
 }
 
 // checkFast fails when fastDocuments accepts data and reads it otherwise
-// than yaml.v3; it reports whether fastDocuments accepted it.
-func checkFast(t *testing.T, name string, data []byte) bool {
+// than yaml.v3 and the parser; it reports whether fastDocuments accepted
+// it.
+func checkFast(t *testing.T, name string, data []byte, lim Limits) bool {
 	t.Helper()
-	fast, ok := fastDocuments(data)
+	var fast []fastDoc
+	nodes, ok := fastDocuments(data, lim, func(index int, root map[string]any, line int) bool {
+		fast = append(fast, fastDoc{index, root, line})
+		return true
+	})
 	if !ok {
 		return false
 	}
-	slow, err := yamlv3Documents(data)
+	slow, slowNodes, err := slowDocuments(data, lim)
 	if err != nil {
-		t.Errorf("%s: fastDocuments accepts what yaml.v3 refuses (%v):\n%s", name, err, data)
+		t.Errorf("%s: fastDocuments accepts what yaml.v3 and the parser refuse (%v):\n%s", name, err, data)
 		return true
 	}
-	if len(fast) != len(slow) {
-		t.Errorf("%s: %d documents, yaml.v3 reads %d:\n%s", name, len(fast), len(slow), data)
-		return true
-	}
-	for i := range fast {
-		if d := sameNodes(fmt.Sprintf("doc %d", i), fast[i], slow[i]); d != "" {
-			t.Errorf("%s: %s\n%s", name, d, data)
-			return true
-		}
+	if d := cmp.Diff(slow, fast); d != "" || nodes != slowNodes {
+		t.Errorf("%s: fastDocuments reads %d nodes, yaml.v3 %d; documents (-yaml.v3 +fast):\n%s\n%s", name, nodes, slowNodes, d, data)
 	}
 	return true
 }
@@ -105,18 +96,19 @@ var fastCases = []struct {
 	{"a:\n  b:\nc:\n", true},
 	{"a:\n- x\n-\n- y\nb: 2\n", true},
 	{"a:\n  - x\n  -\n  - 'y'\n", true},
-	{"- a\n- b: 1\n  c: 2\n-\n  d: 3\n- - e\n  - f\n", true},
-	{"-   a: 1\n    b: 2\n- c\n", true},
+	{"l:\n- a\n- b: 1\n  c: 2\n-\n  d: 3\n- - e\n  - f\n", true},
+	{"l:\n  -   a: 1\n      b: 2\n  - c\n", true},
 	{"a:\n- b: 1\n  c:\n  - d\n  e: f\nz: 1\n", true},
 	{"  a: 1\n  b: 2\n", true},
 	{"a: \"x y\"\nb: 'it''s'\nc: ''\nd: \"\"\n", true},
 	{"a: []\nb: {}\nc:\n  - []\n", true},
-	{"a: true\nb: no\nc: 0x1F\nd: 0755\ne: 1e3\nf: .inf\ng: ~\nh: null\ni: 2001-12-14\nj: -1\nk: 1_000\nl: +1\n", true},
+	{"a: true\nb: no\nc: 0x1F\nd: 0755\ne: 1e3\nf: .5\ng: ~\nh: null\ni: 2001-12-14\nj: -1\nk: 1_000\nl: +1\n", true},
 	{"1: a\ntrue: b\n1.5: c\n", true},
 	{"a: [x\nb: True\nc: FALSE\nd: Null\ne: NULL\nf: yes\ng: Off\nh: y\ni: _x\nj: /p\nk: $x\nl: =\nm: <<\n", false},
 	{"b: True\nc: FALSE\nd: Null\ne: NULL\nf: yes\ng: Off\nh: y\ni: _x\nj: /p\nk: $x\nl: =\nm: <<\nn: nULL\no: tRUE\n", true},
 	{"a: b:c\nurl: https://example.com/x?y=1&z=2\n", true},
 	{"a: x # comment\n", false},
+	{"a: .inf\n", false}, // the parser refuses it
 	{"a: x\n  y\n", false},
 	{"a: &x 1\nb: *x\n", false},
 	{"a: !!str 1\n", false},
@@ -135,19 +127,22 @@ var fastCases = []struct {
 	{"--- a: 1\n", false},
 	{"a: 1\n b: 2\n", false},
 	{"a: 1\n- b\n", false},
+	{"- a\n", false},
+	{"a:\n  b: [x]\n", false},
+	{"a: 1\n---\n- x\n", false},
 	{"<<: {a: 1}\n", false},
 	{"null: 1\n", false},
 	{"just a scalar\n", false},
 	{"a: b: c\n", false},
 	{"a: -\n", false},
 	{"a:\n  ---\n", false},
-	{"a: 1\na: 2\n", true}, // duplicate keys are the parser's to refuse
+	{"a: 1\na: 2\n", false}, // the parser refuses duplicate keys, with their lines
 	{"a:\n    b: 1\n  c: 2\n", false},
 }
 
 func TestFastDocumentsMatchYAMLv3(t *testing.T) {
 	for _, c := range fastCases {
-		if got := checkFast(t, fmt.Sprintf("%q", c.text), []byte(c.text)); got != c.want {
+		if got := checkFast(t, fmt.Sprintf("%q", c.text), []byte(c.text), DefaultLimits().WithDefaults()); got != c.want {
 			t.Errorf("fastDocuments(%q) reads it itself: %v, want %v", c.text, got, c.want)
 		}
 	}
@@ -178,7 +173,7 @@ func TestFastDocumentsCorpus(t *testing.T) {
 				return nil
 			}
 			read++
-			if checkFast(t, p, data) {
+			if checkFast(t, p, data, DefaultLimits().WithDefaults()) {
 				fast++
 			}
 			return nil
@@ -201,9 +196,10 @@ func TestFastDocumentsCorpus(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !checkFast(t, p, data) {
-			t.Errorf("%s: generated manifests are not read by fastDocuments", p)
+		if _, _, ok := fastParse(p, data, DefaultLimits().WithDefaults()); !ok {
+			t.Errorf("%s: generated manifests are not read by fastParse", p)
 		}
+		checkFast(t, p, data, DefaultLimits().WithDefaults())
 		return nil
 	})
 	if err != nil {
@@ -211,39 +207,62 @@ func TestFastDocumentsCorpus(t *testing.T) {
 	}
 }
 
-// TestParseFileFastSame checks that ParseFile gives the same objects and
-// errors through fastDocuments as through yaml.v3 alone.
-func TestParseFileFastSame(t *testing.T) {
-	texts := []string{
-		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    x:\ndata:\n  k: 1\n  n:\n",
-		"apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: s\n  stringData:\n    a: b\n- 3\n",
-		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n",
-		"---\napiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  annotations:\n    a: 1\nspec:\n  location: westeurope\n",
-		"a: 1\n---\n- x\n",
+// parseCases are whole files for TestParseFileFastSame.
+var parseCases = []string{
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels:\n    x:\ndata:\n  k: 1\n  n:\n",
+	"apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: s\n  stringData:\n    a: b\n- 3\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    n: 1\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: 5\n",
+	"---\napiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  annotations:\n    a: \"1\"\nspec:\n  location: westeurope\n  tags:\n    n: 0x10\n    f: 1.5e3\n    b: True\n    t: 2001-12-14\n    i: -12\n---\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  k:\n  l: []\n  m: {}\n",
+	"a: 1\n---\n- x\n",
+}
+
+// sameParse fails when ParseFile's answer for text differs with fastParse
+// and without it.
+func sameParse(t *testing.T, text string, lim Limits) {
+	t.Helper()
+	fastObjs, fastNodes, fastErr := parseTextWith("f.yaml", []byte(text), lim, false, true)
+	slowObjs, slowNodes, slowErr := parseTextWith("f.yaml", []byte(text), lim, false, false)
+	if d := cmp.Diff(slowObjs, fastObjs); d != "" || fastNodes != slowNodes || fmt.Sprint(fastErr) != fmt.Sprint(slowErr) {
+		t.Errorf("%q: ParseFile differs with fastParse: nodes %d vs %d, errors %v vs %v; objects (-yaml.v3 +fast):\n%s",
+			text, slowNodes, fastNodes, slowErr, fastErr, d)
 	}
+}
+
+// TestParseFileFastSame checks that ParseFile gives the same objects, node
+// count and errors with fastParse as with yaml.v3 alone.
+func TestParseFileFastSame(t *testing.T) {
+	texts := append([]string(nil), parseCases...)
 	for _, c := range fastCases {
 		texts = append(texts, c.text)
 	}
 	for _, text := range texts {
-		fastObjs, fastNodes, fastErr := parseTextWith("f.yaml", []byte(text), DefaultLimits(), false, true)
-		slowObjs, slowNodes, slowErr := parseTextWith("f.yaml", []byte(text), DefaultLimits(), false, false)
-		if !cmp.Equal(fastObjs, slowObjs) || fastNodes != slowNodes || fmt.Sprint(fastErr) != fmt.Sprint(slowErr) {
-			t.Errorf("%q:\nfast: %v %d %v\nyaml.v3: %v %d %v", text, fastObjs, fastNodes, fastErr, slowObjs, slowNodes, slowErr)
-		}
+		sameParse(t, text, DefaultLimits().WithDefaults())
+		sameParse(t, text, Limits{MaxNodes: 12, MaxDepth: 2}.WithDefaults())
 	}
 }
 
-// FuzzFastDocuments checks that whatever fastDocuments reads, yaml.v3
-// reads the same.
-func FuzzFastDocuments(f *testing.F) {
+// FuzzFastParse checks that whatever fastDocuments reads, yaml.v3 and the
+// parser read the same, and that ParseFile gives the same answer with and
+// without it (objects, node count, errors), with the default limits and
+// small ones.
+func FuzzFastParse(f *testing.F) {
 	for _, c := range fastCases {
 		f.Add([]byte(c.text))
+	}
+	for _, text := range parseCases {
+		f.Add([]byte(text))
 	}
 	seeds, _ := filepath.Glob("testdata/*.yaml")
 	for _, s := range seeds {
 		f.Add(mustRead(f, s))
 	}
+	small := Limits{MaxNodes: 40, MaxDepth: 3}.WithDefaults()
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkFast(t, "input", data)
+		for _, lim := range []Limits{DefaultLimits().WithDefaults(), small} {
+			checkFast(t, "input", data, lim)
+			sameParse(t, string(data), lim)
+		}
 	})
 }

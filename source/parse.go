@@ -74,8 +74,8 @@ func parseText(name string, data []byte, lim Limits, generated bool) (objs []man
 	return parseTextWith(name, data, lim, generated, !generated)
 }
 
-// parseTextWith is parseText; fast reads the text with fastDocuments when
-// it can (never for generated text, whose origin comments yaml.v3 keeps).
+// parseTextWith is parseText; fast reads the text with fastParse when it
+// can (never generated text, whose origin comments yaml.v3 keeps).
 func parseTextWith(name string, data []byte, lim Limits, generated, fast bool) (objs []manifest.Object, nodes int64, err error) {
 	lim = lim.WithDefaults()
 	var errs diag.List
@@ -90,11 +90,16 @@ func parseTextWith(name string, data []byte, lim Limits, generated, fast bool) (
 	if int64(len(data)) > lim.MaxFileSize {
 		return nil, 0, diag.List{fileSizeError(name, int64(len(data)), lim.MaxFileSize)}
 	}
-	next := decodeDocuments(data, fast)
+	if fast {
+		if objs, nodes, ok := fastParse(name, data, lim); ok {
+			return objs, nodes, nil
+		}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	p := parser{file: name, max: lim.MaxNodes, generated: generated} // one node budget for the whole file
 	for index := 0; ; index++ {
-		doc, err := next()
-		if err != nil {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
 			if errors.Is(err, io.EOF) {
 				break
 			}
@@ -113,7 +118,7 @@ func parseTextWith(name string, data []byte, lim Limits, generated, fast bool) (
 			continue // empty document
 		}
 		// Measure before expanding anything: a limit stops the file, once.
-		if e := m.document(doc); e != nil {
+		if e := m.document(&doc); e != nil {
 			if generated {
 				e.Line = 0
 			}
@@ -125,7 +130,7 @@ func parseTextWith(name string, data []byte, lim Limits, generated, fast bool) (
 		file, line := name, root.Line
 		if generated {
 			line = 0
-			if or, ok := docOrigin(doc); ok {
+			if or, ok := docOrigin(&doc); ok {
 				file, line = or.File, or.Line
 			}
 		}
@@ -149,35 +154,6 @@ func parseTextWith(name string, data []byte, lim Limits, generated, fast bool) (
 		return nil, m.nodes, errs
 	}
 	return objs, m.nodes, nil
-}
-
-// decodeDocuments returns the documents of a YAML stream one by one (io.EOF
-// after the last): read by fastDocuments when the text is within its
-// subset (and fast), else by yaml.v3's Decoder. Both give the same nodes.
-func decodeDocuments(data []byte, fast bool) func() (*yaml.Node, error) {
-	if fast {
-		if docs, ok := fastDocuments(data); ok {
-			return func() (*yaml.Node, error) {
-				if len(docs) == 0 {
-					return nil, io.EOF
-				}
-				doc := docs[0]
-				docs = docs[1:]
-				if doc == nil {
-					doc = &yaml.Node{Kind: yaml.DocumentNode} // empty: no content
-				}
-				return doc, nil
-			}
-		}
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	return func() (*yaml.Node, error) {
-		var doc yaml.Node
-		if err := dec.Decode(&doc); err != nil {
-			return nil, err
-		}
-		return &doc, nil
-	}
 }
 
 // appendDocument converts one YAML document (root) into objects, appended
