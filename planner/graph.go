@@ -3,9 +3,12 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/internal/diag"
@@ -226,7 +229,9 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 	// The fields each node's own checks found wrong: what resolving its
 	// owner and references would say of the same fields is not said again.
 	invalid := map[*Node][]string{}
-	for _, o := range snap.Objects {
+	own := checkObjects(snap.Objects)
+	for i, o := range snap.Objects {
+		c := &own[i]
 		if !IsASO(o.Group()) {
 			if e := misspeltGroup(o); e != nil {
 				errs = append(errs, e)
@@ -237,20 +242,17 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 			}
 			continue
 		}
-		k, e := lookupKind(o)
+		k, e := c.kind, c.kindErr
 		if e != nil {
 			errs = append(errs, e)
 			continue
 		}
-		spec, _ := o.Content["spec"].(map[string]any)
-		if spec == nil {
-			spec = map[string]any{}
-		}
+		spec := c.spec
 		n := &Node{Object: o, Kind: k, Spec: spec, Namespace: o.Namespace(), Name: o.Name()}
-		if v := manifest.PendingVars(o); len(v) > 0 {
+		if v := c.pending; len(v) > 0 {
 			// Checked once its values exist (deferred.go).
-			n.Deps, _ = aso.Dependencies(k, spec)
-			n.Exports = exportsOf(spec)
+			n.Deps = c.deps
+			n.Exports = c.exports
 			pending = append(pending, pendingNode{n: n, vars: v})
 			continue
 		}
@@ -258,12 +260,12 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 			errs = append(errs, objErr(o, "metadata.name", "%s is also declared in %s:%d", n.ID(), prev.Object.File, prev.Object.Line))
 			continue
 		}
-		checked := objectErrors(k, o)
+		checked := c.checked
 		errs = append(errs, checked...)
 		for _, e := range checked {
 			invalid[n] = append(invalid[n], e.Field)
 		}
-		an, err := aso.AzureName(k, n.Namespace, n.Name, spec)
+		an, err := c.azureName, c.azureNameErr
 		if err != nil {
 			errs = append(errs, objErr(o, "spec.azureName", "%v", err))
 			continue
@@ -274,7 +276,7 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 			errs = append(errs, objErr(o, "metadata.annotations."+AnnotationReconcilePolicy,
 				"unknown reconcile policy %q (want manage, skip or detach-on-delete)", n.Policy))
 		}
-		deps, err := aso.Dependencies(k, spec)
+		deps, err := c.deps, c.depsErr
 		if l := diag.AsList(err); len(l) > 0 {
 			for _, e := range l {
 				if related(invalid[n], e.Field) {
@@ -287,7 +289,7 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 			errs = append(errs, objErr(o, "spec", "%v", err))
 		}
 		n.Deps = deps
-		n.Exports = exportsOf(spec)
+		n.Exports = c.exports
 		g.byKey[n.Key()] = n
 		g.Nodes = append(g.Nodes, n)
 	}
@@ -394,6 +396,64 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 	}
 	g.Nodes = order
 	return g, nil
+}
+
+// objectChecks is what Build learns of one ASO object on its own: its kind,
+// its spec, the variables it waits for, its own field errors (unless it
+// waits), its azureName, its dependencies and its exports.
+type objectChecks struct {
+	kind         *aso.Kind
+	kindErr      *diag.Error
+	spec         map[string]any
+	pending      []string
+	checked      diag.List
+	azureName    string
+	azureNameErr error
+	deps         []aso.Dep
+	depsErr      error
+	exports      []Export
+}
+
+// checkObjects runs the checks of each ASO object on its own on all CPUs:
+// they read the object and the catalog only, and each goroutine writes its
+// own slots. Objects of other groups get none.
+func checkObjects(objs []manifest.Object) []objectChecks {
+	out := make([]objectChecks, len(objs))
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(objs) {
+				return
+			}
+			o, c := objs[i], &out[i]
+			if !IsASO(o.Group()) {
+				continue
+			}
+			if c.kind, c.kindErr = lookupKind(o); c.kindErr != nil {
+				continue
+			}
+			c.spec, _ = o.Content["spec"].(map[string]any)
+			if c.spec == nil {
+				c.spec = map[string]any{}
+			}
+			c.exports = exportsOf(c.spec)
+			if c.pending = manifest.PendingVars(o); len(c.pending) > 0 {
+				c.deps, _ = aso.Dependencies(c.kind, c.spec)
+				continue
+			}
+			c.checked = objectErrors(c.kind, o)
+			c.azureName, c.azureNameErr = aso.AzureName(c.kind, o.Namespace(), o.Name(), c.spec)
+			c.deps, c.depsErr = aso.Dependencies(c.kind, c.spec)
+		}
+	}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(objs)/64+1) - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	return out
 }
 
 func kindWord(secret bool) string {
