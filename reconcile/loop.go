@@ -117,7 +117,7 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 		resync.Reset(wait)
 	}
 	run := func(trigger string, refresh, all bool) {
-		defer returnMemory()
+		defer r.returnMemory()
 		defer armResync()
 		defer func() { lastEnd = time.Now() }()
 		first, err := r.Once(ctx, Options{Trigger: trigger, Refresh: refresh, All: all})

@@ -1,0 +1,82 @@
+package state
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gitaso/gitaso/record"
+)
+
+// residentKB is how much of the file at path is resident in this process
+// (the Rss of its mappings in /proc/self/smaps).
+func residentKB(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	defer f.Close()
+	total, in := 0, false
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		line := s.Text()
+		if fields := strings.Fields(line); len(fields) >= 5 && strings.Contains(fields[0], "-") {
+			in = strings.HasSuffix(line, path)
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "Rss:"); ok && in {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			total += kb
+		}
+	}
+	return total
+}
+
+// ReleasePages leaves none of the state file resident, and the records read
+// back the same afterwards.
+func TestReleasePagesDropsTheFileFromTheResidentSet(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gitaso.db")
+	db, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rs := benchResources()
+	if err := db.Update(func(w *Writer) error {
+		for _, r := range rs {
+			if err := w.PutResource(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	read := func() int {
+		got, err := db.Resources(record.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got)
+	}
+	if n := read(); n != len(rs) {
+		t.Fatalf("read %d resources, want %d", n, len(rs))
+	}
+	before := residentKB(t, path)
+	if before < 1024 {
+		t.Fatalf("after reading every record %d kB of the state file are resident; want the file mapped and read", before)
+	}
+	if err := db.ReleasePages(); err != nil {
+		t.Fatal(err)
+	}
+	if after := residentKB(t, path); after > before/10 {
+		t.Errorf("after ReleasePages %d kB of %d kB stay resident", after, before)
+	}
+	if n := read(); n != len(rs) {
+		t.Fatalf("after ReleasePages read %d resources, want %d", n, len(rs))
+	}
+}
