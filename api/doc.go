@@ -151,6 +151,7 @@
 //	gitaso_operations_in_flight                    gauge
 //	gitaso_revision_held                           gauge, 1 when the newest finished run is held (alert on it)
 //	gitaso_deletions_held                          gauge, the deletions that run holds, else 0
+//	gitaso_api_requests_shed_total                 counter, API reads answered 429 too_many_requests
 //
 // # Logging
 //

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,6 +128,9 @@ func TestBoundedReadsShedWithRetryAfter(t *testing.T) {
 	}
 	if n := s.limit.shed.Load(); n != 2 {
 		t.Errorf("%d requests shed, want 2", n)
+	}
+	if _, body := get("/metrics"); !strings.Contains(string(body), "\ngitaso_api_requests_shed_total 2\n") {
+		t.Errorf("/metrics does not count the 2 requests shed:\n%s", body)
 	}
 }
 

@@ -18,7 +18,9 @@ func (s *server) metricsHandler() http.HandlerFunc {
 	if m == nil {
 		m = metrics.New()
 	}
-	if err := m.Replace(newStateCollector(s.db)); err != nil {
+	sc := newStateCollector(s.db)
+	sc.shedCount = s.limit.shed.Load
+	if err := m.Replace(sc); err != nil {
 		s.log.Error("metrics: the state gauges are not exported", "error", err)
 	}
 	// Count the resources by Ready status now, once: state keeps the
@@ -41,7 +43,9 @@ func (s *server) metricsHandler() http.HandlerFunc {
 type stateCollector struct {
 	db *state.DB
 
-	resources, runsTotal, lastRun, lastDuration, inFlight, held, deletionsHeld, refused *prometheus.Desc
+	resources, runsTotal, lastRun, lastDuration, inFlight, held, deletionsHeld, refused, shed *prometheus.Desc
+	// shedCount reads the API's requests answered 429 (nil: none).
+	shedCount func() uint64
 }
 
 func newStateCollector(db *state.DB) *stateCollector {
@@ -63,11 +67,13 @@ func newStateCollector(db *state.DB) *stateCollector {
 			"Deletions the newest finished run holds for an approval; 0 unless it was held.", nil, nil),
 		refused: prometheus.NewDesc("gitaso_revision_refused",
 			"1 when the newest finished run was refused: its revision is invalid and the last good revision stays applied.", nil, nil),
+		shed: prometheus.NewDesc("gitaso_api_requests_shed_total",
+			"API reads answered 429 too_many_requests: more were asked at once than the API serves (docs/api.md).", nil, nil),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.resources, c.runsTotal, c.lastRun, c.lastDuration, c.inFlight, c.held, c.deletionsHeld, c.refused} {
+	for _, d := range []*prometheus.Desc{c.resources, c.runsTotal, c.lastRun, c.lastDuration, c.inFlight, c.held, c.deletionsHeld, c.refused, c.shed} {
 		ch <- d
 	}
 }
@@ -76,6 +82,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
+	var shed uint64
+	if c.shedCount != nil {
+		shed = c.shedCount()
+	}
+	ch <- prometheus.MustNewConstMetric(c.shed, prometheus.CounterValue, float64(shed))
 	if ready, err := c.db.ReadyCounts(); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.resources, err)
 	} else {
