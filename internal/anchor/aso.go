@@ -259,7 +259,10 @@ func (c *cluster) waitReady(ctx context.Context, objs []kubeObject, progress fun
 			c.watchLoop(wctx, gvr, observe)
 		}()
 	}
-	defer wg.Wait()
+	defer func() {
+		cancel() // ends the watches before waiting for them
+		wg.Wait()
+	}()
 	if len(want) == 0 {
 		return nil
 	}

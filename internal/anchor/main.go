@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Main is the aso-anchor command: flags (defaults from ASO_CONTROLLER, ASO_CRDS, GITASO_KUBE_ASSETS and
@@ -40,6 +43,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
 	if o.Sides != "gitaso" {
 		if err := o.Check(); err != nil {
 			return err
