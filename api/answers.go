@@ -37,9 +37,6 @@ type answer struct {
 // CommitID) by key.
 type answerCache struct {
 	building sync.Mutex // one answer built at a time (answer)
-	// single: the cache holds one answer (the plan), of up to twice
-	// maxCacheBytes: a plan of 10,000 resources is 16 MB.
-	single bool
 
 	mu    sync.Mutex
 	gen   uint64
@@ -58,13 +55,11 @@ func (c *answerCache) get(gen uint64, key string) *answer {
 
 // put stores a of generation gen under key, dropping the answers of older
 // generations and, beyond maxCacheBytes, every other answer. An answer over
-// a quarter of maxCacheBytes is not kept, but in a single cache.
+// a quarter of maxCacheBytes is not kept.
 func (c *answerCache) put(gen uint64, key string, a *answer) {
 	n := len(a.body) + len(a.gz)
 	limit := maxCacheBytes
-	if c.single {
-		limit *= 2
-	} else if n > limit/4 {
+	if n > limit/4 {
 		return
 	}
 	c.mu.Lock()

@@ -30,3 +30,11 @@ func (db *DB) Plan() ([]byte, error) {
 // isGzip reports whether b starts with gzip's magic number (JSON never
 // starts with byte 0x1f).
 func isGzip(b []byte) bool { return len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b }
+
+// PlanStored returns the latest plan as stored, and whether it is gzip
+// compressed: the API sends compressed bytes as they are to clients that
+// accept gzip, and decompresses them as it writes for the others.
+func (db *DB) PlanStored() (b []byte, gzipped bool, err error) {
+	b, err = db.metaBytes(metaPlan, "plan")
+	return b, isGzip(b), err
+}
