@@ -77,8 +77,9 @@
 // resources kept in memory, already encoded, and rebuilt when a resource is
 // written (re-encoding only the records that changed; index.go): a page is
 // a binary search and a copy, with no state transaction. Pages of up to
-// 1,000 resources, the graph, the summary and the plan are kept encoded
-// (and gzip-encoded) until the state changes; larger answers are streamed
+// 1,000 resources, the graph and the summary are kept encoded (and
+// gzip-encoded) until the state changes; the plan is sent as the state
+// stores it, gzip-compressed (decompressed for clients without gzip); larger answers are streamed
 // from the index through a 32 KiB buffer, never held whole. Answers of 1 KiB
 // and more are gzip-encoded for a client whose Accept-Encoding takes gzip
 // (Vary: Accept-Encoding). At most Options.MaxInFlight GET requests under
