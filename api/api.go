@@ -159,7 +159,7 @@ type server struct {
 	limit  *limiter
 	// index holds the resources as the lists show them (index.go); pages,
 	// graphs and summaries keep encoded answers (answers.go).
-	index                           resourceIndex
+	index                    resourceIndex
 	pages, graphs, summaries answerCache
 }
 
