@@ -60,20 +60,18 @@ func fastDocuments(data []byte, lim Limits, doc func(index int, root map[string]
 			return 0, false
 		}
 	}
-	f := fastParser{maxNodes: lim.MaxNodes, maxDepth: min(lim.MaxDepth, fastMaxDepth), p: parser{max: lim.MaxNodes}}
-	if !f.split(data) {
-		return 0, false
-	}
-	for index := 0; f.i < len(f.lines) || f.pendingDoc; index++ {
+	f := fastParser{rest: data, maxNodes: lim.MaxNodes, maxDepth: min(lim.MaxDepth, fastMaxDepth), p: parser{max: lim.MaxNodes}}
+	f.advance()
+	for index := 0; f.have || f.pendingDoc; index++ {
 		root, line, ok := f.document()
-		if !ok {
+		if !ok || f.bad {
 			return 0, false
 		}
 		if root != nil && !doc(index, root, line) {
 			return 0, false
 		}
 	}
-	return f.nodes, true
+	return f.nodes, !f.bad
 }
 
 // fastMaxDepth bounds the nesting fastParse reads (recursion); deeper text
@@ -89,8 +87,11 @@ type fastLine struct {
 }
 
 type fastParser struct {
-	lines []fastLine
-	i     int // the next line
+	rest []byte   // the text after the current line
+	no   int      // the number of the last line cut from the text
+	cur  fastLine // the current line, when have
+	have bool
+	bad  bool // a line outside the subset was met
 	// pendingDoc: a "---" line was consumed, its document not yet returned.
 	pendingDoc bool
 
@@ -110,16 +111,16 @@ type fastEntry struct {
 	val any
 }
 
-// split cuts the text into content lines; false for what the subset leaves
-// out at the line level.
-func (f *fastParser) split(data []byte) bool {
-	f.lines = make([]fastLine, 0, bytes.Count(data, []byte{'\n'})+1)
-	for no := 1; len(data) > 0; no++ {
-		line := data
-		if j := bytes.IndexByte(data, '\n'); j >= 0 {
-			line, data = data[:j], data[j+1:]
+// advance makes the next content line current (have is false at the end
+// of the text, and after a line outside the subset, which sets bad).
+func (f *fastParser) advance() {
+	for len(f.rest) > 0 {
+		f.no++
+		line := f.rest
+		if j := bytes.IndexByte(f.rest, '\n'); j >= 0 {
+			line, f.rest = f.rest[:j], f.rest[j+1:]
 		} else {
-			data = nil
+			f.rest = nil
 		}
 		indent := 0
 		for indent < len(line) && line[indent] == ' ' {
@@ -132,15 +133,17 @@ func (f *fastParser) split(data []byte) bool {
 		if indent == 0 {
 			switch {
 			case bytes.Equal(text, []byte("---")):
-				f.lines = append(f.lines, fastLine{no: no, sep: true})
-				continue
+				f.cur, f.have = fastLine{no: f.no, sep: true}, true
+				return
 			case bytes.HasPrefix(text, []byte("---")), bytes.HasPrefix(text, []byte("...")), text[0] == '%':
-				return false
+				f.bad, f.have, f.rest = true, false, nil
+				return
 			}
 		}
-		f.lines = append(f.lines, fastLine{no: no, indent: indent, text: text})
+		f.cur, f.have = fastLine{no: f.no, indent: indent, text: text}, true
+		return
 	}
-	return true
+	f.have = false
 }
 
 // count counts one YAML node; false beyond the file's limit.
@@ -152,11 +155,11 @@ func (f *fastParser) count() bool {
 // document reads one document: its root mapping and the root's line, or a
 // nil root for an empty document.
 func (f *fastParser) document() (root map[string]any, line int, ok bool) {
-	if f.i < len(f.lines) && f.lines[f.i].sep {
-		f.i++
+	if f.have && f.cur.sep {
+		f.advance()
 		f.pendingDoc = true
 	}
-	if f.i >= len(f.lines) || f.lines[f.i].sep {
+	if !f.have || f.cur.sep {
 		if !f.pendingDoc {
 			return nil, 0, false // cannot happen: the loop stops first
 		}
@@ -164,26 +167,26 @@ func (f *fastParser) document() (root map[string]any, line int, ok bool) {
 		return nil, 0, true // an empty document ("---" then "---" or the end)
 	}
 	f.pendingDoc = false
-	l := &f.lines[f.i]
-	if isItem(l.text) {
+	if isItem(f.cur.text) {
 		return nil, 0, false // a list: "document is a list" is yaml.v3's to say
 	}
-	v, ok := f.block(l.indent, 0)
+	line = f.cur.no
+	v, ok := f.block(f.cur.indent, 0)
 	root, isMap := v.(map[string]any)
 	if !ok || !isMap {
 		return nil, 0, false
 	}
-	if f.i < len(f.lines) && !f.lines[f.i].sep {
+	if f.have && !f.cur.sep {
 		return nil, 0, false // text below the root's indentation
 	}
-	return root, l.no, true
+	return root, line, true
 }
 
 // block reads the node starting at the current line, whose text starts at
 // column indent: a sequence, a mapping or a scalar on its own line. depth
 // is the number of mappings and lists it is in.
 func (f *fastParser) block(indent, depth int) (any, bool) {
-	l := &f.lines[f.i]
+	l := &f.cur
 	if isItem(l.text) {
 		return f.sequence(indent, depth+1)
 	}
@@ -194,7 +197,7 @@ func (f *fastParser) block(indent, depth int) (any, bool) {
 		return nil, false // a key yaml.v3 would read differently (quoted, ...)
 	}
 	v, ok := f.scalar(l, l.text, l.indent, depth)
-	f.i++
+	f.advance()
 	return v, ok
 }
 
@@ -208,8 +211,8 @@ func (f *fastParser) sequence(indent, depth int) (any, bool) {
 		return nil, false
 	}
 	base := len(f.items)
-	for f.i < len(f.lines) {
-		l := &f.lines[f.i]
+	for f.have {
+		l := &f.cur
 		if l.sep || l.indent < indent {
 			break
 		}
@@ -226,10 +229,10 @@ func (f *fastParser) sequence(indent, depth int) (any, bool) {
 		}
 		var item any
 		if len(rest) == 0 {
-			f.i++
-			if f.i < len(f.lines) && !f.lines[f.i].sep && f.lines[f.i].indent > indent {
+			f.advance()
+			if f.have && !f.cur.sep && f.cur.indent > indent {
 				var ok bool
-				if item, ok = f.block(f.lines[f.i].indent, depth); !ok {
+				if item, ok = f.block(f.cur.indent, depth); !ok {
 					return nil, false
 				}
 			} else if !f.count() {
@@ -260,8 +263,8 @@ func (f *fastParser) mapping(indent, depth int) (any, bool) {
 		return nil, false
 	}
 	base := len(f.entries)
-	for f.i < len(f.lines) {
-		l := &f.lines[f.i]
+	for f.have {
+		l := &f.cur
 		if l.sep || l.indent < indent {
 			break
 		}
@@ -285,12 +288,12 @@ func (f *fastParser) mapping(indent, depth int) (any, bool) {
 			if v, ok = f.scalar(l, value, col, depth); !ok {
 				return nil, false
 			}
-			f.i++
+			f.advance()
 		} else {
-			f.i++
+			f.advance()
 			next := (*fastLine)(nil)
-			if f.i < len(f.lines) && !f.lines[f.i].sep {
-				next = &f.lines[f.i]
+			if f.have && !f.cur.sep {
+				next = &f.cur
 			}
 			switch {
 			case next != nil && next.indent > indent:

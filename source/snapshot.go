@@ -272,7 +272,14 @@ func assemble(revision string, parsed []parseResult) (*manifest.Snapshot, error)
 		file string
 		line int
 	}
-	seen := map[string]seenAt{}
+	n := 0
+	for _, p := range parsed {
+		n += len(p.objs)
+	}
+	seen := make(map[string]seenAt, n)
+	if n > 0 {
+		snap.Objects = make([]manifest.Object, 0, n)
+	}
 	for _, p := range parsed {
 		objs, err := p.objs, p.err
 		if err != nil {
@@ -317,6 +324,9 @@ func assemble(revision string, parsed []parseResult) (*manifest.Snapshot, error)
 			}
 			snap.Objects = append(snap.Objects, o)
 		}
+	}
+	if len(snap.Objects) == 0 {
+		snap.Objects = nil // as before it was sized
 	}
 	if len(errs) > 0 {
 		return nil, &RevisionError{Revision: revision, Errors: errs.Sorted(), Parsed: snap.Objects}
