@@ -182,7 +182,7 @@ func IsASO(group string) bool { return strings.HasSuffix(group, ".azure.com") }
 // returned together as a diag.List; a graph is returned only when there are
 // none.
 func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
-	g := &Graph{Revision: snap.Revision, External: snap.External, byKey: map[string]*Node{}, ignored: snap.Ignored}
+	g := &Graph{Revision: snap.Revision, External: snap.External, byKey: make(map[string]*Node, len(snap.Objects)), ignored: snap.Ignored}
 	g.inputs = newInputs(opts.Secrets)
 	var errs diag.List
 
@@ -740,11 +740,18 @@ func (g *Graph) edges(n *Node) diag.List {
 // armSubscription returns the subscription of an ARM ID, "" for tenant-level
 // IDs.
 func armSubscription(id string) string {
-	parts := strings.Split(id, "/")
-	if len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
-		return parts[2]
+	// The second and third segments, as strings.Split(id, "/")[1:3] gives
+	// them, without splitting the whole ID.
+	_, rest, ok := strings.Cut(id, "/")
+	if !ok {
+		return ""
 	}
-	return ""
+	first, rest, ok := strings.Cut(rest, "/")
+	if !ok || !strings.EqualFold(first, "subscriptions") {
+		return ""
+	}
+	sub, _, _ := strings.Cut(rest, "/")
+	return sub
 }
 
 // declaredAncestor returns the node declaring the nearest ancestor of ARM ID
