@@ -102,7 +102,7 @@ type pathEl struct {
 }
 
 func newPath(root string) *fpath {
-	p := &fpath{els: make([]pathEl, 0, 16)}
+	p := &fpath{els: make([]pathEl, 0, 8)} // deeper paths grow it
 	p.push(root)
 	return p
 }
