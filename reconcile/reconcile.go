@@ -567,15 +567,15 @@ func summary(p *planner.Plan) string {
 
 // priorState loads what was applied before and the exported values.
 func (r *Reconciler) priorState() (map[string]record.Resource, planner.Outputs, error) {
-	prior := map[string]record.Resource{}
 	outputs := planner.Outputs{}
 	if r.db == nil {
-		return prior, outputs, nil
+		return map[string]record.Resource{}, outputs, nil
 	}
 	rs, err := r.db.Resources(record.Filter{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("read state: %w", err)
 	}
+	prior := make(map[string]record.Resource, len(rs))
 	for _, res := range rs {
 		prior[res.Key()] = res
 		for k, v := range res.Outputs {
