@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/internal/diag"
@@ -464,10 +465,29 @@ func hasChangeAt(cs []Change, p string) bool {
 // keeping it.
 func hashRequest(path string, body []byte) string {
 	h := sha256.New()
-	h.Write([]byte(strings.ToLower(path)))
+	h.Write(appendLower(make([]byte, 0, 256), path))
 	h.Write([]byte{0})
 	h.Write(body)
-	return hex.EncodeToString(h.Sum(nil))
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
+}
+
+// appendLower appends strings.ToLower(s) to b, without a copy of s for
+// ASCII text.
+func appendLower(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return append(b, strings.ToLower(s)...)
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return b
 }
 
 // HashRequest is the hash stored as record.Resource.AppliedHash.
