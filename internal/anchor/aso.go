@@ -115,21 +115,7 @@ func (p *asoProcess) usage() (ProcUsage, error) {
 	return readUsage("aso-controller", p.cmd.Process.Pid)
 }
 
-func (p *asoProcess) stop() error {
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-	return nil
-}
+func (p *asoProcess) stop() error { return stopProcess(p.cmd, p.done) }
 
 // kubeObjects maps manifest objects to Kubernetes objects and their resources.
 type kubeObject struct {

@@ -183,21 +183,7 @@ func (p *gitasoProcess) notReady(ctx context.Context) []string {
 
 func (p *gitasoProcess) usage() (ProcUsage, error) { return readUsage("gitaso", p.cmd.Process.Pid) }
 
-func (p *gitasoProcess) stop() error {
-	select {
-	case <-p.done:
-		return nil
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-	return nil
-}
+func (p *gitasoProcess) stop() error { return stopProcess(p.cmd, p.done) }
 
 // refused returns the error of the latest run when gitaso refused its revision ("" otherwise).
 func (p *gitasoProcess) refused(ctx context.Context) string {
@@ -214,4 +200,22 @@ func (p *gitasoProcess) refused(ctx context.Context) string {
 		return ""
 	}
 	return runs.Items[0].Error
+}
+
+// stopProcess stops a process started by the harness: SIGTERM, then SIGKILL after 20 s. done is closed when its
+// Wait returns.
+func stopProcess(cmd *exec.Cmd, done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	return nil
 }
