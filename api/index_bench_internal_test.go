@@ -30,16 +30,7 @@ func BenchmarkIndexRebuild10kChanged10(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		b.StopTimer()
-		if err := db.Update(func(w *state.Writer) error {
-			for j := range 10 {
-				r := apiload.Resource((i*10 + j) * 97 % 10000)
-				r.Generation = int64(3 + i)
-				if err := w.PutResource(r); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
+		if err := apiload.Change(db, i); err != nil {
 			b.Fatal(err)
 		}
 		i++

@@ -64,16 +64,7 @@ func benchRateWriting(b *testing.B, url string, rate float64, gz, writing bool) 
 					return
 				case <-t.C:
 				}
-				if err := db.Update(func(w *state.Writer) error {
-					for j := range 10 {
-						r := apiload.Resource((i*10 + j) * 97 % 10000)
-						r.Generation = int64(3 + i)
-						if err := w.PutResource(r); err != nil {
-							return err
-						}
-					}
-					return nil
-				}); err != nil {
+				if err := apiload.Change(db, i); err != nil {
 					b.Error(err)
 					return
 				}

@@ -24,16 +24,7 @@ func BenchmarkUpdate10k(b *testing.B) {
 	rs := benchResources()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := db.Update(func(w *Writer) error {
-			for _, r := range rs {
-				if err := w.PutResource(r); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
+		putResources(b, db, rs)
 	}
 }
 
@@ -41,16 +32,7 @@ func BenchmarkUpdate10k(b *testing.B) {
 func BenchmarkResources10k(b *testing.B) {
 	db, _ := openTemp(b)
 	rs := benchResources()
-	if err := db.Update(func(w *Writer) error {
-		for _, r := range rs {
-			if err := w.PutResource(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		b.Fatal(err)
-	}
+	putResources(b, db, rs)
 	b.ReportAllocs()
 	for b.Loop() {
 		got, err := db.Resources(record.Filter{})
@@ -64,6 +46,18 @@ func BenchmarkResources10k(b *testing.B) {
 func BenchmarkResourcesNamespace(b *testing.B) {
 	db, _ := openTemp(b)
 	rs := benchResources()
+	putResources(b, db, rs)
+	for b.Loop() {
+		got, err := db.Resources(record.Filter{Namespace: "team-250"})
+		if err != nil || len(got) != benchN/500 {
+			b.Fatalf("got %d, %v", len(got), err)
+		}
+	}
+}
+
+// putResources writes rs in one transaction.
+func putResources(tb testing.TB, db *DB, rs []record.Resource) {
+	tb.Helper()
 	if err := db.Update(func(w *Writer) error {
 		for _, r := range rs {
 			if err := w.PutResource(r); err != nil {
@@ -72,12 +66,6 @@ func BenchmarkResourcesNamespace(b *testing.B) {
 		}
 		return nil
 	}); err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		got, err := db.Resources(record.Filter{Namespace: "team-250"})
-		if err != nil || len(got) != benchN/500 {
-			b.Fatalf("got %d, %v", len(got), err)
-		}
+		tb.Fatal(err)
 	}
 }

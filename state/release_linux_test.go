@@ -46,16 +46,7 @@ func TestReleasePagesDropsTheFileFromTheResidentSet(t *testing.T) {
 	}
 	defer db.Close()
 	rs := benchResources()
-	if err := db.Update(func(w *Writer) error {
-		for _, r := range rs {
-			if err := w.PutResource(r); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	putResources(t, db, rs)
 	read := func() int {
 		got, err := db.Resources(record.Filter{})
 		if err != nil {

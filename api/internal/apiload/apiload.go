@@ -51,6 +51,21 @@ func Resource(i int) record.Resource {
 	}
 }
 
+// Change writes round i of a steady trickle of changes: ten of the 10,000
+// generated resources, spread over the keys, at generation 3+i.
+func Change(db *state.DB, i int) error {
+	return db.Update(func(w *state.Writer) error {
+		for j := range 10 {
+			r := Resource((i*10 + j) * 97 % 10000)
+			r.Generation = int64(3 + i)
+			if err := w.PutResource(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // Generate writes n resources (Resource(0) … Resource(n-1)) into the state
 // file at path, created when missing, in one transaction.
 func Generate(ctx context.Context, path string, n int) error {
