@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gitaso/gitaso/api"
+	"github.com/gitaso/gitaso/internal/syncbuf"
 	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
@@ -36,22 +36,8 @@ type fixture struct {
 	syncs atomic.Int32
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for concurrent writers and a reader.
+type syncBuffer = syncbuf.Buffer
 
 func resource(ns, group, kind, name, status, severity, reason string) record.Resource {
 	return record.Resource{

@@ -7,33 +7,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
+	"github.com/gitaso/gitaso/internal/syncbuf"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/state"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for concurrent writers and a reader.
+type syncBuffer = syncbuf.Buffer
 
 // TestSecretNeverLeaksThroughARMErrors: when ARM echoes a secret value in an
 // error message (some resource providers quote the invalid value), the value

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/gitaso/gitaso/internal/cli"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/internal/gittest"
+	"github.com/gitaso/gitaso/internal/syncbuf"
 	"github.com/gitaso/gitaso/source/charts"
 )
 
@@ -36,23 +36,8 @@ func gitaso(ctx context.Context, args ...string) (string, string, error, time.Du
 	return out.String(), errb.String(), err, time.Since(start)
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for concurrent writers and a reader.
+type syncBuffer = syncbuf.Buffer
 
 // TestFluxHelmEndToEnd runs the flux-helm example as a platform team would: the emulator serves ARM, Entra ID
 // and an Azure Container Registry; the team-infra chart is packaged with its library vendored and pushed to the

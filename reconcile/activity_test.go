@@ -1,7 +1,6 @@
 package reconcile_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/internal/benchdata"
 	"github.com/gitaso/gitaso/internal/emutest"
+	"github.com/gitaso/gitaso/internal/syncbuf"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"
@@ -184,23 +183,8 @@ func TestResyncFullEveryN(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the reconciler's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for concurrent writers and a reader.
+type syncBuffer = syncbuf.Buffer
 
 // TestResyncWithoutActivityLogPermission: a principal that may write the
 // resources but not read the Activity Log (a custom role without
