@@ -16,8 +16,6 @@ import (
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"
-	"github.com/gitaso/gitaso/source"
-	"github.com/gitaso/gitaso/state"
 )
 
 // BenchmarkApply100k20Subscriptions is issue 12's apply past one
@@ -55,14 +53,7 @@ func BenchmarkApply100k20Subscriptions(b *testing.B) {
 			b.Fatal(err)
 		}
 		spreadOverSubscriptions(b, repo, subs, env.Emu.TenantID(), env.Principal.ClientID, env.Principal.Secret)
-		db, err := state.Open(filepath.Join(dir, "state.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		cfg := reconcile.DefaultConfig()
-		cfg.Global = env.Cred
-		cfg.Parallelism = 32
-		rec := reconcile.New(source.NewDir(repo, ""), db, env.Clients, cfg, nil)
+		rec, db := applyReconciler(b, env, repo, filepath.Join(dir, "state.db"))
 
 		b.StartTimer()
 		start := time.Now()

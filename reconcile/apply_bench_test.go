@@ -37,14 +37,7 @@ func BenchmarkApply1k(b *testing.B) {
 		}
 		// The generator writes the zero subscription; point it at the emulator's.
 		rewriteSubscription(b, repo, emu.SubscriptionID())
-		db, err := state.Open(filepath.Join(dir, "state.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		cfg := reconcile.DefaultConfig()
-		cfg.Global = env.Cred
-		cfg.Parallelism = 32
-		rec := reconcile.New(source.NewDir(repo, ""), db, env.Clients, cfg, nil)
+		rec, db := applyReconciler(b, env, repo, filepath.Join(dir, "state.db"))
 
 		b.StartTimer()
 		start := time.Now()
@@ -97,4 +90,18 @@ func rewriteSubscription(tb testing.TB, dir, sub string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// applyReconciler opens a state file and a reconciler that applies repo with
+// env's principal as its global credential, 32 operations at a time.
+func applyReconciler(b *testing.B, env *emutest.Env, repo, statePath string) (*reconcile.Reconciler, *state.DB) {
+	b.Helper()
+	db, err := state.Open(statePath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := reconcile.DefaultConfig()
+	cfg.Global = env.Cred
+	cfg.Parallelism = 32
+	return reconcile.New(source.NewDir(repo, ""), db, env.Clients, cfg, nil), db
 }
