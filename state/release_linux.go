@@ -14,15 +14,20 @@ import (
 // (22 MB of its RSS at 10,000 resources). It runs inside a read
 // transaction, so the mapping cannot move meanwhile.
 func (db *DB) ReleasePages() error {
-	return db.bolt.View(func(tx *bolt.Tx) error {
-		info := db.bolt.Info()
-		size := uintptr(tx.Size())
-		if size == 0 {
-			return nil
-		}
-		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, info.Data, size, syscall.MADV_DONTNEED); errno != 0 {
-			return fmt.Errorf("state: release pages: %w", errno)
-		}
+	return db.bolt.View(func(tx *bolt.Tx) error { return db.releasePages(tx) })
+}
+
+// releasePages is ReleasePages inside tx (any transaction holds the mapping
+// in place). Slices into the mapping stay valid: a page is read back from
+// the page cache when it is touched again.
+func (db *DB) releasePages(tx *bolt.Tx) error {
+	info := db.bolt.Info()
+	size := uintptr(tx.Size())
+	if size == 0 {
 		return nil
-	})
+	}
+	if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, info.Data, size, syscall.MADV_DONTNEED); errno != 0 {
+		return fmt.Errorf("state: release pages: %w", errno)
+	}
+	return nil
 }

@@ -123,27 +123,47 @@ func (db *DB) Resources(f record.Filter) ([]record.Resource, error) {
 			k, v = c.First()
 		}
 		// Values point into the mmap and stay valid until the transaction
-		// ends; they are decoded (which copies) before it does.
+		// ends; they are decoded (which copies) before it does, a chunk at a
+		// time. A read longer than a chunk drops the file's pages from the
+		// resident set after each chunk: a plan's full read at 100,000
+		// resources otherwise held 200 MB of them on top of the decoded
+		// records.
 		var keys, vals [][]byte
+		released := false
+		flush := func() error {
+			all, err := decodeResources(keys, vals)
+			if err != nil {
+				return err
+			}
+			keys, vals = keys[:0], vals[:0]
+			for _, r := range all {
+				if ready == "" || r.ReadyStatus() == ready {
+					out = append(out, r)
+				}
+			}
+			return nil
+		}
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			_, group, kind, _, ok := record.SplitKey(string(k))
 			if !ok || !f.MatchKey(group, kind) {
 				continue
 			}
 			keys, vals = append(keys, k), append(vals, v)
+			if len(vals) == decodeChunk {
+				if err := flush(); err != nil {
+					return err
+				}
+				if err := db.releasePages(tx); err != nil {
+					return err
+				}
+				released = true
+			}
 		}
-		all, err := decodeResources(keys, vals)
-		if err != nil {
+		if err := flush(); err != nil {
 			return err
 		}
-		if ready == "" {
-			out = all
-			return nil
-		}
-		for _, r := range all {
-			if r.ReadyStatus() == ready {
-				out = append(out, r)
-			}
+		if released {
+			return db.releasePages(tx)
 		}
 		return nil
 	})
@@ -152,6 +172,9 @@ func (db *DB) Resources(f record.Filter) ([]record.Resource, error) {
 	}
 	return out, nil
 }
+
+// decodeChunk is how many records Resources decodes at a time.
+const decodeChunk = 4096
 
 // decodeResources decodes vals in parallel (JSON decoding dominates a full
 // read), each goroutine writing its own slots.
