@@ -40,6 +40,8 @@ func (w *Writer) noteResourceChange() {
 // it after a commit without decoding what did not change: digest is a hash
 // of the stored record, equal for equal records within this process, and
 // decode decodes it (only while fn runs). key is valid only while fn runs.
+// The file's pages the walk touched are dropped from the resident set as it
+// goes (see ReleasePages).
 func (db *DB) WalkResources(fn func(key []byte, digest uint64, decode func() (record.Resource, error)) error) (uint64, error) {
 	var id uint64
 	err := db.view(func(tx *bolt.Tx) error {
@@ -53,12 +55,20 @@ func (db *DB) WalkResources(fn func(key []byte, digest uint64, decode func() (re
 			return r, nil
 		}
 		c := tx.Bucket(bucketResources).Cursor()
+		n := 0
 		for k, v = c.First(); k != nil; k, v = c.Next() {
 			if err := fn(k, maphash.Bytes(digestSeed, v), decode); err != nil {
 				return err
 			}
+			if n++; n%decodeChunk == 0 {
+				if err := db.releasePages(tx); err != nil {
+					return err
+				}
+			}
 		}
-		return nil
+		// The walk touched every page of the file: none of them stays in
+		// the resident set (the API walks after each change it serves).
+		return db.releasePages(tx)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("state: walk resources: %w", err)
