@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +29,7 @@ func TestWalkDAG(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var mu sync.Mutex
 			var order []string
-			walkDAG(tc.rs, func(r *planner.Resource) []string { return r.DependsOn }, func(r *planner.Resource) {
+			walkDAG(tc.rs, func(r *planner.Resource) []string { return r.DependsOn }, nil, nil, func(r *planner.Resource, _ *slot) {
 				mu.Lock()
 				order = append(order, r.Name)
 				mu.Unlock()
@@ -102,5 +104,74 @@ func TestSlotHandedBackWhileWaiting(t *testing.T) {
 	c.done() // must not take the other holder's slot
 	if len(c.ch) != 1 {
 		t.Fatalf("done took another holder's slot: %d in use, want 1", len(c.ch))
+	}
+}
+
+// TestWalkDAGQueuesForSlots: resources that wait for a slot wait in their
+// subscription's queue, first in first out, not each on a goroutine of its
+// own; a resource skip deals with never takes a slot; every slot comes back.
+func TestWalkDAGQueuesForSlots(t *testing.T) {
+	const n = 200
+	rs := make([]*planner.Resource, n)
+	for i := range rs {
+		rs[i] = &planner.Resource{Namespace: "n", Group: "g", Kind: "K", Name: fmt.Sprintf("r%03d", i), Subscription: "aaaa"}
+	}
+	w := &walk{e: &Executor{opts: Options{Parallelism: 1}}}
+	slotOf := w.slots()
+	release := make(chan struct{})
+	first := make(chan struct{})
+	base := runtime.NumGoroutine()
+	var mu sync.Mutex
+	var order []string
+	running, most := 0, 0
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		walkDAG(rs, func(*planner.Resource) []string { return nil }, slotOf,
+			func(r *planner.Resource) bool { return r.Name == "r007" },
+			func(r *planner.Resource, s *slot) {
+				if s == nil {
+					t.Errorf("%s ran without a slot", r.Name)
+				}
+				mu.Lock()
+				running++
+				most = max(most, running)
+				order = append(order, r.Name)
+				mu.Unlock()
+				if r.Name == "r000" {
+					close(first)
+					<-release
+				}
+				mu.Lock()
+				running--
+				mu.Unlock()
+			})
+	}()
+	<-first
+	time.Sleep(50 * time.Millisecond) // let anything that would start a goroutine per resource do so
+	if g := runtime.NumGoroutine() - base; g > 10 {
+		t.Errorf("%d goroutines while %d resources wait for one slot; want a queue, not a goroutine each", g, n-1)
+	}
+	close(release)
+	<-finished
+	if most != 1 {
+		t.Errorf("%d ran at once with one slot", most)
+	}
+	if len(order) != n-1 {
+		t.Fatalf("ran %d, want %d (one skipped)", len(order), n-1)
+	}
+	for i, name := range order {
+		want := i
+		if i >= 7 {
+			want = i + 1 // r007 was skipped
+		}
+		if name != fmt.Sprintf("r%03d", want) {
+			t.Fatalf("order %v: want plan order", order)
+		}
+	}
+	select {
+	case slotOf(rs[0]) <- struct{}{}:
+	default:
+		t.Error("the slot was not handed back")
 	}
 }
