@@ -84,6 +84,7 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 	if r.cfg.Interval <= 0 {
 		return fmt.Errorf("reconcile loop: interval must be positive")
 	}
+	dropExecutablePages(r)
 	lastRev := ""
 	backoff := time.Duration(0)
 	retry := time.NewTimer(time.Hour)

@@ -17,6 +17,10 @@ import (
 
 const flushInterval = 250 * time.Millisecond
 
+// releaseEvery is how often a run drops the state file's pages from the
+// resident set while it records progress.
+const releaseEvery = 5 * time.Second
+
 // markInProgress writes Ready Unknown/Info Reconciling (or Deleting) for
 // every resource the plan writes or deletes, under ASO's overwrite rules.
 func (r *Reconciler) markInProgress(p *planner.Plan, prior map[string]record.Resource) error {
@@ -85,6 +89,7 @@ func newRecorder(r *Reconciler, prior map[string]record.Resource, rev string) *r
 		defer rec.wg.Done()
 		t := time.NewTicker(flushInterval)
 		defer t.Stop()
+		released := time.Now()
 		for {
 			select {
 			case <-rec.done:
@@ -92,6 +97,16 @@ func newRecorder(r *Reconciler, prior map[string]record.Resource, rev string) *r
 			case <-t.C:
 				if err := r.db.Update(rec.write); err != nil {
 					r.log.Error("record progress", "error", err)
+				}
+				// Each write reads the pages it changes, and a run changes
+				// records all over the file: drop them from the resident
+				// set now and then rather than keep the whole file (23 MB
+				// at 10,000 resources) for the whole run.
+				if time.Since(released) >= releaseEvery {
+					released = time.Now()
+					if err := r.db.ReleasePages(); err != nil {
+						r.log.Debug("releasing the state file's pages", "error", err)
+					}
 				}
 			}
 		}
