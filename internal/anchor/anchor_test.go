@@ -63,6 +63,42 @@ func TestCompareFindsBodyDifferencesButNotVolatileValues(t *testing.T) {
 	}
 }
 
+func TestCompareNamesEmulatorCreatedResourcesWithoutTheirGUIDs(t *testing.T) {
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	rg := "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/"
+	pe := rg + "privateEndpoints/pe"
+	ra := "/subscriptions/s/providers/Microsoft.Authorization/roleAssignments/"
+	put := func(path string) emulator.WriteRecord {
+		return emulator.WriteRecord{Method: "PUT", Path: path, APIVersion: "2024-03-01", Status: 201, Body: raw(`{}`)}
+	}
+	// Each emulator names the interface it creates for the endpoint with a GUID of its own; the role
+	// assignment's name is the client's choice, so a different GUID there is a difference.
+	side := func(nic, assignment, addr string) ([]emulator.WriteRecord, []emulator.StoredResource) {
+		return []emulator.WriteRecord{put(pe), put(ra + assignment)}, []emulator.StoredResource{
+			{ID: pe, Body: raw(`{"properties":{"networkInterfaces":[{"id":"` + rg + `networkInterfaces/pe.nic.` + nic + `"}]}}`)},
+			{ID: rg + "networkInterfaces/pe.nic." + nic, Body: raw(`{"properties":{"ipConfigurations":[{"name":"privateEndpointIpConfig.` + nic + `","properties":{"privateIPAddress":"` + addr + `"}}]}}`)},
+			{ID: ra + assignment, Body: raw(`{}`)},
+		}
+	}
+	aw, af := side("11111111-1111-4111-8111-111111111111", "33333333-3333-4333-8333-333333333333", "10.0.0.4")
+	gw, gf := side("22222222-2222-4222-8222-222222222222", "44444444-4444-4444-8444-444444444444", "10.0.0.5")
+	o := compare(aw, gw, af, gf)
+	nic := strings.ToLower(rg + "networkInterfaces/pe.nic.11111111-1111-4111-8111-111111111111")
+	want := []Diff{
+		{Resource: strings.ToLower(ra + "33333333-3333-4333-8333-333333333333"), What: "only-aso", ASO: "PUT 2024-03-01"},
+		{Resource: strings.ToLower(ra + "44444444-4444-4444-8444-444444444444"), What: "only-gitaso", Gitaso: "PUT 2024-03-01"},
+		{Resource: strings.ToLower(ra + "33333333-3333-4333-8333-333333333333"), What: "only-aso", ASO: "stored"},
+		{Resource: strings.ToLower(ra + "44444444-4444-4444-8444-444444444444"), What: "only-gitaso", Gitaso: "stored"},
+		{Resource: nic, What: "final-body", Field: "properties.ipConfigurations[0].properties.privateIPAddress", ASO: `"10.0.0.4"`, Gitaso: `"10.0.0.5"`},
+	}
+	if d := cmp.Diff(want, o.Diffs); d != "" {
+		t.Errorf("diffs (-want +got):\n%s", d)
+	}
+	if o.FinalResources != 4 || o.FinalMatched != 1 {
+		t.Errorf("counts = %+v", o)
+	}
+}
+
 func TestCheckSaysWhereASOComesFrom(t *testing.T) {
 	err := Options{Controller: filepath.Join(t.TempDir(), "missing")}.Check()
 	if !errors.Is(err, ErrMissingASO) || !strings.Contains(err.Error(), "ASO_CONTROLLER") || !strings.Contains(err.Error(), "ASO_CRDS") ||

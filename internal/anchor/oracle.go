@@ -90,7 +90,7 @@ func compare(asoLog, gitasoLog []emulator.WriteRecord, asoFinal, gitasoFinal []e
 			o.Diffs = append(o.Diffs, Diff{Resource: k, What: "put-api-version", ASO: a.APIVersion, Gitaso: g.APIVersion})
 			ok = false
 		}
-		for _, d := range diffJSON(decode(a.Body), decode(g.Body), "") {
+		for _, d := range diffJSON(decode(a.Body), decode(g.Body), "", false) {
 			d.Resource, d.What = k, "put-body"
 			o.Diffs = append(o.Diffs, d)
 			ok = false
@@ -108,6 +108,7 @@ func compare(asoLog, gitasoLog []emulator.WriteRecord, asoFinal, gitasoFinal []e
 	for _, r := range gitasoFinal {
 		gf[strings.ToLower(r.ID)] = r
 	}
+	pairEmulatorCreated(af, gf, ap, gp)
 	for _, k := range unionKeys(af, gf) {
 		o.FinalResources++
 		t := typeOf(k)
@@ -124,7 +125,7 @@ func compare(asoLog, gitasoLog []emulator.WriteRecord, asoFinal, gitasoFinal []e
 			bad[t] = true
 			continue
 		}
-		ds := diffJSON(decode(a.Body), decode(g.Body), "")
+		ds := diffJSON(decode(a.Body), decode(g.Body), "", true)
 		for _, d := range ds {
 			d.Resource, d.What = k, "final-body"
 			o.Diffs = append(o.Diffs, d)
@@ -146,6 +147,46 @@ func compare(asoLog, gitasoLog []emulator.WriteRecord, asoFinal, gitasoFinal []e
 	sort.Strings(o.MismatchedTypes)
 	return o
 }
+
+// pairEmulatorCreated files under ASO's key every resource of gitaso's final store that neither side PUT (the
+// emulator created it, as Azure creates a private endpoint's network interface {endpoint}.nic.{guid}) and whose
+// ID equals, GUIDs masked, exactly one such resource of ASO's store: each emulator names those with GUIDs of its
+// own, so their IDs differ though neither client chose them. Resources a client PUT keep their exact IDs (a
+// client-chosen name, such as a role assignment's UUIDv5, must be equal).
+func pairEmulatorCreated(af, gf map[string]emulator.StoredResource, ap, gp map[string]emulator.WriteRecord) {
+	created := func(k string) bool {
+		_, a := ap[k]
+		_, g := gp[k]
+		return !a && !g
+	}
+	asoOnly := map[string][]string{} // masked ID -> ASO's keys stored only there, created by the emulator
+	for k := range af {
+		if _, ok := gf[k]; !ok && created(k) {
+			m := maskGUIDs(k)
+			asoOnly[m] = append(asoOnly[m], k)
+		}
+	}
+	gitasoOnly := map[string][]string{}
+	for k := range gf {
+		if _, ok := af[k]; !ok && created(k) {
+			m := maskGUIDs(k)
+			gitasoOnly[m] = append(gitasoOnly[m], k)
+		}
+	}
+	for m, gks := range gitasoOnly {
+		aks := asoOnly[m]
+		if len(gks) != 1 || len(aks) != 1 || m == gks[0] {
+			continue
+		}
+		gf[aks[0]] = gf[gks[0]]
+		delete(gf, gks[0])
+	}
+}
+
+var guidInRE = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
+
+// maskGUIDs replaces every GUID in s by one placeholder.
+func maskGUIDs(s string) string { return guidInRE.ReplaceAllString(s, "<guid>") }
 
 func unionKeys[V any](a, b map[string]V) []string {
 	set := map[string]bool{}
@@ -226,8 +267,11 @@ func volatile(path string, a, b any) bool {
 }
 
 // diffJSON returns the differences between two JSON values, by dotted path; values that differ only as
-// volatile ones do are not differences. systemData is skipped (each emulator stamps its own).
-func diffJSON(a, b any, path string) []Diff {
+// volatile ones do are not differences. systemData is skipped (each emulator stamps its own). With stored set
+// (final bodies, whose client-sent part the PUT comparison already checked), two strings that differ only in the
+// GUIDs inside them are equal too: IDs of resources the emulator created and named itself (a private endpoint's
+// networkInterfaces[].id).
+func diffJSON(a, b any, path string, stored bool) []Diff {
 	if strings.HasSuffix(path, ".systemData") || path == "systemData" {
 		return nil
 	}
@@ -264,7 +308,7 @@ func diffJSON(a, b any, path string) []Diff {
 				}
 				out = append(out, Diff{Field: p, ASO: short(av), Gitaso: "(absent)"})
 			default:
-				out = append(out, diffJSON(av, bv, p)...)
+				out = append(out, diffJSON(av, bv, p, stored)...)
 			}
 		}
 		return out
@@ -274,14 +318,21 @@ func diffJSON(a, b any, path string) []Diff {
 	if aok && bok && len(al) == len(bl) {
 		var out []Diff
 		for i := range al {
-			out = append(out, diffJSON(al[i], bl[i], fmt.Sprintf("%s[%d]", path, i))...)
+			out = append(out, diffJSON(al[i], bl[i], fmt.Sprintf("%s[%d]", path, i), stored)...)
 		}
 		return out
 	}
-	if equalJSON(a, b) || volatile(path, a, b) {
+	if equalJSON(a, b) || volatile(path, a, b) || stored && equalMaskedGUIDs(a, b) {
 		return nil
 	}
 	return []Diff{{Field: path, ASO: short(a), Gitaso: short(b)}}
+}
+
+// equalMaskedGUIDs reports whether a and b are strings that are equal with their GUIDs masked.
+func equalMaskedGUIDs(a, b any) bool {
+	as, aok := a.(string)
+	bs, bok := b.(string)
+	return aok && bok && maskGUIDs(as) == maskGUIDs(bs)
 }
 
 func equalJSON(a, b any) bool {
