@@ -33,6 +33,9 @@ import (
 	"github.com/gitaso/gitaso/manifest"
 )
 
+// objectCacheSize bounds go-git's object cache for a cloned repository.
+const objectCacheSize = 8 * cache.MiByte
+
 // Errors of the Git source; check with errors.Is.
 var (
 	// ErrAuth is returned when the Git server refuses the credentials (or
@@ -371,8 +374,10 @@ func (g *Git) open() (*git.Repository, error) {
 			return nil, fmt.Errorf("git source %s: create cache: %w", g.display, err)
 		}
 		// Keep a few pack files open: reading thousands of blobs would
-		// otherwise reopen the pack for every object.
-		st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRUDefault(),
+		// otherwise reopen the pack for every object. Each blob is read
+		// once per revision, so a small object cache (delta bases) does:
+		// go-git's default of 96 MiB kept every blob of the last read.
+		st := filesystem.NewStorageWithOptions(osfs.New(dir), cache.NewObjectLRU(objectCacheSize),
 			filesystem.Options{MaxOpenDescriptors: 16})
 		r, err := git.Open(st, nil)
 		switch {
