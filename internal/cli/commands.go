@@ -396,6 +396,7 @@ and --state. See docs/ha.md.`,
 			if e.cfg.KindSyncPeriod, err = durationMap("--kind-sync-period", kindPeriods); err != nil {
 				return err
 			}
+			setDaemonGC(e.log)
 			if pprofListen != "" {
 				if err := startPprof(cmd.Context(), pprofListen, e.log); err != nil {
 					return err
