@@ -52,7 +52,9 @@ func BenchmarkApply100k20Subscriptions(b *testing.B) {
 		if err := benchdata.Generate(repo, n/perNamespace, perNamespace, benchSub); err != nil {
 			b.Fatal(err)
 		}
-		spreadOverSubscriptions(b, repo, subs, env.Emu.TenantID(), env.Principal.ClientID, env.Principal.Secret)
+		if err := benchdata.SpreadOverSubscriptions(repo, benchSub, subs, env.Emu.TenantID(), env.Principal.ClientID, env.Principal.Secret); err != nil {
+			b.Fatal(err)
+		}
 		rec, db := applyReconciler(b, env, repo, filepath.Join(dir, "state.db"))
 
 		b.StartTimer()
