@@ -13,7 +13,8 @@ import (
 //     tableServices/default (as its kind has them), bodies as recorded from Azure. They are listed by the parent's
 //     child collection, not by /resources or Resource Graph, and go with their parent;
 //   - embedded collections: a virtual network's properties.subnets, a network security group's
-//     properties.securityRules and a route table's properties.routes are its child resources. A child PUT or DELETE
+//     properties.securityRules, a route table's properties.routes and a load balancer's properties.inboundNatRules
+//     are its child resources, listed (an empty list when there are none) in the parent. A child PUT or DELETE
 //     shows in the parent's GET, and a PUT of the parent makes the children exactly the ones its body lists,
 //     deleting the others (which is why ASO's hooks copy Azure's collection into the parent's PUT).
 
@@ -98,6 +99,7 @@ var embeddedCollections = map[string]string{
 	"microsoft.network/virtualnetworks":       "subnets",
 	"microsoft.network/networksecuritygroups": "securityRules",
 	"microsoft.network/routetables":           "routes",
+	"microsoft.network/loadbalancers":         "inboundNatRules",
 }
 
 // embeddedChildType returns the lower-cased child type of an embedding parent type, or "".

@@ -59,8 +59,9 @@
 // /subscriptions/{sub}/providers/Microsoft.KeyVault/locations/{location}/deletedVaults/{name} (GET, list, POST purge
 // as a 202 LRO) and blocks a create of its name with 409 ConflictError unless createMode is recover, which restores
 // it as it was (404 SoftDeletedVaultDoesNotExist when there is nothing to recover); a virtual network's subnets, a
-// network security group's securityRules and a route table's routes are listed in the parent's properties, and a
-// PUT of the parent makes its children exactly the ones its body lists. /resources and Resource Graph list tracked
+// network security group's securityRules, a route table's routes and a load balancer's inboundNatRules are listed
+// in the parent's properties (an empty list when there are none: ASO's hooks refuse a parent whose GET lacks the
+// list), and a PUT of the parent makes its children exactly the ones its body lists. /resources and Resource Graph list tracked
 // resources only (not subnets, rules or other proxy children).
 //
 // The behaviour ASO's per-kind hooks guard against (hooks*.go): an AKS cluster or agent pool whose provisioningState

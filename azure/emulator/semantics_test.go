@@ -286,7 +286,7 @@ func TestVirtualNetworkSubnetsAreEmbedded(t *testing.T) {
 	}
 }
 
-func TestSecurityRulesAndRoutesAreEmbedded(t *testing.T) {
+func TestSecurityRulesRoutesAndInboundNatRulesAreEmbedded(t *testing.T) {
 	e := newEmulator(t, emulator.WithoutThrottling(), emulator.WithDefaultLatency(20*time.Millisecond))
 	c, _ := ownerClient(t, e)
 	rg := rgPath(e, "rg-nsg")
@@ -294,8 +294,13 @@ func TestSecurityRulesAndRoutesAreEmbedded(t *testing.T) {
 	for _, tc := range []struct{ parent, prop string }{
 		{rg + "/providers/Microsoft.Network/networkSecurityGroups/nsg", "securityRules"},
 		{rg + "/providers/Microsoft.Network/routeTables/rt", "routes"},
+		{rg + "/providers/Microsoft.Network/loadBalancers/lb", "inboundNatRules"},
 	} {
 		mustPut(t, c, tc.parent, networkAPI, map[string]any{"location": "westeurope"})
+		// Listed even when empty: ASO's hook for the parent's next PUT fails on a GET without the list.
+		if got := embeddedNames(t, c, tc.parent, tc.prop); len(got) != 0 {
+			t.Errorf("%s of a new parent: %v", tc.prop, got)
+		}
 		mustPut(t, c, tc.parent+"/"+tc.prop+"/one", networkAPI, map[string]any{"properties": map[string]any{"priority": 100}})
 		if got := embeddedNames(t, c, tc.parent, tc.prop); len(got) != 1 || got[0] != "one" {
 			t.Errorf("%s after child PUT: %v", tc.prop, got)
