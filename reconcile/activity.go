@@ -3,10 +3,12 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/executor"
@@ -40,8 +42,10 @@ type activityState struct {
 	// sinceFull counts, per node key, the resyncs judged by the log since
 	// the node was last read.
 	sinceFull map[string]int
-	// own are gitaso's successful writes, by lower-cased ARM ID.
-	own map[string][]window
+	// own are gitaso's successful writes, by ownKey of the ARM ID (a
+	// hash, not the ID: the map lives as long as the daemon, and the IDs
+	// alone took 60 MB at 100,000 resources).
+	own map[uint64][]window
 	// principals are the caller names of a client's principal (nil: not
 	// known, so no event is taken for gitaso's own).
 	principals map[*azure.Client][]string
@@ -52,9 +56,35 @@ type activityState struct {
 
 type window struct{ from, to time.Time }
 
+// ownSeed keys own (in memory only, never stored).
+var ownSeed = maphash.MakeSeed()
+
+// ownKey is a 64-bit hash of an ARM ID, case folded as ARM compares IDs.
+// Two IDs sharing a key (odds of about 1 in 10^9 at 100,000 resources)
+// would at worst take an event of one for gitaso's own write of the other
+// within the same seconds; the full read every FullResyncEvery periods
+// still reads it.
+func ownKey(armID string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(ownSeed)
+	for i := 0; i < len(armID); i++ {
+		c := armID[i]
+		if c >= utf8.RuneSelf {
+			h.Reset()
+			_, _ = h.WriteString(strings.ToLower(armID))
+			return h.Sum64()
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		_ = h.WriteByte(c)
+	}
+	return h.Sum64()
+}
+
 func (a *activityState) init() {
 	if a.sinceFull == nil {
-		a.sinceFull, a.own = map[string]int{}, map[string][]window{}
+		a.sinceFull, a.own = map[string]int{}, map[uint64][]window{}
 		a.principals, a.denied = map[*azure.Client][]string{}, map[string]bool{}
 	}
 }
@@ -75,7 +105,7 @@ func (r *Reconciler) noteOwnWrites(res *executor.Result) {
 			(rr.Outcome != executor.Applied && rr.Outcome != executor.Deleted) {
 			continue
 		}
-		id := strings.ToLower(rr.Resource.ARMID)
+		id := ownKey(rr.Resource.ARMID)
 		ws := a.own[id][:0:0]
 		for _, w := range a.own[id] {
 			if w.to.After(cutoff) {
@@ -165,7 +195,7 @@ func (r *Reconciler) byActivity(ctx context.Context, cf *clientsFor, due []*plan
 				continue
 			}
 			id := strings.ToLower(ev.ResourceID)
-			if a.isOwn(id, ev, mine) {
+			if a.isOwn(ownKey(ev.ResourceID), ev, mine) {
 				continue
 			}
 			if t, ok := changed[id]; !ok || ev.Time.After(t) {
@@ -208,7 +238,7 @@ func changedSince(changed map[string]time.Time, id string, since time.Time) bool
 // isOwn reports whether ev is a write gitaso made and recorded: its caller
 // is the credential's principal and it falls within one of gitaso's writes
 // of that resource. Caller holds a.mu.
-func (a *activityState) isOwn(id string, ev azure.ActivityEvent, mine []string) bool {
+func (a *activityState) isOwn(id uint64, ev azure.ActivityEvent, mine []string) bool {
 	if ev.Caller == "" || len(mine) == 0 {
 		return false
 	}
