@@ -29,12 +29,9 @@ import (
 //	go test -tags kustomize_disable_go_plugin_support ./reconcile/ -run '^$' -bench BenchmarkApply100k20Subscriptions -benchtime 1x -timeout 60m
 func BenchmarkApply100k20Subscriptions(b *testing.B) {
 	const subscriptions, perNamespace = 20, 20
-	n := 100_000
-	if v := os.Getenv("GITASO_BENCH_APPLY100K_N"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 400 || n%400 != 0 {
-			b.Fatalf("GITASO_BENCH_APPLY100K_N=%q: want a multiple of 400", v)
-		}
+	n, err := benchdata.Count("GITASO_BENCH_APPLY100K_N", 100_000, 400)
+	if err != nil {
+		b.Fatal(err)
 	}
 	for b.Loop() {
 		b.StopTimer()

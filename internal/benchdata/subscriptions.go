@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -57,4 +58,18 @@ func SpreadOverSubscriptions(dir, from string, subs []string, tenant, clientID, 
 		}
 	}
 	return nil
+}
+
+// Count is a benchmark's resource count: def, or the environment variable
+// name when set, which must then be a multiple of multiple.
+func Count(name string, def, multiple int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < multiple || n%multiple != 0 {
+		return 0, fmt.Errorf("%s=%q: want a multiple of %d", name, v, multiple)
+	}
+	return n, nil
 }

@@ -32,12 +32,9 @@ import (
 //
 //	go test -tags kustomize_disable_go_plugin_support ./internal/reliability/ -run '^$' -bench BenchmarkDaemon10k -benchtime 1x -timeout 60m
 func BenchmarkDaemon10k(b *testing.B) {
-	n := 10000
-	if v := os.Getenv("GITASO_BENCH_DAEMON_N"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 20 || n%20 != 0 {
-			b.Fatalf("GITASO_BENCH_DAEMON_N=%q: want a multiple of 20", v)
-		}
+	n, err := benchdata.Count("GITASO_BENCH_DAEMON_N", 10000, 20)
+	if err != nil {
+		b.Fatal(err)
 	}
 	for b.Loop() {
 		b.StopTimer()
@@ -57,12 +54,9 @@ func BenchmarkDaemon10k(b *testing.B) {
 //
 //	go test -tags kustomize_disable_go_plugin_support ./internal/reliability/ -run '^$' -bench BenchmarkDaemon100k20Subscriptions -benchtime 1x -timeout 60m
 func BenchmarkDaemon100k20Subscriptions(b *testing.B) {
-	n := 100_000
-	if v := os.Getenv("GITASO_BENCH_DAEMON_N"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 400 || n%400 != 0 {
-			b.Fatalf("GITASO_BENCH_DAEMON_N=%q: want a multiple of 400", v)
-		}
+	n, err := benchdata.Count("GITASO_BENCH_DAEMON_N", 100_000, 400)
+	if err != nil {
+		b.Fatal(err)
 	}
 	for b.Loop() {
 		b.StopTimer()

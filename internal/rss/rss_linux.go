@@ -24,17 +24,13 @@ type mapping struct {
 // running executable that hold no private page, and returns how many kB of
 // them were resident before.
 func DropExecutablePages() (int64, error) {
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		return 0, fmt.Errorf("rss: executable: %w", err)
-	}
-	ms, err := readSmaps()
+	ms, err := executableMappings()
 	if err != nil {
 		return 0, err
 	}
 	var dropped int64
 	for _, m := range ms {
-		if m.path != exe || strings.Contains(m.perms, "w") || m.anonKB != 0 || m.rssKB == 0 {
+		if strings.Contains(m.perms, "w") || m.anonKB != 0 || m.rssKB == 0 {
 			continue
 		}
 		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, m.start, m.end-m.start, syscall.MADV_DONTNEED); errno != 0 {
@@ -47,21 +43,34 @@ func DropExecutablePages() (int64, error) {
 
 // ExecutableResidentKB is how much of the running executable is resident.
 func ExecutableResidentKB() (int64, error) {
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		return 0, fmt.Errorf("rss: executable: %w", err)
-	}
-	ms, err := readSmaps()
+	ms, err := executableMappings()
 	if err != nil {
 		return 0, err
 	}
 	var kb int64
 	for _, m := range ms {
-		if m.path == exe {
-			kb += m.rssKB
-		}
+		kb += m.rssKB
 	}
 	return kb, nil
+}
+
+// executableMappings are the mappings of the running executable's file.
+func executableMappings() ([]mapping, error) {
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		return nil, fmt.Errorf("rss: executable: %w", err)
+	}
+	ms, err := readSmaps()
+	if err != nil {
+		return nil, err
+	}
+	out := ms[:0]
+	for _, m := range ms {
+		if m.path == exe {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
 
 func readSmaps() ([]mapping, error) {
