@@ -115,7 +115,12 @@ func benchDaemon(b *testing.B, n, subs, resyncs int) {
 	}
 	statePath := filepath.Join(dir, "gitaso.db")
 	start := time.Now()
-	r := env.startServe(b, dir, "daemon", repo.URL(), "--state", statePath, "--parallelism", "32", "--log-level", "info")
+	args := []string{"--state", statePath, "--parallelism", "32", "--log-level", "info"}
+	if addr := os.Getenv("GITASO_BENCH_DAEMON_PPROF"); addr != "" {
+		// Heap and CPU profiles of the daemon while it runs, e.g. 127.0.0.1:6060 (docs/scale.md).
+		args = append(args, "--pprof-listen", addr)
+	}
+	r := env.startServe(b, dir, "daemon", repo.URL(), args...)
 	pid := r.cmd.Process.Pid
 
 	// Sample the resident set while the first run goes on.
