@@ -191,27 +191,33 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 	if paged && pq.limit <= maxCachedItems {
 		s.serveAnswer(w, r, &s.pages, snap.version, key, func() ([]byte, error) {
 			items, more := snap.page(pq)
+			enc, err := encodeItems(s.db, items, true)
+			if err != nil {
+				return nil, err
+			}
 			var buf bytes.Buffer
 			n := 16
-			for _, e := range items {
-				n += len(e.item) + 1
+			for _, b := range enc {
+				n += len(b) + 1
 			}
 			buf.Grow(n + 128)
-			writeItems(&buf, items, tail(items, more))
-			return buf.Bytes(), nil
+			err = s.writeItems(&buf, enc, nil, tail(items, more))
+			return buf.Bytes(), err
 		})
 		return
 	}
 	// A larger answer is kept gzip-encoded only, or streamed from the index
-	// through a small buffer.
+	// through a small buffer, its items encoded as they are written.
 	if acceptsGzip(r) {
 		a, err := s.pages.gzipAnswer(snap.version, key, func(w io.Writer) error {
 			items, more := snap.page(pq)
 			bw := bufWriters.Get().(*bufio.Writer)
 			defer bufWriters.Put(bw)
 			bw.Reset(w)
-			writeItems(bw, items, tail(items, more))
-			err := bw.Flush()
+			err := s.writeItems(bw, nil, items, tail(items, more))
+			if ferr := bw.Flush(); err == nil {
+				err = ferr
+			}
 			bw.Reset(io.Discard)
 			return err
 		})
@@ -228,8 +234,10 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	bw := bufWriters.Get().(*bufio.Writer)
 	bw.Reset(w)
-	writeItems(bw, items, tail(items, more))
-	err = bw.Flush()
+	err = s.writeItems(bw, nil, items, tail(items, more))
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
 	bw.Reset(io.Discard)
 	bufWriters.Put(bw)
 	if err != nil {
@@ -237,19 +245,38 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// writeItems writes {"items":[...]} with the encoded items and the fields of
-// tail (an encoded object whose braces are dropped).
-func writeItems(w interface {
+// writeItems writes {"items":[...]} with the encoded items enc, or else
+// those of the entries es (encoded encodeChunk at a time, not kept), and
+// the fields of tail (an encoded object whose braces are dropped). A
+// resource deleted since the index was built is left out.
+func (s *server) writeItems(w interface {
 	io.Writer
 	io.ByteWriter
 	io.StringWriter
-}, items []*entry, tail []byte) {
+}, enc [][]byte, es []*entry, tail []byte) error {
 	_, _ = w.WriteString(`{"items":[`)
-	for i, e := range items {
-		if i > 0 {
-			_ = w.WriteByte(',')
+	n := 0
+	write := func(enc [][]byte) {
+		for _, b := range enc {
+			if b == nil {
+				continue
+			}
+			if n > 0 {
+				_ = w.WriteByte(',')
+			}
+			n++
+			_, _ = w.Write(b)
 		}
-		_, _ = w.Write(e.item)
+	}
+	write(enc)
+	for len(es) > 0 {
+		chunk := es[:min(len(es), encodeChunk)]
+		es = es[len(chunk):]
+		enc, err := encodeItems(s.db, chunk, false)
+		if err != nil {
+			return err
+		}
+		write(enc)
 	}
 	_ = w.WriteByte(']')
 	if len(tail) > 2 {
@@ -257,6 +284,7 @@ func writeItems(w interface {
 		_, _ = w.Write(tail[1 : len(tail)-1])
 	}
 	_, _ = w.WriteString("}\n")
+	return nil
 }
 
 // listRuns is GET /api/v1/runs; see the package documentation.

@@ -75,3 +75,37 @@ func (db *DB) WalkResources(fn func(key []byte, digest uint64, decode func() (re
 	}
 	return id, nil
 }
+
+// ResourcesByKey calls fn for each of keys, in order, in one read
+// transaction: with the stored record's digest (as WalkResources gives it)
+// and a decode valid only while fn runs, or with ok false when no resource
+// is stored under the key.
+func (db *DB) ResourcesByKey(keys []string, fn func(i int, ok bool, digest uint64, decode func() (record.Resource, error)) error) error {
+	err := db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketResources)
+		var key string
+		var v []byte
+		decode := func() (record.Resource, error) {
+			var r record.Resource
+			if err := json.Unmarshal(v, &r); err != nil {
+				return r, fmt.Errorf("decode resource %s: %w", key, err)
+			}
+			return r, nil
+		}
+		for i, k := range keys {
+			key, v = k, b.Get([]byte(k))
+			var digest uint64
+			if v != nil {
+				digest = maphash.Bytes(digestSeed, v)
+			}
+			if err := fn(i, v != nil, digest, decode); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("state: read resources: %w", err)
+	}
+	return nil
+}
