@@ -74,6 +74,8 @@ type Node struct {
 	// DependsOn are the keys of the nodes this one waits for.
 	DependsOn []string
 
+	// key is Key() built once: the graph, the plan and the run share it.
+	key       string
 	owner     *Node
 	ownerByID *Node // owner given by armId that the snapshot declares
 	ownerARM  string
@@ -91,7 +93,12 @@ type Export struct {
 }
 
 // Key is the node's state key.
-func (n *Node) Key() string { return Key(n.Namespace, n.Kind.Group, n.Kind.Kind, n.Name) }
+func (n *Node) Key() string {
+	if n.key != "" {
+		return n.key
+	}
+	return Key(n.Namespace, n.Kind.Group, n.Kind.Kind, n.Name)
+}
 
 // ID is namespace/Kind/name.
 func (n *Node) ID() string { return n.Namespace + "/" + n.Kind.Kind + "/" + n.Name }
@@ -249,6 +256,7 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 		}
 		spec := c.spec
 		n := &Node{Object: o, Kind: k, Spec: spec, Namespace: o.Namespace(), Name: o.Name()}
+		n.key = Key(n.Namespace, k.Group, k.Kind, n.Name)
 		if v := c.pending; len(v) > 0 {
 			// Checked once its values exist (deferred.go).
 			n.Deps = c.deps

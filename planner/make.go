@@ -240,6 +240,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 		ARMID: n.ARMID, APIVersion: n.Kind.APIVersion, File: n.Object.File, Line: n.Object.Line,
 		AzureName: n.AzureName, Policy: n.Policy, Credential: n.Credential, Subscription: n.Subscription,
 		DependsOn: n.DependsOn, DeleteUnmanaged: n.Object.Annotations()[AnnotationDeleteUnmanaged] == "true",
+		key: n.Key(),
 	}
 	for _, ex := range n.Exports {
 		r.Exports = append(r.Exports, fmt.Sprintf("%s:%s/%s", map[bool]string{false: "configmap", true: "secret"}[ex.Secret], ex.Name, ex.Key))

@@ -237,6 +237,11 @@ type Resource struct {
 	// Hash is the sha256 of the full request (secrets included); empty while
 	// values are known only after apply.
 	Hash string `json:"-"`
+
+	// key is Key() when the plan built the resource from its node (shared
+	// with the graph and the run's results); empty for one decoded from
+	// JSON or written as a literal.
+	key string
 }
 
 // Request is the ARM request the executor sends for a write.
@@ -258,7 +263,12 @@ type Change struct {
 }
 
 // Key is the resource's identity in state: namespace/group/Kind/name.
-func (r *Resource) Key() string { return Key(r.Namespace, r.Group, r.Kind, r.Name) }
+func (r *Resource) Key() string {
+	if r.key != "" {
+		return r.key
+	}
+	return Key(r.Namespace, r.Group, r.Kind, r.Name)
+}
 
 // ID is the short form used in messages: namespace/Kind/name.
 func (r *Resource) ID() string { return r.Namespace + "/" + r.Kind + "/" + r.Name }
