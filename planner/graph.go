@@ -51,7 +51,7 @@ type Graph struct {
 
 	byKey        map[string]*Node
 	deferredKeys map[string]bool
-	byARMID      map[string]*Node // lower-cased ARM ID → node
+	byARMID      armIndex // ARM ID (any case) → node
 	inputs       *inputs
 	ignored      []manifest.Object
 }
@@ -360,17 +360,14 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 		}
 	}
 	// Two manifests claiming one ARM ID.
-	byID := map[string]*Node{}
+	byID := make(armIndex, len(g.Nodes))
 	for _, n := range g.Nodes {
 		if n.ARMID == "" {
 			continue
 		}
-		id := strings.ToLower(n.ARMID)
-		if p, ok := byID[id]; ok {
+		if p := byID.add(n); p != nil {
 			errs = append(errs, objErr(n.Object, "", "ARM ID %s is also claimed by %s (%s:%d)", n.ARMID, p.ID(), p.Object.File, p.Object.Line))
-			continue
 		}
-		byID[id] = n
 	}
 	g.byARMID = byID
 
@@ -683,7 +680,7 @@ func (g *Graph) edges(n *Node) diag.List {
 	// snapshot declares (in any namespace) are waited for too: ASO does not,
 	// and retries until ARM has the parent; gitaso orders them instead.
 	if n.owner == nil && n.ownerARM != "" {
-		if o := g.byARMID[strings.ToLower(n.ownerARM)]; o != nil && o != n {
+		if o := g.byARMID.get(n.ownerARM); o != nil && o != n {
 			n.ownerByID = o
 			add(o.Key())
 		} else if a := g.declaredAncestor(n, n.ownerARM); a != nil {
@@ -696,7 +693,7 @@ func (g *Graph) edges(n *Node) diag.List {
 		switch d.Type {
 		case aso.DepReference:
 			if d.ARMID != "" {
-				if t := g.byARMID[strings.ToLower(d.ARMID)]; t != nil {
+				if t := g.byARMID.get(d.ARMID); t != nil {
 					add(t.Key())
 				} else if a := g.declaredAncestor(n, d.ARMID); a != nil {
 					add(a.Key())
@@ -772,7 +769,7 @@ func (g *Graph) declaredAncestor(n *Node, id string) *Node {
 		if lower[i] != '/' {
 			continue
 		}
-		a := g.byARMID[lower[:i]]
+		a := g.byARMID.get(lower[:i])
 		if a == nil {
 			continue
 		}

@@ -217,7 +217,7 @@ func (g *Graph) moves(prior map[string]record.Resource) (moves map[string]string
 	for _, key := range gone {
 		pr := prior[key]
 		id := strings.ToLower(pr.ARMID)
-		n := g.byARMID[id]
+		n := g.byARMID.get(id)
 		if n == nil {
 			if a := ancestors[id]; a != nil {
 				forget[key] = a
