@@ -193,5 +193,18 @@ type Snapshot struct {
 	// Texts are the files the objects were parsed from, by File, for the
 	// files whose lines are their own (not text a renderer generated): an
 	// error about a field can point at the field's line (source.LocateFields).
-	Texts map[string][]byte `json:"-"`
+	Texts Texts `json:"-"`
 }
+
+// Texts gives the files a snapshot's objects were parsed from: nil for a
+// file it does not know. A source may read them again when asked rather
+// than hold them (a Git source reads its blobs back from the cache).
+type Texts interface {
+	Text(file string) []byte
+}
+
+// TextMap is Texts held in memory, by file.
+type TextMap map[string][]byte
+
+// Text returns the file's content, nil when m does not hold it.
+func (m TextMap) Text(file string) []byte { return m[file] }

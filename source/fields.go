@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 // LocateFields moves each error about a field of an object from the object's
@@ -18,15 +19,22 @@ import (
 // for a missing field), reading the object's file from texts (see
 // manifest.Snapshot.Texts). Errors of files not in texts, without a field,
 // or already on another line than an object's first stay as they are.
-func LocateFields(errs diag.List, texts map[string][]byte) {
+func LocateFields(errs diag.List, texts manifest.Texts) {
+	if texts == nil {
+		return
+	}
 	byFile := map[string][]*diag.Error{}
 	for _, e := range errs {
-		if e.Field != "" && e.Line > 0 && texts[e.File] != nil {
+		if e.Field != "" && e.Line > 0 {
 			byFile[e.File] = append(byFile[e.File], e)
 		}
 	}
 	for file, es := range byFile {
-		roots := objectRoots(texts[file])
+		text := texts.Text(file)
+		if text == nil {
+			continue
+		}
+		roots := objectRoots(text)
 		for _, e := range es {
 			if root := roots[e.Line]; root != nil {
 				if l := fieldLine(root, e.Field); l > 0 {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 func TestLocateFields(t *testing.T) {
@@ -50,14 +51,14 @@ spec:
 	}
 	for _, c := range cases {
 		e := &diag.Error{File: "f.yaml", Line: c.line, Field: c.field}
-		LocateFields(diag.List{e}, map[string][]byte{"f.yaml": text})
+		LocateFields(diag.List{e}, manifest.TextMap{"f.yaml": text})
 		if e.Line != c.want {
 			t.Errorf("%s at line %d: located at %d, want %d", c.field, c.line, e.Line, c.want)
 		}
 	}
 	// A file not in texts (generated text) keeps the object's line.
 	e := &diag.Error{File: "other.yaml", Line: 4, Field: "spec.owner"}
-	LocateFields(diag.List{e}, map[string][]byte{"f.yaml": text})
+	LocateFields(diag.List{e}, manifest.TextMap{"f.yaml": text})
 	if e.Line != 4 {
 		t.Errorf("other file: line %d", e.Line)
 	}

@@ -459,7 +459,11 @@ func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*manifest.Sna
 		if len(errs) > 0 {
 			return nil, &RevisionError{Revision: rev, Errors: errs.Sorted()}
 		}
-		return BuildWithLimits(ctx, rev, files, g.opts.Renderer, lim)
+		snap, err := BuildWithLimits(ctx, rev, files, g.opts.Renderer, lim)
+		if snap != nil {
+			snap.Texts = g.blobTexts(list)
+		}
+		return snap, err
 	}
 	results := make([]parseResult, len(list))
 	next := make(map[treeFile]parseResult, len(list))
@@ -513,7 +517,51 @@ func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*manifest.Sna
 	if e := totalNodesError(results, func(i int) string { return list[i].path }, lim); e != nil {
 		return nil, &RevisionError{Revision: rev, Errors: diag.List{e}}
 	}
-	return assemble(rev, results)
+	snap, err := assemble(rev, results)
+	if snap != nil {
+		snap.Texts = g.blobTexts(list)
+	}
+	return snap, err
+}
+
+// blobTexts are a snapshot's files read back from the cache when an error
+// needs a field's line (see manifest.Texts), rather than every file held
+// with the snapshot for as long as it is the last one: 40 MB at 100,000
+// resources.
+type blobTexts struct {
+	g     *Git
+	blobs map[string]plumbing.Hash
+}
+
+func (g *Git) blobTexts(list []treeFile) *blobTexts {
+	t := &blobTexts{g: g, blobs: make(map[string]plumbing.Hash, len(list))}
+	for _, tf := range list {
+		t.blobs[tf.path] = tf.hash
+	}
+	return t
+}
+
+// Text reads file's blob from the cache; nil when the snapshot has no such
+// file or the cache lost it (an error then keeps its object's line). It
+// must not be called while a Fetch of the same Git value runs on the
+// calling goroutine.
+func (t *blobTexts) Text(file string) []byte {
+	h, ok := t.blobs[file]
+	if !ok {
+		return nil
+	}
+	g := t.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.repo == nil {
+		return nil
+	}
+	lim := g.opts.Limits.WithDefaults()
+	data, derr, err := g.readBlob(treeFile{path: file, hash: h}, lim, lim.MaxTotalSize)
+	if err != nil || derr != nil {
+		return nil
+	}
+	return data
 }
 
 // treeFile is a manifest file in a commit: its path and blob.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/internal/gittest"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 const testPassword = "s3cret-Pa55"
@@ -458,6 +459,45 @@ func TestGitConcurrentFetchAndCancel(t *testing.T) {
 	for range 4 {
 		if err := <-errs; err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// A Git snapshot does not hold its files: an error's field line is found by
+// reading the blob back from the cache, with a renderer or without.
+func TestGitSnapshotReadsTextsBack(t *testing.T) {
+	srv := gittest.NewServer(t)
+	repo := srv.CreateRepo("platform")
+	repo.Commit(map[string]string{"infra/rg.yaml": rgYAML}, nil, "first")
+	for _, r := range []Renderer{nil, &recorder{}} {
+		g, err := NewGit(GitOptions{URL: repo.URL(), CABundle: srv.CABundle(), CacheDir: t.TempDir(), Path: "infra",
+			Renderer: r, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := g.Fetch(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, held := snap.Texts.(manifest.TextMap); held || snap.Texts == nil {
+			t.Fatalf("renderer %v: texts %T, want read back from the cache", r != nil, snap.Texts)
+		}
+		if got := string(snap.Texts.Text("infra/rg.yaml")); got != rgYAML {
+			t.Errorf("renderer %v: text %q, want the file", r != nil, got)
+		}
+		if got := snap.Texts.Text("infra/other.yaml"); got != nil {
+			t.Errorf("renderer %v: a file not in the snapshot: %q", r != nil, got)
+		}
+		e := &diag.Error{File: "infra/rg.yaml", Line: snap.Objects[0].Line, Field: "spec.location"}
+		LocateFields(diag.List{e}, snap.Texts)
+		if want := strings.Count(rgYAML[:strings.Index(rgYAML, "location:")], "\n") + 1; e.Line != want {
+			t.Errorf("renderer %v: field located at line %d, want %d", r != nil, e.Line, want)
+		}
+		if err := g.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := snap.Texts.Text("infra/rg.yaml"); got != nil {
+			t.Errorf("renderer %v: text of a closed cache: %q", r != nil, got)
 		}
 	}
 }

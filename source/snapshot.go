@@ -74,7 +74,7 @@ type RevisionError struct {
 	Reported []string
 	// Texts are the files Parsed came from (see manifest.Snapshot.Texts),
 	// for LocateFields.
-	Texts map[string][]byte
+	Texts manifest.Texts
 }
 
 // PartialRenderError is a Renderer's answer when some documents have input
@@ -162,7 +162,7 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 	var partial *PartialRenderError
 	// The files as the user wrote them: objects (kustomize and Flux output
 	// too, through their origin) carry lines of these.
-	texts := make(map[string][]byte, len(files))
+	texts := make(manifest.TextMap, len(files))
 	for _, f := range files {
 		if !f.Generated {
 			texts[f.Path] = f.Data
