@@ -425,6 +425,9 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if opts.DryRun {
 		return nil // nothing records the plan: it is not encoded
 	}
+	// What the refresh read is kept for a saved plan (a dry run) only: an
+	// apply does not hold it (an entry per resource) while it runs.
+	rep.observed = nil
 	planJSON, err := encodePlan(p) // compressed; state.Plan decompresses
 	if err != nil {
 		return err

@@ -114,7 +114,10 @@ func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.I
 		in.Observed[id] = b
 	}
 	suspects := rest
-	if len(in.Observed) > 0 {
+	// Only a Resource Graph row can be stale: a resource read otherwise
+	// (listed, or known absent) is not a suspect, and with no rows there
+	// is no plan to make twice (a first apply of 100,000 resources).
+	if len(rows) > 0 {
 		p, err := g.Plan(in)
 		if err != nil {
 			return nil, err
