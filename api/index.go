@@ -20,9 +20,9 @@ import (
 // deleted; a run record or an operation does not count), from
 // state.WalkResources: a record whose digest did not change keeps its
 // entry, so a run that writes ten resources decodes ten. An entry's item
-// (the resource as GET /api/v1/resources shows it) is encoded when a page
-// first shows it and kept with the entry until the record changes; a
-// longer list is encoded as it is written and not kept. Encoding every
+// (the resource as GET /api/v1/resources shows it) is encoded when an
+// answer first shows it and kept with the entry until the record changes
+// (a long list is encoded a chunk at a time as it is written). Encoding every
 // resource on every rebuild held 90 MB at 100,000 resources for answers
 // nobody asked for (a summary polled during a run). The graph, the summary
 // and the kept pages are derived from it and keyed by its version, which
@@ -138,9 +138,9 @@ const encodeChunk = 512
 
 // encodeItems returns the encoded items of es, in order: kept encodings as
 // they are, the others read from db and encoded (nil for a resource deleted
-// since the snapshot). keep keeps the new encodings in their entries when
-// the record is still the one the entry was built from.
-func encodeItems(db *state.DB, es []*entry, keep bool) ([][]byte, error) {
+// since the snapshot), and kept in their entries when the record is still
+// the one the entry was built from.
+func encodeItems(db *state.DB, es []*entry) ([][]byte, error) {
 	out := make([][]byte, len(es))
 	var keys []string
 	var at []int
@@ -168,7 +168,7 @@ func encodeItems(db *state.DB, es []*entry, keep bool) ([][]byte, error) {
 		}
 		e := es[at[j]]
 		out[at[j]] = b
-		if keep && digest == e.digest {
+		if digest == e.digest {
 			e.item.Store(&b)
 		}
 		return nil
