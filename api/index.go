@@ -88,6 +88,7 @@ func rebuild(db *state.DB, prev *snapshot, at uint64, versions *atomic.Uint64) (
 		old = prev.entries
 	}
 	entries := make([]*entry, 0, len(old))
+	var fresh []int // entries made by this walk
 	changed := false
 	j := 0
 	_, err := db.WalkResources(func(k []byte, digest uint64, decode func() (record.Resource, error)) error {
@@ -105,7 +106,12 @@ func rebuild(db *state.DB, prev *snapshot, at uint64, versions *atomic.Uint64) (
 		if err != nil {
 			return err
 		}
-		entries = append(entries, newEntry(string(k), digest, r))
+		key := string(k)
+		if j < len(old) && old[j].key == key {
+			key = old[j].key // changed: the new entry keeps the old key's string
+		}
+		fresh = append(fresh, len(entries))
+		entries = append(entries, newEntry(key, digest, r))
 		return nil
 	})
 	if err != nil {
@@ -113,6 +119,15 @@ func rebuild(db *state.DB, prev *snapshot, at uint64, versions *atomic.Uint64) (
 	}
 	if j < len(old) {
 		changed = true
+	}
+	// A dependency is another entry's key: share its string rather than
+	// keep the decoded copy (a string per edge).
+	for _, i := range fresh {
+		for d, dep := range entries[i].dependsOn {
+			if at, ok := slices.BinarySearchFunc(entries, dep, func(e *entry, k string) int { return strings.Compare(e.key, k) }); ok {
+				entries[i].dependsOn[d] = entries[at].key
+			}
+		}
 	}
 	s := &snapshot{at: at, entries: entries}
 	switch {
@@ -238,18 +253,21 @@ func (s *snapshot) nodes() []state.Node {
 func (s *snapshot) summary() Summary {
 	out := Summary{Total: len(s.entries), Ready: map[string]int{record.StatusTrue: 0, record.StatusFalse: 0, record.StatusUnknown: 0},
 		Namespaces: []string{}, Kinds: []string{}}
-	ns, kinds := map[string]bool{}, map[string]bool{}
+	// Counted without a string per entry: a summary polled every second
+	// during a run of 100,000 resources allocated 1.6 GB in 8 minutes.
+	type groupKind struct{ group, kind string }
+	ns, kinds := map[string]bool{}, map[groupKind]bool{}
 	for _, e := range s.entries {
 		out.Ready[e.ready]++
 		if e.kind != "" {
-			ns[e.ns], kinds[e.group+"/"+e.kind] = true, true
+			ns[e.ns], kinds[groupKind{e.group, e.kind}] = true, true
 		}
 	}
 	for n := range ns {
 		out.Namespaces = append(out.Namespaces, n)
 	}
 	for k := range kinds {
-		out.Kinds = append(out.Kinds, k)
+		out.Kinds = append(out.Kinds, k.group+"/"+k.kind)
 	}
 	sort.Strings(out.Namespaces)
 	sort.Strings(out.Kinds)
