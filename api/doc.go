@@ -76,9 +76,9 @@
 // The lists, the graph and the summary are served from an index of the
 // resources kept in memory and rebuilt when a resource is written
 // (decoding only the records that changed; index.go): a page is a binary
-// search; its items are encoded when an answer first shows them and kept
+// search; its items are encoded when a page first shows them and kept
 // until the record changes (a long list is encoded as it is written, a
-// chunk at a time). Pages of up to
+// chunk at a time, and not kept). Pages of up to
 // 1,000 resources, the graph and the summary are kept encoded (and
 // gzip-encoded) until the state changes; the plan is sent as the state
 // stores it, gzip-compressed (decompressed for clients without gzip); larger answers are streamed

@@ -20,9 +20,10 @@ import (
 // deleted; a run record or an operation does not count), from
 // state.WalkResources: a record whose digest did not change keeps its
 // entry, so a run that writes ten resources decodes ten. An entry's item
-// (the resource as GET /api/v1/resources shows it) is encoded when an
-// answer first shows it and kept with the entry until the record changes
-// (a long list is encoded a chunk at a time as it is written). Encoding every
+// (the resource as GET /api/v1/resources shows it) is encoded when a page
+// first shows it and kept with the entry until the record changes; a long
+// list is encoded a chunk at a time as it is written, and not kept.
+// Encoding every
 // resource on every rebuild held 90 MB at 100,000 resources for answers
 // nobody asked for (a summary polled during a run). The graph, the summary
 // and the kept pages are derived from it and keyed by its version, which
@@ -153,9 +154,11 @@ const encodeChunk = 512
 
 // encodeItems returns the encoded items of es, in order: kept encodings as
 // they are, the others read from db and encoded (nil for a resource deleted
-// since the snapshot), and kept in their entries when the record is still
-// the one the entry was built from.
-func encodeItems(db *state.DB, es []*entry) ([][]byte, error) {
+// since the snapshot). keep keeps the new encodings in their entries when
+// the record is still the one the entry was built from: a page's are kept,
+// a long list's are not (80 MB at 100,000 resources, for good, for a
+// client that asked once).
+func encodeItems(db *state.DB, es []*entry, keep bool) ([][]byte, error) {
 	out := make([][]byte, len(es))
 	var keys []string
 	var at []int
@@ -169,27 +172,41 @@ func encodeItems(db *state.DB, es []*entry) ([][]byte, error) {
 	if len(keys) == 0 {
 		return out, nil
 	}
-	err := db.ResourcesByKey(keys, func(j int, ok bool, digest uint64, decode func() (record.Resource, error)) error {
+	err := db.ResourcesByKey(keys, func(j int, ok bool, digest uint64, decode func(any) error) error {
 		if !ok {
 			return nil
 		}
-		r, err := decode()
-		if err != nil {
+		var r listedRecord
+		if err := decode(&r); err != nil {
 			return err
 		}
-		b, err := json.Marshal(view(r, false))
+		b, err := json.Marshal(view(r.Resource, false))
 		if err != nil {
 			return fmt.Errorf("encode resource %s: %w", keys[j], err)
 		}
 		e := es[at[j]]
 		out[at[j]] = b
-		if digest == e.digest {
+		if keep && digest == e.digest {
 			e.item.Store(&b)
 		}
 		return nil
 	})
 	return out, err
 }
+
+// listedRecord is a stored record as a list shows it (view without the
+// body): its applied body and dependencies, the largest fields, are
+// skipped rather than copied.
+type listedRecord struct {
+	record.Resource
+	AppliedBody skipJSON `json:"appliedBody,omitempty"`
+	DependsOn   skipJSON `json:"dependsOn,omitempty"`
+}
+
+// skipJSON decodes nothing.
+type skipJSON struct{}
+
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
 
 // pageQuery is a query of GET /api/v1/resources, normalised: the same
 // query always selects the same resources of a snapshot.

@@ -7,9 +7,10 @@ import (
 	"github.com/gitaso/gitaso/state"
 )
 
-// The index encodes an item only when an answer shows it, keeps it while
-// the record is the one the entry was built from, and encodes a record that
-// changed since (or leaves out one deleted since) without keeping it.
+// The index encodes an item only when an answer shows it, keeps it for a
+// page while the record is the one the entry was built from, and encodes a
+// record that changed since (or leaves out one deleted since) without
+// keeping it; a long list's items are not kept.
 func TestIndexEncodesItemsOnDemand(t *testing.T) {
 	db := openState(t)
 	put(t, db, func(w *state.Writer) error {
@@ -33,6 +34,16 @@ func TestIndexEncodesItemsOnDemand(t *testing.T) {
 			t.Fatalf("%s encoded by the rebuild", e.key)
 		}
 	}
+	// A long list: encoded, not kept.
+	enc, err := encodeItems(db, snap.entries, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range snap.entries {
+		if enc[i] == nil || e.item.Load() != nil {
+			t.Fatalf("%s: encoded %q, kept %v", e.key, enc[i], e.item.Load() != nil)
+		}
+	}
 	// After the snapshot: acct01 becomes not Ready, acct02 is deleted.
 	put(t, db, func(w *state.Writer) error {
 		if err := w.PutResource(acctRecord(1, "False")); err != nil {
@@ -40,7 +51,8 @@ func TestIndexEncodesItemsOnDemand(t *testing.T) {
 		}
 		return w.DeleteResource(acctRecord(2, "True").Key())
 	})
-	enc, err := encodeItems(db, snap.entries)
+	// A page: encoded and kept.
+	enc, err = encodeItems(db, snap.entries, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +84,7 @@ func TestIndexEncodesItemsOnDemand(t *testing.T) {
 	if len(snap2.entries) != 2 || snap2.entries[0] != snap.entries[0] {
 		t.Fatalf("rebuilt index: %d entries, unchanged entry kept %v", len(snap2.entries), snap2.entries[0] == snap.entries[0])
 	}
-	if _, err := encodeItems(db, snap2.entries); err != nil {
+	if _, err := encodeItems(db, snap2.entries, true); err != nil {
 		t.Fatal(err)
 	}
 	if snap2.entries[1].item.Load() == nil {

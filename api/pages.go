@@ -191,7 +191,7 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 	if paged && pq.limit <= maxCachedItems {
 		s.serveAnswer(w, r, &s.pages, snap.version, key, func() ([]byte, error) {
 			items, more := snap.page(pq)
-			enc, err := encodeItems(s.db, items)
+			enc, err := encodeItems(s.db, items, true)
 			if err != nil {
 				return nil, err
 			}
@@ -246,7 +246,7 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeItems writes {"items":[...]} with the encoded items enc, or else
-// those of the entries es (encoded encodeChunk at a time), and
+// those of the entries es (encoded encodeChunk at a time, not kept), and
 // the fields of tail (an encoded object whose braces are dropped). A
 // resource deleted since the index was built is left out.
 func (s *server) writeItems(w interface {
@@ -272,7 +272,7 @@ func (s *server) writeItems(w interface {
 	for len(es) > 0 {
 		chunk := es[:min(len(es), encodeChunk)]
 		es = es[len(chunk):]
-		enc, err := encodeItems(s.db, chunk)
+		enc, err := encodeItems(s.db, chunk, false)
 		if err != nil {
 			return err
 		}

@@ -78,19 +78,19 @@ func (db *DB) WalkResources(fn func(key []byte, digest uint64, decode func() (re
 
 // ResourcesByKey calls fn for each of keys, in order, in one read
 // transaction: with the stored record's digest (as WalkResources gives it)
-// and a decode valid only while fn runs, or with ok false when no resource
-// is stored under the key.
-func (db *DB) ResourcesByKey(keys []string, fn func(i int, ok bool, digest uint64, decode func() (record.Resource, error)) error) error {
+// and a decode of it into a value of the caller's type (a record.Resource,
+// or a struct with the fields it needs), valid only while fn runs; or with
+// ok false when no resource is stored under the key.
+func (db *DB) ResourcesByKey(keys []string, fn func(i int, ok bool, digest uint64, decode func(into any) error) error) error {
 	err := db.view(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketResources)
 		var key string
 		var v []byte
-		decode := func() (record.Resource, error) {
-			var r record.Resource
-			if err := json.Unmarshal(v, &r); err != nil {
-				return r, fmt.Errorf("decode resource %s: %w", key, err)
+		decode := func(into any) error {
+			if err := json.Unmarshal(v, into); err != nil {
+				return fmt.Errorf("decode resource %s: %w", key, err)
 			}
-			return r, nil
+			return nil
 		}
 		for i, k := range keys {
 			key, v = k, b.Get([]byte(k))
