@@ -388,7 +388,11 @@ func (s *server) graph(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveAnswer(w, r, &s.graphs, snap.version, "", func() ([]byte, error) {
-		return encodeLine(buildGraph(snap.nodes()))
+		nodes, err := snap.nodes(s.db)
+		if err != nil {
+			return nil, err
+		}
+		return encodeLine(buildGraph(nodes))
 	})
 }
 

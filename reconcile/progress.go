@@ -205,11 +205,11 @@ func (rec *recorder) write(w *state.Writer) error {
 		}
 	}
 	// Recorded: the bodies are in the state file now. The run's result
-	// keeps each resource's outcome and condition, not the body sent, ARM's
-	// answer or the values exported (about 1 KB a resource, held to the end
-	// of the run before: 100 MB at 100,000).
+	// keeps each resource's outcome and condition, not the body sent, its
+	// hash, ARM's answer or the values exported (about 1 KB a resource, held
+	// to the end of the run before: 100 MB at 100,000).
 	for _, rr := range batch {
-		rr.Body, rr.Response, rr.Outputs, rr.Secrets = nil, nil, nil, nil
+		rr.Body, rr.Response, rr.Outputs, rr.Secrets, rr.Hash = nil, nil, nil, nil, ""
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -21,7 +22,10 @@ import (
 type readyIndex struct {
 	mu     sync.Mutex
 	seeded bool
-	keys   map[string]readyEntry
+	// keys are hashes of the resource keys (readyKey): an index of 100,000
+	// resources held 10 MB of key strings. Two keys of one hash (odds about
+	// 3e-10 at 100,000) would share an entry and count as one.
+	keys   map[uint64]readyEntry
 	counts map[string]int
 }
 
@@ -43,7 +47,8 @@ func (ix *readyIndex) set(key, status string, txid int) {
 	if !ix.seeded {
 		return // the first scan, still to come, reads the committed record
 	}
-	old, ok := ix.keys[key]
+	h := readyKey(key)
+	old, ok := ix.keys[h]
 	if ok && old.txid >= txid {
 		return
 	}
@@ -53,12 +58,14 @@ func (ix *readyIndex) set(key, status string, txid int) {
 	if status != "" {
 		ix.counts[status]++
 	}
-	ix.keys[key] = readyEntry{status: status, txid: txid}
+	ix.keys[h] = readyEntry{status: status, txid: txid}
 }
+
+func readyKey(key string) uint64 { return maphash.String(digestSeed, key) }
 
 // seed scans the stored resources once; ix.mu is held.
 func (ix *readyIndex) seed(db *DB) error {
-	keys := map[string]readyEntry{}
+	keys := map[uint64]readyEntry{}
 	counts := map[string]int{}
 	err := db.view(func(tx *bolt.Tx) error {
 		txid := tx.ID()
@@ -72,7 +79,7 @@ func (ix *readyIndex) seed(db *DB) error {
 				return fmt.Errorf("decode resource %s: %w", k, err)
 			}
 			st := record.Resource{Ready: record.Condition{Status: r.Ready.Status}}.ReadyStatus()
-			keys[string(k)] = readyEntry{status: st, txid: txid}
+			keys[maphash.Bytes(digestSeed, k)] = readyEntry{status: st, txid: txid}
 			counts[st]++
 			return nil
 		})

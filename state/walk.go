@@ -101,6 +101,14 @@ func (db *DB) ResourcesByKey(keys []string, fn func(i int, ok bool, digest uint6
 			if err := fn(i, v != nil, digest, decode); err != nil {
 				return err
 			}
+			if (i+1)%decodeChunk == 0 {
+				if err := db.releasePages(tx); err != nil {
+					return err
+				}
+			}
+		}
+		if len(keys) >= decodeChunk {
+			return db.releasePages(tx) // as WalkResources: not the whole file resident
 		}
 		return nil
 	})
