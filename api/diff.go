@@ -83,7 +83,7 @@ func leaves(doc json.RawMessage, out map[string]json.RawMessage) error {
 		case map[string]any:
 			if len(x) > 0 {
 				for k, c := range x {
-					if err := walk(p+"/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k), c); err != nil {
+					if err := walk(p+"/"+pointerEscaper.Replace(k), c); err != nil {
 						return err
 					}
 				}
@@ -108,3 +108,6 @@ func leaves(doc json.RawMessage, out map[string]json.RawMessage) error {
 	}
 	return walk("", v)
 }
+
+// pointerEscaper escapes a JSON pointer's token (RFC 6901), built once.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
