@@ -245,6 +245,10 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// releaseEvery is how many records a long list reads between two drops of
+// the state file's pages from the resident set.
+const releaseEvery = 8 * encodeChunk
+
 // writeItems writes {"items":[...]} with the encoded items enc, or else
 // those of the entries es (encoded encodeChunk at a time, not kept), and
 // the fields of tail (an encoded object whose braces are dropped). A
@@ -269,6 +273,7 @@ func (s *server) writeItems(w interface {
 		}
 	}
 	write(enc)
+	read := 0
 	for len(es) > 0 {
 		chunk := es[:min(len(es), encodeChunk)]
 		es = es[len(chunk):]
@@ -277,6 +282,13 @@ func (s *server) writeItems(w interface {
 			return err
 		}
 		write(enc)
+		// The state file's pages this list reads do not stay resident
+		// (state.ReleasePages): the whole file at 100,000 resources.
+		if read += len(chunk); read%releaseEvery == 0 || len(es) == 0 && read >= releaseEvery {
+			if err := s.db.ReleasePages(); err != nil {
+				s.log.Debug("releasing the state file's pages", "error", err)
+			}
+		}
 	}
 	_ = w.WriteByte(']')
 	if len(tail) > 2 {
