@@ -12,20 +12,7 @@ import (
 // record that changed since (or leaves out one deleted since) without
 // keeping it; a long list's items are not kept.
 func TestIndexEncodesItemsOnDemand(t *testing.T) {
-	db := openState(t)
-	put(t, db, func(w *state.Writer) error {
-		for i := range 3 {
-			if err := w.PutResource(acctRecord(i, "True")); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	var ix resourceIndex
-	snap, err := ix.current(db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, ix, snap := indexOfAccounts(t, 3)
 	if n := snap.summary().Total; n != 3 {
 		t.Fatalf("summary total %d, want 3", n)
 	}

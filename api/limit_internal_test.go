@@ -134,23 +134,30 @@ func TestBoundedReadsShedWithRetryAfter(t *testing.T) {
 	}
 }
 
-// The index re-encodes only the resources that changed; a commit that
-// writes no resource keeps its version (and so every derived answer).
-func TestIndexRebuildsOnlyWhatChanged(t *testing.T) {
+// indexOfAccounts stores n storage accounts, Ready, and indexes them.
+func indexOfAccounts(t *testing.T, n int) (*state.DB, *resourceIndex, *snapshot) {
+	t.Helper()
 	db := openState(t)
 	put(t, db, func(w *state.Writer) error {
-		for i := range 3 {
+		for i := range n {
 			if err := w.PutResource(acctRecord(i, "True")); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	var ix resourceIndex
-	s1, err := ix.current(db)
+	ix := &resourceIndex{}
+	s, err := ix.current(db)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, ix, s
+}
+
+// The index decodes again only the resources that changed; a commit that
+// writes no resource keeps its version (and so every derived answer).
+func TestIndexRebuildsOnlyWhatChanged(t *testing.T) {
+	db, ix, s1 := indexOfAccounts(t, 3)
 	if len(s1.entries) != 3 {
 		t.Fatalf("%d entries, want 3", len(s1.entries))
 	}
