@@ -17,8 +17,8 @@ func TestARMIndexFoldsCase(t *testing.T) {
 		"/SUBSCRIPTIONS/s/RESOURCEGROUPS/rg": rg,
 		"/subscriptions/s/resourcegroups/rg": rg,
 		"/subscriptions/s/resourcegroups/rg/providers/microsoft.storage/storageaccounts/üNÏCODE": acct,
-		"/subscriptions/s/resourcegroups/rg2": nil,
-		"/subscriptions/s/resourcegroups/r":   nil,
+		"/subscriptions/s/resourcegroups/rg2":                                                    nil,
+		"/subscriptions/s/resourcegroups/r":                                                      nil,
 	} {
 		if got := x.get(id); got != want {
 			t.Errorf("get(%q) = %v, want %v", id, got, want)
