@@ -10,7 +10,7 @@ import (
 // GOGC is not set: the heap grows to 1.25× its live data before a
 // collection instead of Go's default 2×, and the runtime keeps about 10%
 // more than that. A daemon's live heap is its resources (about 5 KB each
-// during a run: 55 MB at 10,000, 500 MB at 100,000) and its work is
+// during a run: 500 MB at 100,000) and its work is
 // waiting on ARM: at 100,000 resources the collector used 0.9% of the CPU
 // at GOGC=50 (67 collections, 2.5 CPU-seconds in the first 143 s), so
 // trading a few more collections for a heap a sixth smaller is cheap
