@@ -106,10 +106,24 @@ func (r *Reconciler) hold(ctx context.Context, g *planner.Graph, p *planner.Plan
 	}
 	sort.Strings(parents)
 	sort.Strings(h.Unmanaged)
-	h.Message += fmt.Sprintf("deleting %s would also delete %d resources gitaso does not manage (ARM deletes a parent's contents with it): "+
-		"delete or move them first, annotate the parent %s: \"true\", or approve",
+	h.Message += fmt.Sprintf("deleting %s would also delete %d resources gitaso does not manage (ARM deletes a parent's contents with it, "+
+		"role assignments at or below it included): delete or move them first, annotate the parent %s: \"true\", or approve",
 		strings.Join(parents, ", "), len(h.Unmanaged), planner.AnnotationDeleteUnmanaged)
+	if n := countLocks(h.Unmanaged); n > 0 {
+		h.Message += fmt.Sprintf("; %d of them are management locks, under which ARM refuses the deletion (ScopeLocked) until they are removed", n)
+	}
 	return h
+}
+
+// countLocks counts the management locks among ARM IDs.
+func countLocks(ids []string) int {
+	n := 0
+	for _, id := range ids {
+		if strings.Contains(strings.ToLower(id), "/providers/microsoft.authorization/locks/") {
+			n++
+		}
+	}
+	return n
 }
 
 // recordHeld records a held revision: its plan (with the hold), a run with
