@@ -456,6 +456,10 @@ func (r *Reconciler) prior(ctx context.Context, g *planner.Graph, opts Options) 
 	if err != nil {
 		return nil, nil, err
 	}
+	// Role assignments keep the ARM name their state holds (a move to
+	// another namespace included): before operations left in flight are
+	// matched and Azure is read, by ARM ID.
+	g.KeepNames(prior, outputs)
 	if !opts.DryRun && r.clients != nil && r.db != nil {
 		if prior, outputs, err = r.resumeOperations(ctx, g, prior, outputs); err != nil {
 			return nil, nil, fmt.Errorf("resume operations: %w", err)
@@ -467,9 +471,6 @@ func (r *Reconciler) prior(ctx context.Context, g *planner.Graph, opts Options) 
 // plan plans the graph, refreshing from Azure what is due when asked.
 func (r *Reconciler) plan(ctx context.Context, g *planner.Graph, in planner.Input, opts Options) (*planner.Plan, error) {
 	r.observed = nil
-	// Role assignments keep the ARM name their state holds (a move to
-	// another namespace included): before Azure is read by ARM ID.
-	g.KeepNames(in.Prior, in.Outputs)
 	if opts.Refresh && r.clients != nil {
 		return r.refresh(ctx, g, in, opts.All, opts.DryRun)
 	}
