@@ -123,6 +123,10 @@ type ErrorBody struct {
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Held and Current name the held revision an approval asked for and
+	// the newer revision that superseded it (code superseded only).
+	Held    string `json:"held,omitempty"`
+	Current string `json:"current,omitempty"`
 }
 
 // Error codes.
@@ -145,6 +149,9 @@ const (
 	// CodeConflict: the request cannot apply to the current state (e.g. no
 	// held deletions of that revision).
 	CodeConflict = "conflict"
+	// CodeSuperseded: POST /api/v1/approve of a held revision that a newer
+	// revision superseded (409, with held and current in the error).
+	CodeSuperseded = "superseded"
 	// CodeTooManyRequests: more reads at once than the API serves (429,
 	// with Retry-After); see Options.MaxInFlight.
 	CodeTooManyRequests = "too_many_requests"

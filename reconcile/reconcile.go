@@ -164,6 +164,9 @@ type Report struct {
 	Then *Report
 
 	observed planner.Observed // what the plan read from Azure
+	// lastGood says the run refreshes the last good revision after a
+	// refused one: it is not the newest revision the source has.
+	lastGood bool
 }
 
 // ErrRefused is returned (wrapped, with the input errors) when a revision is
@@ -368,19 +371,34 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 						return err
 					}
 				}
-				return w.PutRun(&rep.Run)
+				if err := w.PutRun(&rep.Run); err != nil {
+					return err
+				}
+				if rep.Run.Outcome != record.OutcomeRefused {
+					return nil
+				}
+				// The refusal stands until a later revision renders: the
+				// refresh of the last good revision below does not end it.
+				return w.SetRefused(&rep.Run)
 			}); werr != nil {
 				r.log.ErrorContext(ctx, "record refused run", "error", werr)
 			}
 		}
+		if rep.Run.Outcome == record.OutcomeRefused && !opts.DryRun {
+			r.readyWithApplied()
+		}
 		if rep.Run.Outcome == record.OutcomeRefused && r.lastGood != nil && opts.Refresh && !opts.DryRun {
 			// Keep the last good revision in force: refresh it.
 			r.log.WarnContext(ctx, "revision refused; refreshing the last good revision", "revision", rep.Run.Revision, "lastGood", r.lastGood.Revision)
-			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}}, opts))
+			again := &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}, lastGood: true}
+			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, again, opts))
 		}
 		return rep, err
 	}
 	rep.Graph = g
+	if !opts.DryRun {
+		r.clearRefused(ctx, snap.Revision)
+	}
 	if snap.Revision != r.reportedIgnored {
 		// Reported once per revision, not on every refresh of it.
 		r.reportedIgnored = snap.Revision
@@ -389,6 +407,28 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	return rep, r.applyGraph(ctx, g, rep, opts)
+}
+
+// clearRefused ends the standing refusal (state.DB.Refused) once a
+// revision renders: rev supersedes the refused one.
+func (r *Reconciler) clearRefused(ctx context.Context, rev string) {
+	if r.db == nil {
+		return
+	}
+	run, ok, err := r.db.Refused()
+	if err == nil && !ok {
+		return
+	}
+	if err == nil {
+		err = r.db.Update(func(w *state.Writer) error { return w.ClearRefused() })
+	}
+	if err != nil {
+		r.log.ErrorContext(ctx, "clear the refused revision", "revision", rev, "error", err)
+		return
+	}
+	if run.Revision != rev {
+		r.log.InfoContext(ctx, "refused revision superseded: a later revision renders", "refused", run.Revision, "revision", rev)
+	}
 }
 
 // applyGraph runs the steps of a reconcile for a built graph:
@@ -435,7 +475,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if p.Held != nil {
 		return r.recordHeld(ctx, g, p, planJSON, rep)
 	}
-	if err := r.recordPlan(g, planJSON); err != nil {
+	if err := r.recordPlan(g, planJSON, !rep.lastGood); err != nil {
 		return err
 	}
 	if r.clients == nil {
@@ -473,14 +513,17 @@ func (r *Reconciler) plan(ctx context.Context, g *planner.Graph, in planner.Inpu
 	return g.Plan(in)
 }
 
-// recordPlan records the revision and its plan before anything is sent.
-func (r *Reconciler) recordPlan(g *planner.Graph, planJSON []byte) error {
+// recordPlan records the revision (when it is the newest the source has:
+// latest) and its plan before anything is sent.
+func (r *Reconciler) recordPlan(g *planner.Graph, planJSON []byte, latest bool) error {
 	if r.db == nil {
 		return nil
 	}
 	if err := r.db.Update(func(w *state.Writer) error {
-		if err := w.SetLatestRevision(g.Revision); err != nil {
-			return err
+		if latest {
+			if err := w.SetLatestRevision(g.Revision); err != nil {
+				return err
+			}
 		}
 		return w.SetPlan(planJSON)
 	}); err != nil {

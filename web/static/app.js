@@ -782,7 +782,10 @@
   async function loadRuns() {
     const text = await api('api/v1/runs?limit=' + RUNS_LIMIT);
     cache.runsText = text;
-    cache.runs = JSON.parse(text).items || [];
+    const doc = JSON.parse(text);
+    cache.runs = doc.items || [];
+    cache.applied = doc.applied || '';
+    cache.refused = doc.refused || null;
     renderRuns();
   }
 
@@ -869,11 +872,13 @@
 
   // ---- refused revision banner ------------------------------------------
 
-  // renderRefused shows the banner when the newest finished run refused its
-  // revision: which revision, its errors, and the revision that stays applied.
-  function renderRefused(finished, applied) {
+  // renderRefused shows the banner while the newest revision is refused
+  // (standing: the API's refused run, or else the newest finished run when
+  // it refused): which revision, its errors, and the revision that stays
+  // applied.
+  function renderRefused(finished, applied, standing) {
     const box = $('refused');
-    const refused = finished && finished.outcome === 'refused' ? finished : null;
+    const refused = standing || (finished && finished.outcome === 'refused' ? finished : null);
     const sig = refused ? JSON.stringify([refused.id, refused.revision, refused.error, applied]) : '';
     if (sig === cache.refusedText) return;
     cache.refusedText = sig;
@@ -980,12 +985,17 @@
   async function loadLastRuns() {
     let runs = route.view === 'runs' && cache.runs ? cache.runs : null;
     let applied = cache.applied || '';
+    let refused = cache.refused || null;
     if (!runs) {
       const doc = JSON.parse(await api('api/v1/runs?limit=2'));
       runs = doc.items || [];
       applied = cache.applied = doc.applied || '';
+      refused = cache.refused = doc.refused || null;
     }
-    return { newest: runs[0], finished: runs.find((r) => r.outcome), applied };
+    // refused is the standing refusal: the run that refused the newest
+    // revision, which the refreshes of the applied revision after it do
+    // not end.
+    return { newest: runs[0], finished: runs.find((r) => r.outcome), applied, refused };
   }
 
   // ---- dependency graph ----------------------------------------------------
@@ -1404,7 +1414,7 @@
     const runs = await loadLastRuns();
     const last = runs.newest;
     renderHeld(runs.finished, runs.newest);
-    renderRefused(runs.finished, runs.applied);
+    renderRefused(runs.finished, runs.applied, runs.refused);
     lastOK = new Date();
     const r = $('refreshed');
     r.replaceChildren('Updated ' + lastOK.toLocaleTimeString());
