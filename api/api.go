@@ -97,6 +97,10 @@ type Resource struct {
 	Revision   string           `json:"revision,omitempty"`
 	UpdatedAt  time.Time        `json:"updatedAt"`
 	Ready      record.Condition `json:"ready"`
+	// OtherWriter: the newest Activity Log read of the resource showed
+	// writes with gitaso's own principal that this gitaso did not make
+	// (another gitaso with its own state, or its credential used elsewhere).
+	OtherWriter *record.OtherWriter `json:"otherWriter,omitempty"`
 	// Outputs are the non-secret exported values, "configmap/key" → value.
 	Outputs map[string]string `json:"outputs"`
 	// SecretOutputs names the exported secret values, "secret/key"; values
@@ -304,7 +308,7 @@ func view(r record.Resource, withBody bool) Resource {
 		Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
 		ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: r.Policy,
 		Generation: r.Generation, Revision: r.Revision, UpdatedAt: r.UpdatedAt, Ready: r.Ready,
-		Outputs: r.Outputs, SecretOutputs: slices.Clone(r.SecretOutputs),
+		Outputs: r.Outputs, SecretOutputs: slices.Clone(r.SecretOutputs), OtherWriter: r.OtherWriter,
 	}
 	if out.Ready.Type == "" {
 		out.Ready = record.Condition{Type: record.ConditionReady, Status: record.StatusUnknown}

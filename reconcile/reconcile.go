@@ -113,6 +113,9 @@ type Reconciler struct {
 	// roles caches Azure's built-in roles (lower-cased name → GUID).
 	roles    map[string]string
 	lastGood *planner.Graph
+	// started is when the reconciler was made: the Activity Log's writes
+	// before it are not judged for another writer (activity.go).
+	started time.Time
 	trigger  chan bool
 	ready    atomic.Bool
 	lastErr  atomic.Value // string
@@ -129,7 +132,8 @@ func New(src source.Source, db *state.DB, clients *azure.Clients, cfg Config, lo
 	if cfg.ReadParallelism <= 0 {
 		cfg.ReadParallelism = 16
 	}
-	return &Reconciler{src: src, db: db, clients: clients, cfg: cfg, log: log, trigger: make(chan bool, 1), lastRead: map[string]time.Time{}}
+	return &Reconciler{src: src, db: db, clients: clients, cfg: cfg, log: log, trigger: make(chan bool, 1), lastRead: map[string]time.Time{},
+		started: time.Now()}
 }
 
 // Options for one run.
@@ -447,6 +451,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if err != nil {
 		return err
 	}
+	r.observeOtherWriters(prior) // state's marks, from the first run on (activity.go)
 	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs}, opts)
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
