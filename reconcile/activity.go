@@ -372,7 +372,6 @@ func (r *Reconciler) recordOtherWriters(ctx context.Context, others map[string]*
 	r.observeOtherWriters(prior)
 }
 
-
 // principalOf returns the caller names of cli's principal, asked once per
 // client (none when they cannot be known: every event is then read).
 func (r *Reconciler) principalOf(ctx context.Context, cli *azure.Client) []string {

@@ -113,12 +113,13 @@ type Reconciler struct {
 	// roles caches Azure's built-in roles (lower-cased name → GUID).
 	roles    map[string]string
 	lastGood *planner.Graph
-	// started is when the reconciler was made: the Activity Log's writes
-	// before it are not judged for another writer (activity.go).
-	started time.Time
 	trigger  chan bool
 	ready    atomic.Bool
 	lastErr  atomic.Value // string
+
+	// started is when the reconciler was made: the Activity Log's writes
+	// before it are not judged for another writer (activity.go).
+	started time.Time
 }
 
 // New returns a reconciler. clients may be nil for offline planning.
