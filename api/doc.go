@@ -25,7 +25,9 @@
 //	     ?limit=500&continue=<token>                    one page: {"items":[...],"continue":"<token>"}; see Pages
 //	GET  /api/v1/resources/{namespace}/{kind}/{name}    Resource (with appliedBody, dependsOn, runs, lastChange);
 //	GET  /api/v1/resources/{namespace}/{group}/{kind}/{name}   404 not_found; 409 ambiguous_kind when a bare
-//	                                                    Kind matches several groups (e.g. FlexibleServer)
+//	                                                    Kind matches several groups (e.g. FlexibleServer); a Resource
+//	                                                    has otherWriter {caller,operation,at,writes,seenAt} while the
+//	                                                    Activity Log shows writes with gitaso's principal it did not make
 //	GET  /api/v1/runs?limit=N&continue=<token>          {"items":[Run...],"applied","refused","continue"} newest first;
 //	                                                    default 50, 1..10000; refused: the run that refused the newest
 //	                                                    revision, while no later revision rendered (the refreshes of the

@@ -539,6 +539,7 @@
     const readyCell = el('td', { class: 'ready' }, readyBadge(c));
     if (c.reason) readyCell.append(' ', el('span', { class: 'reason', text: c.reason }));
     if (c.message) readyCell.append(el('div', { class: 'message', text: c.message }));
+    if (r.otherWriter) readyCell.append(el('div', { class: 'other-writer', text: 'Another writer uses gitaso\'s principal' }));
     return el('tr', { class: 'row-' + st.toLowerCase(), 'data-key': r.namespace + '/' + r.group + '/' + r.kind + '/' + r.name },
       el('td', { text: r.namespace }),
       el('td', { title: r.group + '/' + r.version }, r.kind, el('div', { class: 'group', text: r.group })),
@@ -547,6 +548,21 @@
       el('td', { class: 'armid' }, r.armId ? el('code', { text: r.armId }) : el('span', { class: 'muted', text: '—' })),
       el('td', { class: 'rev', title: r.revision || '' }, el('code', { text: shortRev(r.revision) })),
       el('td', { class: 'time' }, timeEl(r.updatedAt)));
+  }
+
+  // otherWriterSection says that the Activity Log showed writes to the
+  // resource with gitaso's own principal that this gitaso did not make.
+  function otherWriterSection(o) {
+    return el('section', { class: 'card other-writer-card', id: 'other-writer', 'aria-labelledby': 'h-other-writer' },
+      el('h3', { id: 'h-other-writer', text: 'Another writer uses gitaso\'s principal' }),
+      el('p', null, 'The Activity Log shows ' + (o.writes === 1 ? 'a write' : o.writes + ' writes') + ' to this resource by ',
+        el('code', { text: o.caller || '' }), ', gitaso\'s own principal, that this gitaso did not make: another gitaso with its own state file, ' +
+        'or gitaso\'s credential used elsewhere. gitaso corrects the change as drift; the other writer may undo it again.'),
+      dl([
+        ['Operation', o.operation ? el('code', { text: o.operation }) : ''],
+        ['Newest write', validTime(o.at) ? timeEl(o.at) : ''],
+        ['Seen', validTime(o.seenAt) ? timeEl(o.seenAt) : ''],
+      ]));
   }
 
   async function loadDetail() {
@@ -599,6 +615,7 @@
         ['Last transition', validTime(c.lastTransitionTime) ? timeEl(c.lastTransitionTime) : ''],
       ]));
     body.push(cond);
+    if (r.otherWriter) body.push(otherWriterSection(r.otherWriter));
     const lastErr = (r.runs || []).find((x) => x.error);
     if (lastErr && !(readyStatus(c) === 'False' && c.message === lastErr.error)) {
       cond.append(el('p', { class: 'lasterror' }, 'Last error, in run ', el('a', { href: '#run/' + lastErr.run, text: '#' + lastErr.run }), ': ',
