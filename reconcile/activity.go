@@ -38,7 +38,8 @@ import (
 //
 // A write to a managed resource that succeeded with the credential's own
 // principal, after this process started, outside every write this gitaso
-// attempted of it, was made by another writer using gitaso's identity:
+// attempted of it (give or take ActivityLogSkew), was made by another
+// writer using gitaso's identity:
 // another gitaso with its own state file (two daemons fighting over the
 // same resources, each correcting the other's "drift"), or the credential
 // used by hand. That is not routine drift: it is logged as a warning,
@@ -238,7 +239,7 @@ func (r *Reconciler) byActivity(ctx context.Context, cf *clientsFor, due []*plan
 			if a.isOwn(ownKey(ev.ResourceID), ev, mine) {
 				continue
 			}
-			if a.byOtherWriter(ownKey(ev.ResourceID), ev, mine, r.started) {
+			if a.byOtherWriter(ownKey(ev.ResourceID), ev, mine, r.started, max(0, r.cfg.ActivityLogSkew)) {
 				o := other[id]
 				if o == nil {
 					o = &record.OtherWriter{Caller: ev.Caller, SeenAt: now}
@@ -314,15 +315,16 @@ func (a *activityState) isOwn(id uint64, ev azure.ActivityEvent, mine []string) 
 
 // byOtherWriter reports whether ev is a write that succeeded with gitaso's
 // own principal (mine), after this process started, outside every write
-// this gitaso attempted of that resource: another writer used gitaso's
-// identity. Writes before the start are left out (the windows of the
-// previous process are not known). Caller holds a.mu.
-func (a *activityState) byOtherWriter(id uint64, ev azure.ActivityEvent, mine []string, started time.Time) bool {
-	if !strings.EqualFold(ev.Status, "Succeeded") || ev.Time.Before(started) || !slices.ContainsFunc(mine, func(m string) bool { return strings.EqualFold(m, ev.Caller) }) {
+// this gitaso attempted of that resource, give or take skew: another writer
+// used gitaso's identity. Writes before the start are left out (the windows
+// of the previous process are not known). Caller holds a.mu.
+func (a *activityState) byOtherWriter(id uint64, ev azure.ActivityEvent, mine []string, started time.Time, skew time.Duration) bool {
+	if !strings.EqualFold(ev.Status, "Succeeded") || ev.Time.Before(started.Add(skew)) ||
+		!slices.ContainsFunc(mine, func(m string) bool { return strings.EqualFold(m, ev.Caller) }) {
 		return false
 	}
 	for _, w := range a.own[id] {
-		if !ev.Time.Before(w.from) && !ev.Time.After(w.to) {
+		if !ev.Time.Before(w.from.Add(-skew)) && !ev.Time.After(w.to.Add(skew)) {
 			return false
 		}
 	}

@@ -46,8 +46,9 @@ func newDaemon(t *testing.T, env *emutest.Env, team string) *daemon {
 	}
 	t.Cleanup(func() { db.Close() })
 	cfg := reconcile.DefaultConfig()
-	cfg.Global = env.Cred // both daemons use the same credential
-	everyRun(1000)(&cfg)  // every resync asks the Activity Log
+	cfg.Global = env.Cred   // both daemons use the same credential
+	everyRun(1000)(&cfg)    // every resync asks the Activity Log
+	cfg.ActivityLogSkew = 0 // the emulator's log and this clock are one
 	m := metrics.New()
 	cfg.Metrics = m
 	d := &daemon{db: db, log: &syncbuf.Buffer{}}

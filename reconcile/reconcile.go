@@ -62,6 +62,11 @@ type Config struct {
 	// Activity Log is asked from: Azure records events minutes after the
 	// write (default 10m).
 	ActivityLogOverlap time.Duration
+	// ActivityLogSkew is the margin around gitaso's own writes within
+	// which a write with its principal counts as its own when the log is
+	// searched for another writer (activity.go): the log's timestamps and
+	// this host's clock differ (default 1m).
+	ActivityLogSkew time.Duration
 	// Parallelism bounds concurrent ARM operations.
 	Parallelism int
 	// ReadParallelism bounds concurrent reads during a refresh.
@@ -82,7 +87,7 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Interval: time.Minute, SyncPeriod: time.Hour, Parallelism: 16, ReadParallelism: 16, Guard: planner.DefaultGuard(),
-		ActivityLogOverlap: 10 * time.Minute}
+		ActivityLogOverlap: 10 * time.Minute, ActivityLogSkew: time.Minute}
 }
 
 // Reconciler runs source → planner → executor → state, one run at a time.
