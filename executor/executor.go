@@ -600,7 +600,7 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	if sent, err = w.beforePut(ctx, cli, r, rr, sent); err != nil {
 		return fail(err)
 	}
-	red, err := planner.Redact(sent, body.Secrets)
+	red, err := r.Redact(sent, body.Secrets)
 	if err != nil {
 		return fail(err)
 	}

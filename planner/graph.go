@@ -220,7 +220,7 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 				errs = append(errs, objErr(o, "data", "%v", err))
 				continue
 			}
-			g.inputs.addConfigMap(o.Namespace(), o.Name(), data)
+			g.inputs.addConfigMap(o.Namespace(), o.Name(), data, o.Secrets)
 		case "Secret":
 			data, err := manifest.SecretData(o)
 			if err != nil {

@@ -34,6 +34,11 @@ type File struct {
 	// file and line of the origin comment (OriginComment) before their
 	// document, or else Line 0 (Index is the position in the generated text).
 	Generated bool
+	// Secrets are the values a Renderer took from Secrets and placed in
+	// the file (substitution): each object parsed from it that holds one
+	// records it (manifest.Object.Secrets), so that it is masked wherever
+	// the object is shown or stored.
+	Secrets []manifest.SecretValue
 }
 
 // Renderer is the render stage between reading files and parsing them
@@ -370,6 +375,14 @@ type parseResult struct {
 	parsed bool  // false: skipped (not YAML to parse, or the total was exceeded)
 }
 
+// attachSecrets records in each object the secret values of its file that
+// it holds.
+func attachSecrets(objs []manifest.Object, secrets []manifest.SecretValue) {
+	for i := range objs {
+		objs[i].Secrets = manifest.Occurring(objs[i].Content, secrets)
+	}
+}
+
 // parseAll parses files on all CPUs; each goroutine writes its own slots.
 // base is the number of YAML nodes of the revision's files not in files
 // (parsed before): once the total exceeds lim.MaxTotalNodes, the remaining
@@ -398,6 +411,9 @@ func parseAll(ctx context.Context, files []File, lim Limits, base int64) ([]pars
 					r.objs, r.nodes, r.err = parseFile(f.Path, f.Data, lim)
 				}
 				r.parsed = true
+				if len(f.Secrets) > 0 {
+					attachSecrets(r.objs, f.Secrets)
+				}
 				total.Add(r.nodes)
 			}
 		})

@@ -553,7 +553,9 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 		}
 		out[fi].Data = []byte(b.String())
 		if len(gen) > 0 {
-			added = append(added, source.File{Path: f.Path, Generated: true, Data: []byte(strings.Join(gen, "---\n"))})
+			// A HelmRelease whose values were substituted from a Secret
+			// passes them to its chart's objects.
+			added = append(added, source.File{Path: f.Path, Generated: true, Data: []byte(strings.Join(gen, "---\n")), Secrets: f.Secrets})
 		}
 	}
 	out = append(out, added...)
