@@ -17,8 +17,8 @@ type inputs struct {
 	// cmSecrets are the values from Secrets substitution placed in a
 	// config map, ns/name → values.
 	cmSecrets map[string][]manifest.SecretValue
-	secrets    map[string]map[string]string // ns/name → data (repo, then local)
-	producers  map[string]*Node             // exportKey → producing node
+	secrets   map[string]map[string]string // ns/name → data (repo, then local)
+	producers map[string]*Node             // exportKey → producing node
 }
 
 func newInputs(local map[string]map[string]string) *inputs {

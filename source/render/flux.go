@@ -209,9 +209,9 @@ type fluxWalk struct {
 	out      map[string][]string // output file → documents
 	// secrets are the values from Secrets substituted into an output file.
 	secrets map[string][]manifest.SecretValue
-	order    []string
-	errs     diag.List
-	count    int
+	order   []string
+	errs    diag.List
+	count   int
 	// soft are unset variables under strict substitution: reported, their
 	// documents rendered leniently so that the rest is checked too;
 	// reported are their "file:line" (source.PartialRenderError).
