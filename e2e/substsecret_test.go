@@ -15,6 +15,7 @@ import (
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/source/render"
+	"github.com/gitaso/gitaso/state"
 )
 
 // substSecretFiles is a Secret of the repository feeding substitution and a
@@ -212,4 +213,44 @@ func hasSensitiveChange(cs []planner.Change, path string) bool {
 		}
 	}
 	return false
+}
+
+// TestRecordedSecretValueMaskedAfterUpgrade: a resource whose applied body
+// an earlier gitaso recorded with a substituted Secret value in clear has it
+// masked by the next run, though nothing is applied (a no-op).
+func TestRecordedSecretValueMaskedAfterUpgrade(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	const token = "s3cr3t-Legacy-51d3"
+	rnd, err := render.New(render.Options{Kustomize: true, Substitute: true, SubstituteFrom: []render.Ref{
+		{Kind: "Secret", Namespace: "platform", Name: "tokens"}, {Kind: "ConfigMap", Namespace: "platform", Name: "vars"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, envOptions{renderer: rnd})
+	e.commit("a group tagged from a Secret", substSecretFiles(token))
+	e.run(false)
+	r := e.resource("ops", "resources.azure.com", "ResourceGroup", "secret-rg")
+	if bytes.Contains(r.AppliedBody, []byte(token)) {
+		t.Fatalf("applied body shows the value: %s", r.AppliedBody)
+	}
+	// As an earlier gitaso recorded it.
+	r.AppliedBody = []byte(`{"location":"westeurope","tags":{"mixed":"pre-` + token + `-post","team":"team-visible","token":"` + token + `"}}`)
+	if err := e.db.Update(func(w *state.Writer) error { return w.PutResource(r) }); err != nil {
+		t.Fatal(err)
+	}
+	e.emu.ResetStats()
+	rep := e.run(false)
+	if a := planned(t, rep.Plan, "ops", "resources.azure.com", "ResourceGroup", "secret-rg").Action; a != planner.NoOp {
+		t.Errorf("planned %s, want no-op", a)
+	}
+	if w := e.writes(); len(w) != 0 {
+		t.Errorf("writes to Azure %v, want none", w)
+	}
+	r = e.resource("ops", "resources.azure.com", "ResourceGroup", "secret-rg")
+	const label = "(sensitive value from Secret platform/tokens)"
+	if bytes.Contains(r.AppliedBody, []byte(token)) || !bytes.Contains(r.AppliedBody, []byte(`"token":"`+label+`"`)) {
+		t.Errorf("applied body after the run: %s, want the value masked", r.AppliedBody)
+	}
 }

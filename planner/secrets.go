@@ -281,3 +281,37 @@ func appendSecretValues(dst []manifest.SecretValue, add ...manifest.SecretValue)
 	}
 	return dst
 }
+
+// MaskRecorded returns a recorded body (record.Resource.AppliedBody) with
+// the fields of sensitive (Resource.Sensitive) masked, and whether it
+// changed anything: a body recorded before gitaso masked values
+// substituted from Secrets shows them no more.
+func MaskRecorded(body json.RawMessage, sensitive map[string]string) (json.RawMessage, bool) {
+	if len(body) == 0 || len(sensitive) == 0 {
+		return body, false
+	}
+	doc, err := decode(body)
+	if err != nil {
+		return body, false
+	}
+	changed := false
+	for p, from := range sensitive {
+		v, ok := atPointer(doc, p)
+		if !ok {
+			continue
+		}
+		if s, isString := v.(string); isString && manifest.IsSecretLabel(s) {
+			continue
+		}
+		setPointer(doc, p, manifest.SecretLabel(from))
+		changed = true
+	}
+	if !changed {
+		return body, false
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return body, false
+	}
+	return b, true
+}
