@@ -393,7 +393,7 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 		errs = append(errs, g.edges(n)...)
 	}
 	if errs = dedupe(errs); len(errs) > 0 {
-		return nil, errs
+		return nil, scrubList(errs, snap.Objects)
 	}
 	order, err := topoSort(g)
 	if err != nil {

@@ -315,3 +315,28 @@ func MaskRecorded(body json.RawMessage, sensitive map[string]string) (json.RawMe
 	}
 	return b, true
 }
+
+// scrubList scrubs (scrubSecrets) the errors about objects holding values
+// from Secrets: an error may quote a field's value.
+func scrubList(errs diag.List, objs []manifest.Object) diag.List {
+	var byID map[string][]manifest.SecretValue
+	for _, o := range objs {
+		if len(o.Secrets) > 0 {
+			if byID == nil {
+				byID = map[string][]manifest.SecretValue{}
+			}
+			byID[o.ID()] = appendSecretValues(byID[o.ID()], o.Secrets...)
+		}
+	}
+	if byID == nil {
+		return errs
+	}
+	for i, e := range errs {
+		if vs := byID[e.Object]; vs != nil {
+			if de, ok := scrubSecrets(e, vs).(*diag.Error); ok {
+				errs[i] = de
+			}
+		}
+	}
+	return errs
+}

@@ -170,3 +170,34 @@ func TestSecretValueChangeIsAMaskedUpdate(t *testing.T) {
 		t.Errorf("text plan:\n%s", text.String())
 	}
 }
+
+// TestSecretValueNotInErrors: an input error quoting a field that holds a
+// value from a Secret shows the label instead.
+func TestSecretValueNotInErrors(t *testing.T) {
+	const value = "Sup3rSecretKind"
+	snap := snapshot(t, map[string]string{"a.yaml": `
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata: {name: rg, namespace: team}
+spec: {location: westeurope}
+---
+apiVersion: storage.azure.com/v1api20230101
+kind: StorageAccount
+metadata: {name: sa, namespace: team}
+spec:
+  location: westeurope
+  kind: ` + value + `
+  sku: {name: Standard_LRS}
+  owner: {name: rg}
+`})
+	for i := range snap.Objects {
+		snap.Objects[i].Secrets = []manifest.SecretValue{manifest.NewSecretValue(value, "Secret team/x")}
+	}
+	_, err := planner.Build(snap, planner.Options{SubscriptionID: sub})
+	if err == nil {
+		t.Fatal("an unsupported kind was accepted")
+	}
+	if msg := err.Error(); strings.Contains(msg, value) || !strings.Contains(msg, `spec.kind: unsupported value "(sensitive value from Secret team/x)"`) {
+		t.Errorf("error: %s", msg)
+	}
+}
