@@ -163,13 +163,24 @@ func TestSubstitutedSecretMaskedEverywhere(t *testing.T) {
 	noSecret("/api/v1/plan after the update", get("/api/v1/plan"))
 	noSecret("the resource in the API after the update", get("/api/v1/resources/ops/ResourceGroup/secret-rg"))
 
+	// Another field changes, the Secret's value does not: its fields are no
+	// change (the state keeps their hashes).
+	files := substSecretFiles(second)
+	files["vars.yaml"] = strings.Replace(files["vars.yaml"], "team-visible", "team-renamed", 1)
+	e.commit("a new team", files)
+	rep = e.run(true)
+	r = planned(t, rep.Plan, "ops", "resources.azure.com", "ResourceGroup", "secret-rg")
+	if r.Action != planner.Update || len(r.Changes) != 1 || r.Changes[0].Path != "/tags/team" || r.Changes[0].Sensitive {
+		t.Errorf("a plain tag changed: %s %+v, want an update of /tags/team only", r.Action, r.Changes)
+	}
+
 	// Unchanged: no-op (the hash covers the value).
 	if rep := e.run(true); planned(t, rep.Plan, "ops", "resources.azure.com", "ResourceGroup", "secret-rg").Action != planner.NoOp {
 		t.Errorf("an unchanged Secret value is not a no-op")
 	}
 
 	// Changed in Azure behind gitaso's back: drift, masked both ways.
-	e.mustPut(rgID, "2020-06-01", `{"location":"westeurope","tags":{"token":"`+third+`","mixed":"pre-`+second+`-post","team":"team-visible"}}`)
+	e.mustPut(rgID, "2020-06-01", `{"location":"westeurope","tags":{"token":"`+third+`","mixed":"pre-`+second+`-post","team":"team-renamed"}}`)
 	rep, err = e.rec.Once(t.Context(), reconcile.Options{Trigger: "test", Refresh: true, All: true}) // every resource read
 	if err != nil {
 		t.Fatal(err)

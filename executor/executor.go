@@ -96,6 +96,9 @@ type ResourceResult struct {
 	Ready    record.Condition
 	Hash     string          // hash of the body sent (applied)
 	Body     json.RawMessage // the body sent, secrets redacted (applied)
+	// SecretHashes are the hashes of the fields holding values substituted
+	// from Secrets (planner.SecretHashes), to tell which one changed later.
+	SecretHashes map[string]string
 	Response json.RawMessage // ARM's final resource (applied/observed)
 	Outputs  map[string]map[string]string
 	Secrets  map[string]map[string]string
@@ -616,6 +619,7 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	// The hash covers the converted body, as the planner computes it.
 	rr.Hash = planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON)
 	rr.Body = red
+	rr.SecretHashes = planner.SecretHashes(body.JSON, r.Sensitive)
 	if w.afterPut(ctx, cli, r, rr) {
 		w.export(ctx, cli, r, rr)
 	}

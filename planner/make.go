@@ -352,7 +352,14 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 				diffFull(before, desiredDoc(), "", &r.Changes)
 			}
 		}
+		var hashes map[string]string // of the fields from Secrets, when prior has them
+		if prior.SecretHashes != nil && len(r.Sensitive) > 0 {
+			hashes = SecretHashes(body.JSON, r.Sensitive)
+		}
 		for _, s := range body.Secrets {
+			if _, fromSecret := r.Sensitive[s]; fromSecret && hashes != nil && hashes[s] == prior.SecretHashes[s] {
+				continue // the same value as applied
+			}
 			if r.Hash != prior.AppliedHash && !hasChangeAt(r.Changes, s) {
 				r.Changes = append(r.Changes, Change{Path: s, Op: "replace", Sensitive: true})
 			}

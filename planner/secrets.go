@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -339,4 +341,38 @@ func scrubList(errs diag.List, objs []manifest.Object) diag.List {
 		}
 	}
 	return errs
+}
+
+// SecretHashes returns the sha256 of each field of sensitive in body (the
+// real body), JSON pointer → hex digest over the pointer and the value: the
+// state keeps them (record.Resource.SecretHashes) so that a plan tells
+// which field from a Secret changed without keeping the value. The digest
+// of a short value can be guessed by trying values, as the whole request's
+// hash (AppliedHash) can: the state file is to be protected like the
+// Secrets. Nil when sensitive is empty.
+func SecretHashes(body []byte, sensitive map[string]string) map[string]string {
+	if len(sensitive) == 0 {
+		return nil
+	}
+	doc, err := decode(body)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]string, len(sensitive))
+	for p := range sensitive {
+		v, ok := atPointer(doc, p)
+		if !ok {
+			continue
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			continue
+		}
+		h := sha256.New()
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+		h.Write(b)
+		out[p] = hex.EncodeToString(h.Sum(nil))
+	}
+	return out
 }

@@ -38,7 +38,12 @@ spec:
 
 func secretFedPlan(t *testing.T, token, principal string, prior map[string]record.Resource) *planner.Plan {
 	t.Helper()
-	snap := snapshot(t, map[string]string{"a.yaml": strings.NewReplacer("tok-4711", token, "00000000-aaaa-bbbb-cccc-0000000047ab", principal).Replace(secretFed)})
+	return secretFedPlanOf(t, secretFed, token, principal, prior)
+}
+
+func secretFedPlanOf(t *testing.T, text, token, principal string, prior map[string]record.Resource) *planner.Plan {
+	t.Helper()
+	snap := snapshot(t, map[string]string{"a.yaml": strings.NewReplacer("tok-4711", token, "00000000-aaaa-bbbb-cccc-0000000047ab", principal).Replace(text)})
 	for i := range snap.Objects {
 		o := &snap.Objects[i]
 		switch o.Kind() {
@@ -168,6 +173,24 @@ func TestSecretValueChangeIsAMaskedUpdate(t *testing.T) {
 	if !strings.Contains(text.String(), "~ /tags/token = (sensitive value from Secret team/tokens)") ||
 		strings.Contains(text.String(), "tok-4711") || strings.Contains(text.String(), "tok-9999") {
 		t.Errorf("text plan:\n%s", text.String())
+	}
+
+	// Only a plain field changes: with the fields' hashes in state, the
+	// Secret's field is no change; without them (an earlier gitaso's
+	// record) it may have changed, so it is listed, masked.
+	plain := func(prior map[string]record.Resource) *planner.Resource {
+		t.Helper()
+		snap := strings.Replace(secretFed, "plain: visible", "plain: changed", 1)
+		p := secretFedPlanOf(t, snap, "tok-4711", principal, prior)
+		return p.Get(rg.Key())
+	}
+	withHashes := prior[rg.Key()]
+	withHashes.SecretHashes = planner.SecretHashes(body.JSON, rg.Sensitive)
+	if r := plain(map[string]record.Resource{rg.Key(): withHashes}); r.Action != planner.Update || len(r.Changes) != 1 || r.Changes[0].Path != "/tags/plain" {
+		t.Errorf("a plain field changed: %s %+v, want one change at /tags/plain", r.Action, r.Changes)
+	}
+	if r := plain(prior); len(r.Changes) != 2 || !r.Changes[1].Sensitive {
+		t.Errorf("without hashes: %+v, want /tags/plain and a masked /tags/token", r.Changes)
 	}
 }
 

@@ -687,7 +687,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 			return err
 		}
 		s.ARMID, s.APIVersion = pr.ARMID, pr.APIVersion
-		s.AppliedHash, s.AppliedBody = rr.Hash, rr.Body
+		s.AppliedHash, s.AppliedBody, s.SecretHashes = rr.Hash, rr.Body, rr.SecretHashes
 		s.Revision = rev
 	}
 	if s.ARMID == "" || rr.Outcome == executor.Observed {
