@@ -96,13 +96,13 @@ type ResourceResult struct {
 	Ready    record.Condition
 	Hash     string          // hash of the body sent (applied)
 	Body     json.RawMessage // the body sent, secrets redacted (applied)
+	Response json.RawMessage // ARM's final resource (applied/observed)
+	Outputs  map[string]map[string]string
+	Secrets  map[string]map[string]string
+	Err      error
 	// SecretHashes are the hashes of the fields holding values substituted
 	// from Secrets (planner.SecretHashes), to tell which one changed later.
 	SecretHashes map[string]string
-	Response     json.RawMessage // ARM's final resource (applied/observed)
-	Outputs      map[string]map[string]string
-	Secrets      map[string]map[string]string
-	Err          error
 	// RetryAfter is ARM's Retry-After for a failure worth retrying (a
 	// Warning), zero when ARM gave none or the failure is fatal (an Error:
 	// no retry until the manifest changes).
