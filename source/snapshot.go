@@ -375,14 +375,6 @@ type parseResult struct {
 	parsed bool  // false: skipped (not YAML to parse, or the total was exceeded)
 }
 
-// attachSecrets records in each object the secret values of its file that
-// it holds.
-func attachSecrets(objs []manifest.Object, secrets []manifest.SecretValue) {
-	for i := range objs {
-		objs[i].Secrets = manifest.Occurring(objs[i].Content, secrets)
-	}
-}
-
 // parseAll parses files on all CPUs; each goroutine writes its own slots.
 // base is the number of YAML nodes of the revision's files not in files
 // (parsed before): once the total exceeds lim.MaxTotalNodes, the remaining

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,5 +80,37 @@ func TestFluxSubstituteFromSecretIsRecorded(t *testing.T) {
 	want := []string{"Secret flux-system/cluster-secret=cluster-value-2", "Secret flux-system/repo-secret=repo-value-1"}
 	if diff := cmp.Diff(want, froms(find(t, snap, "default/ResourceGroup/x"))); diff != "" {
 		t.Errorf("secret values (-want +got):\n%s", diff)
+	}
+}
+
+// TestSecretValueFoundAsParsed: the parser reads a substituted value's
+// escapes, trims a plain scalar and types "0x1F" as the integer 31; the
+// field holding it is found all the same, and masking the object leaves
+// no form of the value in it.
+func TestSecretValueFoundAsParsed(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"vars.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: tokens, namespace: platform}\nstringData:\n" +
+			"  ESC: 'tab\\tsecret-1'\n  SPACED: '  spaced-secret-2  '\n  HEX: '0x1F'\n  QUOTED: \"it''s-secret-3\"\n",
+		"a.yaml": rg("a") + "  tags:\n    esc: \"${ESC}\"\n    spaced: ${SPACED}\n    quoted: '${QUOTED}'\n  n: ${HEX}\n",
+	})
+	snap, err := fetch(t, root, "", Options{Substitute: true, SubstituteFrom: []Ref{{Kind: "Secret", Namespace: "platform", Name: "tokens"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := find(t, snap, "default/ResourceGroup/a")
+	spec := o.Content["spec"].(map[string]any)
+	tags := spec["tags"].(map[string]any)
+	if tags["esc"] != "tab\tsecret-1" || tags["spaced"] != "spaced-secret-2" || tags["quoted"] != "it's-secret-3" || fmt.Sprint(spec["n"]) != "31" {
+		t.Fatalf("parsed %#v %#v: the test's premise does not hold", tags, spec["n"])
+	}
+	masked, _ := manifest.Mask(o.Content, o.Secrets)
+	m := masked.(map[string]any)["spec"].(map[string]any)
+	for k, v := range m["tags"].(map[string]any) {
+		if !manifest.IsSecretLabel(v.(string)) {
+			t.Errorf("tag %s = %q not masked", k, v)
+		}
+	}
+	if n, ok := m["n"].(string); !ok || !manifest.IsSecretLabel(n) {
+		t.Errorf("n = %v not masked", m["n"])
 	}
 }
