@@ -22,7 +22,7 @@ func attachSecrets(objs []manifest.Object, secrets []manifest.SecretValue) {
 
 // secretForms adds to secrets the forms the parser may give a value
 // substituted into YAML text: trimmed (a plain scalar), its escapes read (a
-// double- or single-quoted scalar: "a\tb", 'it''s'), or typed (a plain
+// double- or single-quoted scalar: "a\tb" holds a tab), or typed (a plain
 // "0x1F" is the integer 31), so that the field is found, and masked,
 // whichever way the value was written.
 func secretForms(secrets []manifest.SecretValue) []manifest.SecretValue {
