@@ -201,7 +201,7 @@ type helmRelease struct {
 	fi, di int            // file index in the output, document index in it
 
 	// Results.
-	docs    []string // rendered objects' YAML, origin comment first
+	docs    []string               // rendered objects' YAML, origin comment first
 	secrets []manifest.SecretValue // values valuesFrom took from Secrets
 	uses    []ChartUse
 	errs    diag.List
