@@ -62,7 +62,10 @@
 // recorded with each file it was substituted into (source.File.Secrets), and
 // by the parser with each object of the file that holds it
 // (manifest.Object.Secrets): the planner masks every field holding it (see
-// manifest.SecretValue). A HelmRelease's objects carry those of its file.
+// manifest.SecretValue). A HelmRelease's objects carry those of its file,
+// and the string values its valuesFrom takes from a Secret (numbers and
+// booleans are left out: masking every field holding "3" would hide the
+// plan).
 // The record is by value: another field of the object holding the same text
 // is masked too (never shown where it should not be), so a short or common
 // secret value masks more than its own field.
