@@ -715,6 +715,13 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 			return err
 		}
 	}
+	// A body recorded before values substituted from Secrets were masked
+	// (an earlier gitaso) is masked now, also as the previous body of a
+	// change, even when nothing else changes.
+	masked, remasked := planner.MaskRecorded(prior.AppliedBody, pr.Sensitive)
+	if remasked {
+		prior.AppliedBody = masked
+	}
 	s := prior
 	s.Namespace, s.Group, s.Version, s.Kind, s.Name = pr.Namespace, pr.Group, pr.Version, pr.Kind, pr.Name
 	s.File, s.Policy, s.Credential = pr.File, pr.Policy, pr.Credential
@@ -738,7 +745,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 			return err
 		}
 		s.ARMID, s.APIVersion = pr.ARMID, pr.APIVersion
-		s.AppliedHash, s.AppliedBody = rr.Hash, rr.Body
+		s.AppliedHash, s.AppliedBody, s.SecretHashes = rr.Hash, rr.Body, rr.SecretHashes
 		s.Revision = rev
 	}
 	if s.ARMID == "" || rr.Outcome == executor.Observed {
@@ -772,7 +779,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 			s.Outputs = nil
 		}
 	}
-	if unchanged(prior, s) {
+	if !remasked && unchanged(prior, s) {
 		return nil // a run writes only the records that changed
 	}
 	return w.PutResource(s)

@@ -30,7 +30,9 @@
 //     the resources it touched with their action, outcome and error;
 //   - the latest plan, rendered line for line like the CLI's text plan
 //     (planner.RenderText): + ~ - > symbols, before -> after, movedFrom,
-//     "(known after apply)", "(sensitive value)", and why a plan is held;
+//     "(known after apply)", "(sensitive value)" (or "(sensitive value
+//     from Secret ns/name)" for a value substituted from a Secret, from the
+//     resource's sensitive map), and why a plan is held;
 //   - on every view, a banner when the newest finished run is held by the
 //     deletion guard: the revision, the reason and message, how many
 //     deletions of how many managed resources, the first keys, the

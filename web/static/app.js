@@ -233,8 +233,21 @@
 
   function show(v, r, path) {
     if ((r.knownAfterApply || []).includes(path)) return KNOWN_AFTER_APPLY;
-    if (v === REDACTED) return REDACTED;
+    if (isSecretLabel(v)) return v;
+    if (r.sensitive && Object.hasOwn(r.sensitive, path)) return sensitiveLabel(r, path);
     return goJSON(v);
+  }
+
+  // isSecretLabel is manifest.IsSecretLabel: "(sensitive value)" or
+  // "(sensitive value from Secret namespace/name)".
+  function isSecretLabel(v) {
+    return typeof v === 'string' && (v === REDACTED || (v.startsWith('(sensitive value from ') && v.endsWith(')')));
+  }
+
+  // sensitiveLabel is planner's: the Secret a substituted value came from.
+  function sensitiveLabel(r, path) {
+    if (r.sensitive && Object.hasOwn(r.sensitive, path)) return '(sensitive value from ' + r.sensitive[path] + ')';
+    return REDACTED;
   }
 
   // originText reads a plan resource's origin as the CLI prints it.
@@ -273,7 +286,7 @@
         if (req) L.push('      PUT ' + req.path);
         const changes = r.changes || [];
         for (const c of changes) {
-          if (c.sensitive) L.push('      ~ ' + c.path + ' = ' + REDACTED);
+          if (c.sensitive) L.push('      ~ ' + c.path + ' = ' + sensitiveLabel(r, c.path));
           else if (c.op === 'add') L.push('      + ' + c.path + ' = ' + show(c.after, r, c.path));
           else if (c.op === 'remove') L.push('      - ' + c.path + ' = ' + show(c.before, r, c.path));
           else L.push('      ~ ' + c.path + ' = ' + show(c.before, r, c.path) + ' -> ' + show(c.after, r, c.path));
@@ -353,11 +366,11 @@
     const frag = document.createDocumentFragment();
     for (const line of lines) {
       const span = el('span', { class: ('pl ' + lineClass(line)).trim() });
-      // Mark "(known after apply)" and "(sensitive value)" inside the line.
-      const parts = line.split(/(\(known after apply\)|\(sensitive value\))/);
+      // Mark "(known after apply)" and "(sensitive value[ from Secret ns/name])" inside the line.
+      const parts = line.split(/(\(known after apply\)|\(sensitive value(?: from Secret [^()\s]+)?\))/);
       for (const part of parts) {
         if (part === KNOWN_AFTER_APPLY) span.append(el('span', { class: 'kaa', text: part }));
-        else if (part === REDACTED) span.append(el('span', { class: 'redacted', text: part }));
+        else if (part === REDACTED || /^\(sensitive value from Secret [^()\s]+\)$/.test(part)) span.append(el('span', { class: 'redacted', text: part }));
         else if (part) span.append(part);
       }
       span.append('\n');
