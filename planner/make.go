@@ -326,7 +326,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	case !hasPrior || !strings.EqualFold(prior.ARMID, n.ARMID):
 		switch {
 		case observedRead && observed != nil:
-			r.Action, r.Reason = Adopt, "exists in Azure but not in gitaso's state: adopted (PUT of the manifest)"
+			r.Action, r.Reason = Adopt, "not in gitaso's state yet; its manifest is PUT over it"
 			od, err := decode(observed)
 			if err == nil {
 				diffSubset(od, desiredDoc(), "", skip, &r.Changes)

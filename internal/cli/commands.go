@@ -470,7 +470,22 @@ func emulatorCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `emulator starts gitaso's ARM + Entra ID emulator on loopback, writes its CA certificate and a cloud
 configuration file, creates a bootstrap service principal with Owner on the default subscription and
 prints the environment a client needs (eval "$(gitaso emulator ... )" style lines). It runs until
-interrupted. State is in memory unless --data is given.`,
+interrupted. State is in memory unless --data is given.
+
+Faults. The --fault-* flags inject failures from the start, e.g. a fifth of writes throttled:
+
+  gitaso emulator --fault-429 0.2 --fault-methods PUT,DELETE
+
+While it runs, the admin API (loopback only, the token it prints as GITASO_EMULATOR_ADMIN_TOKEN) replaces them,
+adds provisioning failures and forced answers, and shows what was asked:
+
+  curl -s --cacert "$GITASO_CA_FILE" -X PUT "$GITASO_ARM_ENDPOINT/_admin/faults" -H "X-Admin-Token: $GITASO_EMULATOR_ADMIN_TOKEN" \
+    -d '{"rate503":0.1,"resetAfterRate":0.05,"latency":"250ms",
+         "provisioningFailures":[{"match":"/resourceGroups/rg-demo/","code":"Conflict"}]}'
+  curl -s --cacert "$GITASO_CA_FILE" -X PUT "$GITASO_ARM_ENDPOINT/_admin/faults" -H "X-Admin-Token: $GITASO_EMULATOR_ADMIN_TOKEN" -d '{}'   # none
+  curl -s --cacert "$GITASO_CA_FILE" "$GITASO_ARM_ENDPOINT/_admin/requests?limit=20" -H "X-Admin-Token: $GITASO_EMULATOR_ADMIN_TOKEN"
+
+azure/emulator/admin.go lists the admin API; azure/emulator/faults.go the fault fields.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnvAndConfig(cmd.Flags()); err != nil {
