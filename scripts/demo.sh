@@ -21,10 +21,12 @@ api="http://127.0.0.1:$aport"
 # one's repository, state, logs and CA.
 lock="$work/demo.pid"
 mkdir -p "$work"
-running() { # the demo process holding the lock, if it is alive and a demo
+running() { # the demo process holding the lock, if it is alive and a demo (any live process without ps)
   local pid
   pid=$(cat "$lock" 2>/dev/null) || return 1
-  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null && ps -o args= -p "$pid" 2>/dev/null | grep -q demo.sh && echo "$pid"
+  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  if command -v ps >/dev/null; then ps -o args= -p "$pid" 2>/dev/null | grep -q demo.sh || return 1; fi
+  echo "$pid"
 }
 if pid=$(running); then
   echo "a demo (process $pid) is running in $work; stop it first, or start another with its own directory and ports:" >&2
@@ -57,7 +59,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  [ "$(cat "$lock" 2>/dev/null)" = $$ ] && rm -f "$lock"
+  if [ "$(cat "$lock" 2>/dev/null)" = $$ ]; then rm -f "$lock"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
