@@ -97,6 +97,10 @@ type Resource struct {
 	Revision   string           `json:"revision,omitempty"`
 	UpdatedAt  time.Time        `json:"updatedAt"`
 	Ready      record.Condition `json:"ready"`
+	// OtherWriter: the newest Activity Log read of the resource showed
+	// writes with gitaso's own principal that this gitaso did not make
+	// (another gitaso with its own state, or its credential used elsewhere).
+	OtherWriter *record.OtherWriter `json:"otherWriter,omitempty"`
 	// Outputs are the non-secret exported values, "configmap/key" → value.
 	Outputs map[string]string `json:"outputs"`
 	// SecretOutputs names the exported secret values, "secret/key"; values
@@ -123,6 +127,10 @@ type ErrorBody struct {
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Held and Current name the held revision an approval asked for and
+	// the newer revision that superseded it (code superseded only).
+	Held    string `json:"held,omitempty"`
+	Current string `json:"current,omitempty"`
 }
 
 // Error codes.
@@ -145,6 +153,9 @@ const (
 	// CodeConflict: the request cannot apply to the current state (e.g. no
 	// held deletions of that revision).
 	CodeConflict = "conflict"
+	// CodeSuperseded: POST /api/v1/approve of a held revision that a newer
+	// revision superseded (409, with held and current in the error).
+	CodeSuperseded = "superseded"
 	// CodeTooManyRequests: more reads at once than the API serves (429,
 	// with Retry-After); see Options.MaxInFlight.
 	CodeTooManyRequests = "too_many_requests"
@@ -297,7 +308,7 @@ func view(r record.Resource, withBody bool) Resource {
 		Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
 		ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: r.Policy,
 		Generation: r.Generation, Revision: r.Revision, UpdatedAt: r.UpdatedAt, Ready: r.Ready,
-		Outputs: r.Outputs, SecretOutputs: slices.Clone(r.SecretOutputs),
+		Outputs: r.Outputs, SecretOutputs: slices.Clone(r.SecretOutputs), OtherWriter: r.OtherWriter,
 	}
 	if out.Ready.Type == "" {
 		out.Ready = record.Condition{Type: record.ConditionReady, Status: record.StatusUnknown}

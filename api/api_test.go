@@ -423,6 +423,7 @@ func TestMetrics(t *testing.T) {
 		`gitaso_deletions_held`:                  "0",
 		`gitaso_revision_refused`:                "0",
 		`gitaso_api_requests_shed_total`:         "0",
+		`gitaso_other_writer_resources`:          "0",
 	}
 	if d := cmp.Diff(want, samples); d != "" {
 		t.Errorf("samples (-want +got):\n%s", d)

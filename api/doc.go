@@ -25,9 +25,13 @@
 //	     ?limit=500&continue=<token>                    one page: {"items":[...],"continue":"<token>"}; see Pages
 //	GET  /api/v1/resources/{namespace}/{kind}/{name}    Resource (with appliedBody, dependsOn, runs, lastChange);
 //	GET  /api/v1/resources/{namespace}/{group}/{kind}/{name}   404 not_found; 409 ambiguous_kind when a bare
-//	                                                    Kind matches several groups (e.g. FlexibleServer)
-//	GET  /api/v1/runs?limit=N&continue=<token>          {"items":[Run...],"applied","continue"} newest first;
-//	                                                    default 50, 1..10000
+//	                                                    Kind matches several groups (e.g. FlexibleServer); a Resource
+//	                                                    has otherWriter {caller,operation,at,writes,seenAt} while the
+//	                                                    Activity Log shows writes with gitaso's principal it did not make
+//	GET  /api/v1/runs?limit=N&continue=<token>          {"items":[Run...],"applied","refused","continue"} newest first;
+//	                                                    default 50, 1..10000; refused: the run that refused the newest
+//	                                                    revision, while no later revision rendered (the refreshes of the
+//	                                                    applied revision that follow it do not end it)
 //	GET  /api/v1/runs/{id}                              {"run":Run,"resources":[Touched...],"applied"}: the run and the
 //	                                                    resources it touched; 404 when unknown or pruned, 400 for a bad id
 //	GET  /api/v1/graph                                  Graph: every resource and its owner/reference edges
@@ -43,7 +47,10 @@
 //	                                                    held for that revision (a full SHA or a prefix of at least 7
 //	                                                    characters) are released and a run is triggered; 400 bad_request
 //	                                                    for another body; 409 conflict with Approve's message (nothing of
-//	                                                    that revision held, an ambiguous prefix); 401 as sync;
+//	                                                    that revision held, an ambiguous prefix); 409 superseded with
+//	                                                    {"error":{"code","message","held","current"}} when a newer
+//	                                                    revision superseded the held one (approving it would release
+//	                                                    nothing: the daemon plans the newer one); 401 as sync;
 //	                                                    503 unavailable when Options.Approve is nil
 //	POST /api/v1/webhook                                202: a Git host's push notification; the branch is fetched now.
 //	                                                    Authenticated by Options.WebhookSecret: GitHub X-Hub-Signature-256,

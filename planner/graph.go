@@ -74,6 +74,10 @@ type Node struct {
 	// DependsOn are the keys of the nodes this one waits for.
 	DependsOn []string
 
+	// kept is set when the node's ARM name comes from state rather than
+	// from ASO's default (keepname.go).
+	kept *keptName
+
 	// key is Key() built once: the graph, the plan and the run share it.
 	key       string
 	owner     *Node

@@ -403,6 +403,15 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 				r.Reason += "; the manifest or Azure differs too"
 			}
 		}
+		if k := n.kept; k != nil && k.from == movedFrom {
+			r.Reason = "moved from " + from + ", keeps its name " + k.name + " because Azure allows one assignment of a role to a principal at a scope: " +
+				"under the name ASO would give it (" + k.defaults + ") it could only be created once the old one was deleted, and the principal would be without the access in between"
+			if r.Action == Create {
+				r.Reason += "; " + "not found in Azure: created"
+			}
+		}
+	} else if k := n.kept; k != nil && r.Action != NoOp {
+		r.Reason = strings.TrimPrefix(r.Reason+"; ", "; ") + "keeps its name " + k.name + " from gitaso's state (ASO keeps the azureName it gave it; its default now would be " + k.defaults + ")"
 	}
 	if r.Action == NoOp {
 		r.Request = nil

@@ -55,15 +55,43 @@ func (r *Reconciler) Poll(context.Context) error {
 	return nil
 }
 
-// Ready reports nil once a run has completed, or why not.
+// Ready reports nil once a run has completed, or once a run refused or
+// held the newest revision while state holds a revision applied before
+// (by this process or an earlier one: it stays in force, as after a refused
+// revision in a running daemon); otherwise it says why not, naming the
+// revision state holds.
 func (r *Reconciler) Ready() error {
 	if r.ready.Load() {
 		return nil
 	}
-	if s, _ := r.lastErr.Load().(string); s != "" {
-		return errors.New("no revision applied yet: " + s)
+	last, _ := r.lastErr.Load().(string)
+	applied := ""
+	if r.db != nil {
+		var err error
+		if applied, err = r.db.LastGoodRevision(); err != nil {
+			return fmt.Errorf("read the applied revision: %w", err)
+		}
 	}
-	return errors.New("no revision applied yet")
+	switch {
+	case applied == "" && last != "":
+		return errors.New("no revision applied yet: " + last)
+	case applied == "":
+		return errors.New("no revision applied yet: the first run is in progress")
+	case last != "":
+		return fmt.Errorf("revision %s (applied before this start) stays in force, but no run has completed since the start: %s", applied, last)
+	}
+	return fmt.Errorf("revision %s (applied before this start) stays in force; the first run since the start is in progress", applied)
+}
+
+// readyWithApplied marks the reconciler ready when state holds a revision
+// applied before (a refused or held revision leaves it in force).
+func (r *Reconciler) readyWithApplied() {
+	if r.db == nil || r.ready.Load() {
+		return
+	}
+	if applied, err := r.db.LastGoodRevision(); err == nil && applied != "" {
+		r.ready.Store(true)
+	}
 }
 
 // Retry back-off for resources that failed with a retryable error (ASO

@@ -62,6 +62,11 @@ type Config struct {
 	// Activity Log is asked from: Azure records events minutes after the
 	// write (default 10m).
 	ActivityLogOverlap time.Duration
+	// ActivityLogSkew is the margin around gitaso's own writes within
+	// which a write with its principal counts as its own when the log is
+	// searched for another writer (activity.go): the log's timestamps and
+	// this host's clock differ (default 1m).
+	ActivityLogSkew time.Duration
 	// Parallelism bounds concurrent ARM operations.
 	Parallelism int
 	// ReadParallelism bounds concurrent reads during a refresh.
@@ -82,7 +87,7 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Interval: time.Minute, SyncPeriod: time.Hour, Parallelism: 16, ReadParallelism: 16, Guard: planner.DefaultGuard(),
-		ActivityLogOverlap: 10 * time.Minute}
+		ActivityLogOverlap: 10 * time.Minute, ActivityLogSkew: time.Minute}
 }
 
 // Reconciler runs source → planner → executor → state, one run at a time.
@@ -116,6 +121,10 @@ type Reconciler struct {
 	trigger  chan bool
 	ready    atomic.Bool
 	lastErr  atomic.Value // string
+
+	// started is when the reconciler was made: the Activity Log's writes
+	// before it are not judged for another writer (activity.go).
+	started time.Time
 }
 
 // New returns a reconciler. clients may be nil for offline planning.
@@ -129,7 +138,8 @@ func New(src source.Source, db *state.DB, clients *azure.Clients, cfg Config, lo
 	if cfg.ReadParallelism <= 0 {
 		cfg.ReadParallelism = 16
 	}
-	return &Reconciler{src: src, db: db, clients: clients, cfg: cfg, log: log, trigger: make(chan bool, 1), lastRead: map[string]time.Time{}}
+	return &Reconciler{src: src, db: db, clients: clients, cfg: cfg, log: log, trigger: make(chan bool, 1), lastRead: map[string]time.Time{},
+		started: time.Now()}
 }
 
 // Options for one run.
@@ -168,6 +178,9 @@ type Report struct {
 	Then *Report
 
 	observed planner.Observed // what the plan read from Azure
+	// lastGood says the run refreshes the last good revision after a
+	// refused one: it is not the newest revision the source has.
+	lastGood bool
 }
 
 // ErrRefused is returned (wrapped, with the input errors) when a revision is
@@ -383,19 +396,34 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 						return err
 					}
 				}
-				return w.PutRun(&rep.Run)
+				if err := w.PutRun(&rep.Run); err != nil {
+					return err
+				}
+				if rep.Run.Outcome != record.OutcomeRefused {
+					return nil
+				}
+				// The refusal stands until a later revision renders: the
+				// refresh of the last good revision below does not end it.
+				return w.SetRefused(&rep.Run)
 			}); werr != nil {
 				r.log.ErrorContext(ctx, "record refused run", "error", werr)
 			}
 		}
+		if rep.Run.Outcome == record.OutcomeRefused && !opts.DryRun {
+			r.readyWithApplied()
+		}
 		if rep.Run.Outcome == record.OutcomeRefused && r.lastGood != nil && opts.Refresh && !opts.DryRun {
 			// Keep the last good revision in force: refresh it.
 			r.log.WarnContext(ctx, "revision refused; refreshing the last good revision", "revision", rep.Run.Revision, "lastGood", r.lastGood.Revision)
-			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}}, opts))
+			again := &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}, lastGood: true}
+			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, again, opts))
 		}
 		return rep, err
 	}
 	rep.Graph = g
+	if !opts.DryRun {
+		r.clearRefused(ctx, snap.Revision)
+	}
 	if snap.Revision != r.reportedIgnored {
 		// Reported once per revision, not on every refresh of it.
 		r.reportedIgnored = snap.Revision
@@ -404,6 +432,28 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	return rep, r.applyGraph(ctx, g, rep, opts)
+}
+
+// clearRefused ends the standing refusal (state.DB.Refused) once a
+// revision renders: rev supersedes the refused one.
+func (r *Reconciler) clearRefused(ctx context.Context, rev string) {
+	if r.db == nil {
+		return
+	}
+	run, ok, err := r.db.Refused()
+	if err == nil && !ok {
+		return
+	}
+	if err == nil {
+		err = r.db.Update(func(w *state.Writer) error { return w.ClearRefused() })
+	}
+	if err != nil {
+		r.log.ErrorContext(ctx, "clear the refused revision", "revision", rev, "error", err)
+		return
+	}
+	if run.Revision != rev {
+		r.log.InfoContext(ctx, "refused revision superseded: a later revision renders", "refused", run.Revision, "revision", rev)
+	}
 }
 
 // applyGraph runs the steps of a reconcile for a built graph:
@@ -422,6 +472,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if err != nil {
 		return err
 	}
+	r.observeOtherWriters(prior) // state's marks, from the first run on (activity.go)
 	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs}, opts)
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
@@ -456,7 +507,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if p.Held != nil {
 		return r.recordHeld(ctx, g, p, planJSON, rep)
 	}
-	if err := r.recordPlan(g, planJSON); err != nil {
+	if err := r.recordPlan(g, planJSON, !rep.lastGood); err != nil {
 		return err
 	}
 	if r.clients == nil {
@@ -477,6 +528,10 @@ func (r *Reconciler) prior(ctx context.Context, g *planner.Graph, opts Options) 
 	if err != nil {
 		return nil, nil, err
 	}
+	// Role assignments keep the ARM name their state holds (a move to
+	// another namespace included): before operations left in flight are
+	// matched and Azure is read, by ARM ID.
+	g.KeepNames(prior, outputs)
 	if !opts.DryRun && r.clients != nil && r.db != nil {
 		if prior, outputs, err = r.resumeOperations(ctx, g, prior, outputs); err != nil {
 			return nil, nil, fmt.Errorf("resume operations: %w", err)
@@ -494,14 +549,17 @@ func (r *Reconciler) plan(ctx context.Context, g *planner.Graph, in planner.Inpu
 	return g.Plan(in)
 }
 
-// recordPlan records the revision and its plan before anything is sent.
-func (r *Reconciler) recordPlan(g *planner.Graph, planJSON []byte) error {
+// recordPlan records the revision (when it is the newest the source has:
+// latest) and its plan before anything is sent.
+func (r *Reconciler) recordPlan(g *planner.Graph, planJSON []byte, latest bool) error {
 	if r.db == nil {
 		return nil
 	}
 	if err := r.db.Update(func(w *state.Writer) error {
-		if err := w.SetLatestRevision(g.Revision); err != nil {
-			return err
+		if latest {
+			if err := w.SetLatestRevision(g.Revision); err != nil {
+				return err
+			}
 		}
 		return w.SetPlan(planJSON)
 	}); err != nil {

@@ -50,6 +50,9 @@ type Resource struct {
 	// when it was last applied (owner, references, exported values): when
 	// both are deleted, this one goes first.
 	DependsOn []string `json:"dependsOn,omitempty"`
+	// OtherWriter is set while the newest Activity Log read of the resource
+	// showed writes with gitaso's principal that this gitaso did not make.
+	OtherWriter *OtherWriter `json:"otherWriter,omitempty"`
 }
 
 // Key returns the resource's state key, "namespace/group/Kind/name".

@@ -79,7 +79,13 @@ func Inventory(ctx context.Context, c *azure.Client, sub, prefix string) ([]Azur
 		if err != nil && !errors.Is(err, azure.ErrNotFound) {
 			return nil, err
 		}
-		out = append(out, ras...)
+		// ARM lists the assignments that apply at the group: those above it
+		// (the subscription's) too, which are not the group's.
+		for _, ra := range ras {
+			if strings.HasPrefix(strings.ToLower(ra.ID), strings.ToLower(rg.ID)+"/") {
+				out = append(out, ra)
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].ID) < strings.ToLower(out[j].ID) })
 	return out, nil

@@ -539,6 +539,7 @@
     const readyCell = el('td', { class: 'ready' }, readyBadge(c));
     if (c.reason) readyCell.append(' ', el('span', { class: 'reason', text: c.reason }));
     if (c.message) readyCell.append(el('div', { class: 'message', text: c.message }));
+    if (r.otherWriter) readyCell.append(el('div', { class: 'other-writer', text: 'Another writer uses gitaso\'s principal' }));
     return el('tr', { class: 'row-' + st.toLowerCase(), 'data-key': r.namespace + '/' + r.group + '/' + r.kind + '/' + r.name },
       el('td', { text: r.namespace }),
       el('td', { title: r.group + '/' + r.version }, r.kind, el('div', { class: 'group', text: r.group })),
@@ -547,6 +548,21 @@
       el('td', { class: 'armid' }, r.armId ? el('code', { text: r.armId }) : el('span', { class: 'muted', text: '—' })),
       el('td', { class: 'rev', title: r.revision || '' }, el('code', { text: shortRev(r.revision) })),
       el('td', { class: 'time' }, timeEl(r.updatedAt)));
+  }
+
+  // otherWriterSection says that the Activity Log showed writes to the
+  // resource with gitaso's own principal that this gitaso did not make.
+  function otherWriterSection(o) {
+    return el('section', { class: 'card other-writer-card', id: 'other-writer', 'aria-labelledby': 'h-other-writer' },
+      el('h3', { id: 'h-other-writer', text: 'Another writer uses gitaso\'s principal' }),
+      el('p', null, 'The Activity Log shows ' + (o.writes === 1 ? 'a write' : o.writes + ' writes') + ' to this resource by ',
+        el('code', { text: o.caller || '' }), ', gitaso\'s own principal, that this gitaso did not make: another gitaso with its own state file, ' +
+        'or gitaso\'s credential used elsewhere. gitaso corrects the change as drift; the other writer may undo it again.'),
+      dl([
+        ['Operation', o.operation ? el('code', { text: o.operation }) : ''],
+        ['Newest write', validTime(o.at) ? timeEl(o.at) : ''],
+        ['Seen', validTime(o.seenAt) ? timeEl(o.seenAt) : ''],
+      ]));
   }
 
   async function loadDetail() {
@@ -599,6 +615,7 @@
         ['Last transition', validTime(c.lastTransitionTime) ? timeEl(c.lastTransitionTime) : ''],
       ]));
     body.push(cond);
+    if (r.otherWriter) body.push(otherWriterSection(r.otherWriter));
     const lastErr = (r.runs || []).find((x) => x.error);
     if (lastErr && !(readyStatus(c) === 'False' && c.message === lastErr.error)) {
       cond.append(el('p', { class: 'lasterror' }, 'Last error, in run ', el('a', { href: '#run/' + lastErr.run, text: '#' + lastErr.run }), ': ',
@@ -782,7 +799,10 @@
   async function loadRuns() {
     const text = await api('api/v1/runs?limit=' + RUNS_LIMIT);
     cache.runsText = text;
-    cache.runs = JSON.parse(text).items || [];
+    const doc = JSON.parse(text);
+    cache.runs = doc.items || [];
+    cache.applied = doc.applied || '';
+    cache.refused = doc.refused || null;
     renderRuns();
   }
 
@@ -869,11 +889,13 @@
 
   // ---- refused revision banner ------------------------------------------
 
-  // renderRefused shows the banner when the newest finished run refused its
-  // revision: which revision, its errors, and the revision that stays applied.
-  function renderRefused(finished, applied) {
+  // renderRefused shows the banner while the newest revision is refused
+  // (standing: the API's refused run, or else the newest finished run when
+  // it refused): which revision, its errors, and the revision that stays
+  // applied.
+  function renderRefused(finished, applied, standing) {
     const box = $('refused');
-    const refused = finished && finished.outcome === 'refused' ? finished : null;
+    const refused = standing || (finished && finished.outcome === 'refused' ? finished : null);
     const sig = refused ? JSON.stringify([refused.id, refused.revision, refused.error, applied]) : '';
     if (sig === cache.refusedText) return;
     cache.refusedText = sig;
@@ -980,12 +1002,17 @@
   async function loadLastRuns() {
     let runs = route.view === 'runs' && cache.runs ? cache.runs : null;
     let applied = cache.applied || '';
+    let refused = cache.refused || null;
     if (!runs) {
       const doc = JSON.parse(await api('api/v1/runs?limit=2'));
       runs = doc.items || [];
       applied = cache.applied = doc.applied || '';
+      refused = cache.refused = doc.refused || null;
     }
-    return { newest: runs[0], finished: runs.find((r) => r.outcome), applied };
+    // refused is the standing refusal: the run that refused the newest
+    // revision, which the refreshes of the applied revision after it do
+    // not end.
+    return { newest: runs[0], finished: runs.find((r) => r.outcome), applied, refused };
   }
 
   // ---- dependency graph ----------------------------------------------------
@@ -1404,7 +1431,7 @@
     const runs = await loadLastRuns();
     const last = runs.newest;
     renderHeld(runs.finished, runs.newest);
-    renderRefused(runs.finished, runs.applied);
+    renderRefused(runs.finished, runs.applied, runs.refused);
     lastOK = new Date();
     const r = $('refreshed');
     r.replaceChildren('Updated ' + lastOK.toLocaleTimeString());
