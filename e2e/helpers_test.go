@@ -30,6 +30,9 @@ type envOptions struct {
 	renderer source.Renderer
 	// log receives the reconciler's log; nil discards it.
 	log *slog.Logger
+	// dir reads the repository's work clone as a directory source (--dir)
+	// instead of following its branch.
+	dir bool
 }
 
 // newEnvWith is newEnv with emulator options, reconcile settings (default
@@ -45,6 +48,10 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var from source.Source = src
+	if o.dir {
+		from = source.NewDir(repo.Work(), "clusters/snd")
+	}
 	db, err := state.Open(filepath.Join(dir, "gitaso.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +62,7 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	if o.config != nil {
 		o.config(&cfg)
 	}
-	rec := reconcile.New(src, db, em.Clients, cfg, o.log)
+	rec := reconcile.New(from, db, em.Clients, cfg, o.log)
 	return &env{t: t, emu: em.Emu, repo: repo, db: db, rec: rec, cli: em.Client, sub: em.Sub, files: map[string]string{}}
 }
 

@@ -159,6 +159,10 @@ type Options struct {
 	// expect is the saved plan ApplySaved applies: the run refuses with
 	// ErrStalePlan unless its plan is that one.
 	expect *SavedPlan
+	// deferredOf is the saved plan whose objects known after apply the
+	// later phases of ApplySaved apply: such a phase refuses with
+	// ErrBeyondSavedPlan when it would change anything else.
+	deferredOf *SavedPlan
 }
 
 // Report is what one run did.
@@ -307,7 +311,18 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rep, err := r.once(ctx, opts)
-	for cur, phase := rep, 2; err == nil && !opts.DryRun && mayProgress(cur); phase++ {
+	if err == nil && !opts.DryRun {
+		err = r.laterPhases(ctx, rep, opts)
+	}
+	return rep, err
+}
+
+// laterPhases applies, after the phase rep, the objects that were known
+// after apply, phase after phase (Report.Then) as long as each phase makes
+// the values of the next.
+func (r *Reconciler) laterPhases(ctx context.Context, rep *Report, opts Options) error {
+	var err error
+	for cur, phase := rep, 2; err == nil && mayProgress(cur); phase++ {
 		if phase > maxPhases {
 			r.log.WarnContext(ctx, "objects still known after apply after the last phase", "phases", maxPhases, "deferred", len(cur.Graph.Deferred))
 			break
@@ -316,7 +331,7 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 		cur.Then, err = r.once(ctx, opts)
 		cur = cur.Then
 	}
-	return rep, err
+	return err
 }
 
 // mayProgress reports whether a phase left objects known after apply and
@@ -469,6 +484,12 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	p.Held = r.hold(ctx, g, p, prior, opts)
 	if opts.expect != nil {
 		if err := r.checkSaved(opts.expect, p, prior, rep.observed); err != nil {
+			rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
+			return err
+		}
+	}
+	if opts.deferredOf != nil {
+		if err := onlyDeferred(opts.deferredOf, p); err != nil {
 			rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 			return err
 		}

@@ -424,11 +424,10 @@ func cacheKey(u, branch string) string {
 func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*manifest.Snapshot, error) {
 	lim := g.opts.Limits.WithDefaults()
 	rev := hash.String()
-	list, err := g.listAt(ctx, hash)
+	list, errs, err := g.listAt(ctx, hash)
 	if err != nil {
 		return nil, err
 	}
-	var errs diag.List
 	var total int64 // bytes of the files so far
 	// read reads a blob within the limits; a *diag.Error refuses the file,
 	// stop is true when the total is exceeded (reported once).
@@ -572,28 +571,40 @@ type treeFile struct {
 
 // listAt lists every *.yaml/*.yml below the path in a commit, and every
 // file of a chart directory (ChartFiles), sorted by path, skipping hidden
-// directories, symlinks and submodules.
-func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) ([]treeFile, error) {
+// directories and submodules. Symlinks inside the repository are followed
+// (see commitTree); the ones that cannot be are refused entries, returned
+// as errs, each naming the link.
+func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) (files []treeFile, errs diag.List, err error) {
 	commit, err := g.repo.CommitObject(hash)
 	if err != nil {
-		return nil, fmt.Errorf("git source %s: read commit %s: %w", g.display, hash, err)
+		return nil, nil, fmt.Errorf("git source %s: read commit %s: %w", g.display, hash, err)
 	}
-	tree, err := commit.Tree()
+	root, err := commit.Tree()
 	if err != nil {
-		return nil, fmt.Errorf("git source %s: read tree of %s: %w", g.display, hash, err)
+		return nil, nil, fmt.Errorf("git source %s: read tree of %s: %w", g.display, hash, err)
 	}
+	ct := &commitTree{repo: g.repo, root: root}
+	tree, real := root, ""
 	if g.path != "" {
-		tree, err = tree.Tree(g.path)
-		if err != nil {
-			if errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
-				return nil, fmt.Errorf("git source %s: %w", g.display, &PathNotFoundError{Revision: hash.String(), Path: g.path})
-			}
-			return nil, fmt.Errorf("git source %s: read %q at %s: %w", g.display, g.path, hash, err)
+		r, err := ct.resolve(g.path)
+		switch {
+		case errors.Is(err, errLinkDangling) || errors.Is(err, errLinkNotDir) || (err == nil && r.mode != filemode.Dir):
+			return nil, nil, fmt.Errorf("git source %s: %w", g.display, &PathNotFoundError{Revision: hash.String(), Path: g.path})
+		case isLinkError(err):
+			return nil, nil, &RevisionError{Revision: hash.String(), Errors: diag.List{{File: g.path,
+				Msg: fmt.Sprintf("the source path, through a symlink, %s: refused", linkReason(err))}}}
+		case err != nil:
+			return nil, nil, fmt.Errorf("git source %s: read %q at %s: %w", g.display, g.path, hash, err)
 		}
+		if tree, err = g.repo.TreeObject(r.hash); err != nil {
+			return nil, nil, fmt.Errorf("git source %s: read %q at %s: %w", g.display, g.path, hash, err)
+		}
+		real = r.real
 	}
-	var files []treeFile
-	var walk func(t *object.Tree, dir string, chart bool) error
-	walk = func(t *object.Tree, dir string, chart bool) error {
+	// walk lists tree t, whose real path is realDir, under the name dir;
+	// reals are the real paths of the directories being walked.
+	var walk func(t *object.Tree, dir string, reals []string, chart bool) error
+	walk = func(t *object.Tree, dir string, reals []string, chart bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -601,33 +612,57 @@ func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) ([]treeFile, error
 			e, err := t.FindEntry(ChartFile)
 			chart = err == nil && e.Mode.IsFile()
 		}
+		realDir := reals[len(reals)-1]
 		for _, e := range t.Entries {
 			p := path.Join(dir, e.Name)
-			switch e.Mode {
-			case filemode.Dir:
-				if hiddenDir(e.Name) {
+			mode, h, realP := e.Mode, e.Hash, path.Join(realDir, e.Name)
+			if mode == filemode.Symlink {
+				if hiddenDir(e.Name) && !IsYAMLFile(e.Name) {
+					continue // as a hidden directory
+				}
+				r, err := ct.resolve(realP)
+				if isLinkError(err) {
+					target, _ := ct.linkTarget(e.Hash)
+					errs = append(errs, linkRefused(p, target, linkReason(err)))
+					continue
+				} else if err != nil {
+					return fmt.Errorf("resolve symlink %s: %w", p, err)
+				}
+				if r.mode == filemode.Dir {
+					if slices.ContainsFunc(reals, func(d string) bool { return insideSlash(r.real, d) }) {
+						target, _ := ct.linkTarget(e.Hash)
+						errs = append(errs, linkRefused(p, target, loopReason(r.real)))
+						continue
+					}
+				} else if !IsYAMLFile(e.Name) && !chart {
 					continue
 				}
-				sub, err := g.repo.TreeObject(e.Hash)
+				mode, h, realP = r.mode, r.hash, r.real
+			} else if mode == filemode.Dir && hiddenDir(e.Name) {
+				continue
+			}
+			switch mode {
+			case filemode.Dir:
+				sub, err := g.repo.TreeObject(h)
 				if err != nil {
 					return fmt.Errorf("read tree %s: %w", p, err)
 				}
-				if err := walk(sub, p, chart); err != nil {
+				if err := walk(sub, p, append(reals, realP), chart); err != nil {
 					return err
 				}
 			case filemode.Regular, filemode.Executable, filemode.Deprecated:
 				if IsYAMLFile(e.Name) || chart {
-					files = append(files, treeFile{path: p, hash: e.Hash})
+					files = append(files, treeFile{path: p, hash: h})
 				}
 			}
 		}
 		return nil
 	}
-	if err := walk(tree, g.path, false); err != nil {
-		return nil, fmt.Errorf("git source %s at %s: %w", g.display, hash, err)
+	if err := walk(tree, g.path, []string{real}, false); err != nil {
+		return nil, nil, fmt.Errorf("git source %s at %s: %w", g.display, hash, err)
 	}
 	slices.SortFunc(files, func(a, b treeFile) int { return strings.Compare(a.path, b.path) })
-	return files, nil
+	return files, errs.Sorted(), nil
 }
 
 // readBlob reads the blob of tf when it is within the file limit and max

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
-
-	"github.com/gitaso/gitaso/internal/diag"
 )
 
 // Files fetches the branch and returns its head commit and the files below
@@ -23,11 +21,10 @@ func (g *Git) Files(ctx context.Context) (revision string, files []File, err err
 		return "", nil, err
 	}
 	lim := g.opts.Limits.WithDefaults()
-	list, err := g.listAt(ctx, hash)
+	list, errs, err := g.listAt(ctx, hash)
 	if err != nil {
 		return "", nil, err
 	}
-	var errs diag.List
 	var total int64
 	for _, tf := range list {
 		data, derr, err := g.readBlob(tf, lim, lim.MaxTotalSize-total)

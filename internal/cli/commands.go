@@ -180,7 +180,9 @@ With SAVED-PLAN (a file of 'gitaso plan --out'), apply applies exactly that plan
 checks that the branch is still at the plan's revision and the state unchanged, plans again (reading
 Azure when the saved plan did) and refuses with exit code 4, applying nothing, unless that plan is the
 saved one. Give it the same repository, branch and state flags as the plan. Objects the saved plan
-showed as known after apply are not applied by it: plan again for them.`,
+showed as known after apply are then applied as a plain apply applies them, once their values exist
+(Terraform's rule: the reviewed plan listed them): that phase refuses, with exit code 1, to change any
+other resource. Exit code 0 means the whole saved plan was applied, those objects included.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var printedPlan *planner.Plan
@@ -233,6 +235,9 @@ showed as known after apply are not applied by it: plan again for them.`,
 					printResult(stdout, rep.Result)
 				}
 				last = rep
+			}
+			if errors.Is(err, reconcile.ErrBeyondSavedPlan) {
+				return &ExitError{Code: 1, Err: err}
 			}
 			if err != nil {
 				return reportInputErrors(stderr, err, "nothing was applied")

@@ -210,6 +210,26 @@ func (r *Repo) Dir() string { return r.bare }
 // Branch is the branch Commit pushes to.
 func (r *Repo) Branch() string { return r.branch }
 
+// Work is the work clone's directory, which Commit commits from (a
+// directory source can read it).
+func (r *Repo) Work() string { return r.work }
+
+// Link makes the slash path link of the work clone a symlink to target,
+// replacing what was there; the next Commit commits it.
+func (r *Repo) Link(link, target string) {
+	r.s.t.Helper()
+	full := filepath.Join(r.work, filepath.FromSlash(link))
+	if err := os.RemoveAll(full); err != nil {
+		r.s.t.Fatalf("gittest: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		r.s.t.Fatalf("gittest: %v", err)
+	}
+	if err := os.Symlink(target, full); err != nil {
+		r.s.t.Fatalf("gittest: %v", err)
+	}
+}
+
 // Commit writes files (slash paths relative to the repository root), deletes
 // the paths in deleted, commits everything with msg, pushes to the bare
 // repository and returns the new commit's full SHA.
