@@ -118,6 +118,7 @@ func TestDemoSecondStartKeepsTheFirst(t *testing.T) {
 	})
 	up := make(chan struct{})
 	var firstOut strings.Builder
+	var firstErr error // the first demo's exit, once exited is closed
 	var mu sync.Mutex
 	go func() {
 		defer close(exited)
@@ -131,7 +132,10 @@ func TestDemoSecondStartKeepsTheFirst(t *testing.T) {
 				once.Do(func() { close(up) })
 			}
 		}
-		_ = first.Wait()
+		err := first.Wait()
+		mu.Lock()
+		firstErr = err
+		mu.Unlock()
 	}()
 	select {
 	case <-up:
@@ -179,25 +183,36 @@ func TestDemoSecondStartKeepsTheFirst(t *testing.T) {
 		t.Errorf("a directory that is not a demo's lost its file: %q %v", b, err)
 	}
 
-	// The first demo still follows its repository: a commit is applied.
+	// The first demo still follows its repository: the change command it printed, run as a newcomer would (no
+	// Git identity configured anywhere), commits, and the commit is applied.
 	git := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", filepath.Join(work, "repo"), "-c", "user.name=t", "-c", "user.email=t@example.invalid"}, args...)...)
+		cmd := exec.Command("git", append([]string{"-C", filepath.Join(work, "repo")}, args...)...)
 		b, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, b)
 		}
 		return strings.TrimSpace(string(b))
 	}
-	sb := filepath.Join(work, "repo", "team-a", "servicebus.yaml")
-	y, err := os.ReadFile(sb)
-	if err != nil {
-		t.Fatal(err)
+	var printed string
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		printed = firstOut.String()
+		mu.Unlock()
+		if strings.Contains(printed, "\nLogs: ") || time.Now().After(end) {
+			break
+		}
 	}
-	if err := os.WriteFile(sb, []byte(strings.Replace(string(y), "maxDeliveryCount: 10", "maxDeliveryCount: 5", 1)), 0o644); err != nil {
-		t.Fatal(err)
+	change := strings.TrimSpace(between(printed, "applies exactly that change:\n", "\n"))
+	if !strings.HasPrefix(change, "cd "+work+"/repo && ") {
+		t.Fatalf("the demo printed no change command:\n%s", printed)
 	}
-	git("commit", "-qam", "fewer retries")
+	run := exec.Command("bash", "-c", change)
+	home := t.TempDir()
+	run.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	if b, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("the printed change command %q failed without a Git identity: %v\n%s", change, err, b)
+	}
 	rev := git("rev-parse", "HEAD")
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -211,5 +226,20 @@ func TestDemoSecondStartKeepsTheFirst(t *testing.T) {
 			t.Fatalf("the first demo did not apply %s:\n%s\n--- gitaso.log ---\n%s", rev, body, log)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+
+	// Ctrl-C ends the demo cleanly: exit 0 (make says no "Error 130"), saying so.
+	if err := first.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the demo did not stop on SIGINT")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if firstErr != nil || !strings.Contains(firstOut.String(), "demo stopped;") {
+		t.Errorf("after SIGINT the demo exited with %v (want 0) and said:\n%s", firstErr, firstOut.String())
 	}
 }

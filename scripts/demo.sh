@@ -62,7 +62,9 @@ cleanup() {
   if [ "$(cat "$lock" 2>/dev/null)" = $$ ]; then rm -f "$lock"; fi
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+# Ctrl-C (or a TERM) stops the demo: the cleanup above stops the emulator and the daemon; exit 0 so that make does
+# not call it an error.
+trap 'echo; echo "demo stopped; its files stay in $work (the next make demo starts afresh)"; exit 0' INT TERM
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -164,7 +166,7 @@ gitaso is running. Look at:
   $bin plan --dir $work/repo --offline --subscription $AZURE_SUBSCRIPTION_ID --substitute-from platform/platform-vars --substitute-from ConfigMap/platform/team-a-vars --substitute-strict
                                            # the plan as text, without Azure
 Change a manifest and commit; the next poll (2 s) applies exactly that change:
-  cd $work/repo && sed -i 's/maxDeliveryCount: 10/maxDeliveryCount: 5/' team-a/servicebus.yaml && git commit -qam 'fewer retries'
+  cd $work/repo && sed -i 's/maxDeliveryCount: 10/maxDeliveryCount: 5/' team-a/servicebus.yaml && git -c user.name=demo -c user.email=demo@gitaso.local commit -qam 'fewer retries'
 Logs: $work/gitaso.log (daemon), $work/emulator.log. Emulator settings: source $work/emulator.env
 EOF
 
