@@ -50,6 +50,10 @@ type SavedPlan struct {
 	// own (etag, systemData, provisioningState).
 	Observed map[string]string `json:"observed,omitempty"`
 	Plan     *planner.Plan     `json:"plan"`
+	// Flags are the settings `gitaso plan` was given (flag name → values;
+	// no --substitute values, nothing secret), which `gitaso apply FILE`
+	// takes for those it is not given: the plan names its own source.
+	Flags map[string][]string `json:"flags,omitempty"`
 }
 
 // SavePlan returns the saved form of a dry run's report (PlanOnly).

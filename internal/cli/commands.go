@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gitaso/gitaso/api"
 	"github.com/gitaso/gitaso/azure/emulator"
@@ -134,7 +135,7 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 				if offline {
 					return errors.New("--out: an offline plan cannot be applied; plan with Azure and the state")
 				}
-				if err := savePlan(r, rep, refresh, outFile); err != nil {
+				if err := savePlan(r, rep, refresh, outFile, cmd.Flags()); err != nil {
 					return err
 				}
 			}
@@ -179,13 +180,27 @@ the deletion guard held the revision (nothing applied; --approve-deletions relea
 With SAVED-PLAN (a file of 'gitaso plan --out'), apply applies exactly that plan and nothing else: it
 checks that the branch is still at the plan's revision and the state unchanged, plans again (reading
 Azure when the saved plan did) and refuses with exit code 4, applying nothing, unless that plan is the
-saved one. Give it the same repository, branch and state flags as the plan. Objects the saved plan
+saved one. The saved plan carries the flags 'gitaso plan' was given (repository, branch, path, state,
+rendering; relative paths made absolute; no value of a flag named for a secret), and apply takes those it
+is not given, saying which: 'gitaso apply FILE' alone applies it. Objects the saved plan
 showed as known after apply are then applied as a plain apply applies them, once their values exist
 (Terraform's rule: the reviewed plan listed them): that phase refuses, with exit code 1, to change any
 other resource. Exit code 0 means the whole saved plan was applied, those objects included.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var printedPlan *planner.Plan
+			var sp *reconcile.SavedPlan
+			if len(args) == 1 {
+				var err error
+				if sp, err = readSavedPlan(args[0]); err != nil {
+					return err
+				}
+				// The plan names its source and settings: flags not given
+				// here are taken from it.
+				if err := restoreSavedFlags(cmd.Flags(), sp.Flags, stderr); err != nil {
+					return err
+				}
+			}
 			s.reach = true
 			e, err := s.setup(cmd, stderr, false, true)
 			if err != nil {
@@ -194,11 +209,7 @@ other resource. Exit code 0 means the whole saved plan was applied, those object
 			defer e.close()
 			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
 			var first *reconcile.Report
-			if len(args) == 1 {
-				sp, rerr := readSavedPlan(args[0])
-				if rerr != nil {
-					return rerr
-				}
+			if sp != nil {
 				first, err = r.ApplySaved(cmd.Context(), sp, approveDeletions)
 				if errors.Is(err, reconcile.ErrStalePlan) {
 					return &ExitError{Code: 4, Err: err}
@@ -265,11 +276,12 @@ other resource. Exit code 0 means the whole saved plan was applied, those object
 
 // savePlan writes a dry run's plan for 'gitaso apply FILE', readable by
 // its owner only.
-func savePlan(r *reconcile.Reconciler, rep *reconcile.Report, refreshed bool, file string) error {
+func savePlan(r *reconcile.Reconciler, rep *reconcile.Report, refreshed bool, file string, fs *pflag.FlagSet) error {
 	sp, err := r.SavePlan(rep, refreshed, Version)
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	sp.Flags = savedFlags(fs)
 	tmp := file + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
