@@ -200,6 +200,9 @@ type verifier struct {
 	// seen marks the pages reached from the root and freed those the
 	// freelist names.
 	seen, freed []bool
+	// bufs holds a page buffer per tree depth, reused: a page's keys bound
+	// its children's, which are read one level deeper.
+	bufs [][]byte
 }
 
 func (v *verifier) run() error {
@@ -300,7 +303,7 @@ func (v *verifier) sanePageSize(m meta) bool {
 
 // page reads page id and its overflow pages, checking the header against
 // what the caller expects. nil means the problem was reported.
-func (v *verifier) page(id uint64, bucket string, want uint16) ([]byte, error) {
+func (v *verifier) page(id uint64, bucket string, want uint16, depth int) ([]byte, error) {
 	ps := int64(v.m.pageSize)
 	if id < 2 || id >= v.m.pgid {
 		v.rep.add(id, bucket, "page ID out of range [2, %d): a damaged page refers to it", v.m.pgid)
@@ -310,7 +313,10 @@ func (v *verifier) page(id uint64, bucket string, want uint16) ([]byte, error) {
 		v.rep.add(id, bucket, "referred to twice")
 		return nil, nil
 	}
-	hdr := make([]byte, ps)
+	for len(v.bufs) <= depth {
+		v.bufs = append(v.bufs, make([]byte, ps))
+	}
+	hdr := v.bufs[depth][:ps]
 	if _, err := v.f.ReadAt(hdr, int64(id)*ps); err != nil {
 		return nil, fmt.Errorf("read page %d: %w", id, err)
 	}
@@ -341,8 +347,13 @@ func (v *verifier) page(id uint64, bucket string, want uint16) ([]byte, error) {
 	if overflow == 0 {
 		return hdr, nil
 	}
-	buf := make([]byte, (int64(overflow)+1)*ps)
-	copy(buf, hdr)
+	buf := v.bufs[depth]
+	if int64(cap(buf)) < (int64(overflow)+1)*ps {
+		buf = make([]byte, (int64(overflow)+1)*ps)
+		copy(buf, hdr)
+		v.bufs[depth] = buf
+	}
+	buf = buf[:(int64(overflow)+1)*ps]
 	if _, err := v.f.ReadAt(buf[ps:], int64(id+1)*ps); err != nil {
 		return nil, fmt.Errorf("read page %d: %w", id, err)
 	}
@@ -363,7 +374,7 @@ func (v *verifier) freelist() error {
 	if v.m.freelist == noFreelist {
 		return nil
 	}
-	p, err := v.page(v.m.freelist, "", flagFreelist)
+	p, err := v.page(v.m.freelist, "", flagFreelist, 0)
 	if p == nil || err != nil {
 		return err
 	}
@@ -406,7 +417,7 @@ func (v *verifier) node(id uint64, bucket string, depth int, lo, hi []byte) erro
 		v.rep.add(id, bucket, "more than %d levels deep: a loop", maxDepth)
 		return nil
 	}
-	p, err := v.page(id, bucket, flagBranch|flagLeaf)
+	p, err := v.page(id, bucket, flagBranch|flagLeaf, depth)
 	if p == nil || err != nil {
 		return err
 	}
