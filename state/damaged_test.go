@@ -352,3 +352,56 @@ func TestReadDamagedAfterOpen(t *testing.T) {
 		})
 	}()
 }
+
+// A branch page whose child ID points far past the file, written while the
+// file is open: bbolt reads it from the mapping, which faults; the fault is
+// a *DamagedError too, not the end of the process.
+func TestReadFaultAfterOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gitaso.db")
+	db, err := Open(path, WithoutKeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(w *Writer) error {
+		for i := range 400 {
+			if err := w.PutRun(&record.Run{Revision: fmt.Sprintf("%040d", i), StartedAt: t0, Outcome: record.OutcomeSucceeded, Error: strings.Repeat("e", 200)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var root int64
+	_ = db.view(func(tx *bolt.Tx) error { root = int64(tx.Bucket(bucketRuns).Root()); return nil })
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, 4096)
+	if _, err := f.ReadAt(page, root*4096); err != nil {
+		t.Fatal(err)
+	}
+	if ne.Uint16(page[8:]) != flagBranch {
+		t.Fatalf("the runs bucket's root page %d is not a branch page (flags %#x): write more runs", root, ne.Uint16(page[8:]))
+	}
+	// The first element's child: page 2^30, 4 TB into the mapping's address
+	// space, where nothing is mapped.
+	ne.PutUint64(page[pageHeaderSize+8:], 1<<30)
+	if _, err := f.WriteAt(page, root*4096); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = db.RunPage(0, 1000)
+	d := wantDamaged(t, err, path)
+	if !strings.Contains(fmt.Sprint(d.Panic), "invalid memory address") || !strings.HasPrefix(d.Where, "go.etcd.io/bbolt") {
+		t.Errorf("the read panicked with %v in %s, want a memory fault in bbolt", d.Panic, d.Where)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Check(path)
+	if err != nil || rep.OK() || !strings.Contains(rep.Problems[0].String(), fmt.Sprintf("page %d", 1<<30)) {
+		t.Errorf("Check: %+v, %v; want page %d named", rep, err, 1<<30)
+	}
+}
