@@ -88,9 +88,9 @@ func (e *DamagedError) Unwrap() error {
 func WaysOut(path string) string {
 	return fmt.Sprintf("gitaso will not start over it. Run `gitaso state check --state %s` for the damaged pages; "+
 		"then either restore a backup of the file (with gitaso stopped), or run `gitaso state rebuild --state %s`: "+
-		"it moves the damaged file aside (never deletes it) and starts a new state, whose first run adopts every "+
-		"declared resource that exists in Azure (a PUT of its manifest, as ASO adopts; nothing is deleted or re-created) "+
-		"and the run history, last applied bodies and held approvals are lost", path, path)
+		"it moves the damaged file aside (never deleting it), the new state's first run adopts every declared "+
+		"resource that exists in Azure (a PUT of its manifest, as ASO adopts: nothing is deleted or re-created), "+
+		"and the run history, last applied bodies and held approvals are lost (docs/state.md)", path, path)
 }
 
 // guard turns a panic raised while reading the bbolt file into a

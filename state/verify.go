@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -37,6 +38,11 @@ const (
 
 	noFreelist = ^uint64(0)
 
+	// topLevel names the root tree, which holds the buckets.
+	topLevel = "(top level)"
+	// freelistName names the freelist page in a report.
+	freelistName = "(freelist)"
+
 	// maxProblems bounds what a report lists; the count says how many more.
 	maxProblems = 20
 	// maxDepth bounds the tree walk: bbolt's trees are a few levels deep,
@@ -64,7 +70,11 @@ func (p Problem) String() string {
 		if b.Len() > 0 {
 			b.WriteString(" ")
 		}
-		fmt.Fprintf(&b, "(bucket %s)", p.Bucket)
+		if strings.HasPrefix(p.Bucket, "(") {
+			b.WriteString(p.Bucket) // (top level), (freelist)
+		} else {
+			fmt.Fprintf(&b, "(bucket %s)", p.Bucket)
+		}
 	}
 	if b.Len() > 0 {
 		b.WriteString(": ")
@@ -231,7 +241,7 @@ func (v *verifier) run() error {
 	if err := v.freelist(); err != nil {
 		return err
 	}
-	if err := v.bucket(m.root, nil, "", 0); err != nil {
+	if err := v.bucket(m.root, nil, topLevel, 0); err != nil {
 		return err
 	}
 	unreached := 0
@@ -245,7 +255,7 @@ func (v *verifier) run() error {
 		}
 	}
 	if unreached > 0 {
-		v.rep.add(first, "", "%d page(s) neither reachable nor free, the first is page %d (a damaged branch page loses the pages under it)", unreached, first)
+		v.rep.add(first, "", "%d page(s) neither reachable nor free (a damaged branch or freelist page loses the pages it lists)", unreached)
 	}
 	return nil
 }
@@ -374,7 +384,7 @@ func (v *verifier) freelist() error {
 	if v.m.freelist == noFreelist {
 		return nil
 	}
-	p, err := v.page(v.m.freelist, "", flagFreelist, 0)
+	p, err := v.page(v.m.freelist, freelistName, flagFreelist, 0)
 	if p == nil || err != nil {
 		return err
 	}
@@ -383,19 +393,19 @@ func (v *verifier) freelist() error {
 		count, at = ne.Uint64(p[pageHeaderSize:]), pageHeaderSize+8
 	}
 	if count > (uint64(len(p))-at)/8 {
-		v.rep.add(v.m.freelist, "", "the freelist counts %d pages, more than the page holds", count)
+		v.rep.add(v.m.freelist, freelistName, "the freelist counts %d pages, more than the page holds", count)
 		return nil
 	}
 	for i := uint64(0); i < count; i++ {
 		id := ne.Uint64(p[at+8*i:])
 		switch {
 		case id < 2 || id >= v.m.pgid:
-			v.rep.add(v.m.freelist, "", "the freelist names page %d, out of range [2, %d)", id, v.m.pgid)
+			v.rep.add(v.m.freelist, freelistName, "the freelist names page %d, out of range [2, %d)", id, v.m.pgid)
 			return nil
 		case v.freed[id]:
-			v.rep.add(v.m.freelist, "", "the freelist names page %d twice", id)
+			v.rep.add(v.m.freelist, freelistName, "the freelist names page %d twice", id)
 		case v.seen[id]:
-			v.rep.add(id, "", "free and in use (the freelist)")
+			v.rep.add(id, freelistName, "free and in use")
 		}
 		v.freed[id] = true
 	}
@@ -513,7 +523,7 @@ func (v *verifier) leaf(id uint64, p []byte, bucket string, depth int, lo, hi []
 	}
 	for _, c := range children {
 		name := c.name
-		if bucket != "" {
+		if bucket != topLevel {
 			name = bucket + "/" + c.name
 		}
 		if len(c.value) < inBucketSize {

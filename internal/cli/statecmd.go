@@ -75,7 +75,8 @@ A damaged file: restore a backup, or 'gitaso state rebuild'.`,
 				return err
 			}
 			if !rep.OK() {
-				return &ExitError{Code: ExitDamaged, Err: &state.DamagedError{Path: file, Report: rep}}
+				// The report said it all; the exit error only names the file.
+				return &ExitError{Code: ExitDamaged, Err: fmt.Errorf("%s: %w", file, state.ErrDamaged)}
 			}
 			return nil
 		},
