@@ -45,7 +45,7 @@ func (e *DamagedError) Buckets() []string {
 func (e *DamagedError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "state file %s is damaged: %s", e.Path, e.Summary())
-	fmt.Fprintf(&b, ". %s", WaysOut(e.Path))
+	fmt.Fprintf(&b, ". %s", e.WaysOut())
 	return b.String()
 }
 
@@ -82,6 +82,21 @@ func (e *DamagedError) Unwrap() error {
 		return err
 	}
 	return nil
+}
+
+// WaysOut tells the operator what to do about the damage.
+func (e *DamagedError) WaysOut() string {
+	if e.Report != nil && e.Report.DataIntact {
+		return DataIntactWayOut(e.Path)
+	}
+	return WaysOut(e.Path)
+}
+
+// DataIntactWayOut is the way out when only the freelist is damaged.
+func DataIntactWayOut(path string) string {
+	return fmt.Sprintf("Only the freelist (bbolt's list of free pages) is damaged; every record checked out. "+
+		"gitaso will not start over it: run `gitaso state rebuild --state %s` (with gitaso stopped): it copies every "+
+		"record into a new file, losing nothing, and keeps the damaged one beside it (docs/state.md)", path)
 }
 
 // WaysOut tells the operator what to do about a damaged state file at path.

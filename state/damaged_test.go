@@ -96,20 +96,29 @@ func fileSum(t testing.TB, path string) [32]byte {
 }
 
 // overwritePage writes random bytes over page id (4,096 bytes: the page
-// size these files have).
+// size these files have); seed 0 writes zeros.
 func overwritePage(t testing.TB, path string, id int, seed uint64) {
+	t.Helper()
+	overwrite(t, path, int64(id)*4096, 4096, seed)
+}
+
+// overwrite writes n random bytes (zeros for seed 0) at off.
+func overwrite(t testing.TB, path string, off int64, n int, seed uint64) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	b := make([]byte, 4096)
+	id := off / 4096
+	b := make([]byte, n)
 	r := rand.New(rand.NewPCG(seed, uint64(id)))
 	for i := range b {
-		b[i] = byte(r.Uint32())
+		if seed != 0 {
+			b[i] = byte(r.Uint32())
+		}
 	}
-	if _, err := f.WriteAt(b, int64(id)*4096); err != nil {
+	if _, err := f.WriteAt(b, off); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -168,7 +177,11 @@ func wantDamaged(t *testing.T, err error, path string, says ...string) *DamagedE
 		t.Fatalf("got %v, want a *DamagedError", err)
 	}
 	msg := err.Error()
-	for _, s := range append([]string{path, "gitaso state check --state " + path, "restore a backup", "gitaso state rebuild --state " + path, "history"}, says...) {
+	want := []string{path, "gitaso state check --state " + path, "restore a backup", "gitaso state rebuild --state " + path, "history"}
+	if d.Report != nil && d.Report.DataIntact {
+		want = []string{path, "Only the freelist", "gitaso state rebuild --state " + path, "losing nothing"}
+	}
+	for _, s := range append(want, says...) {
 		if !strings.Contains(msg, s) {
 			t.Errorf("the error does not say %q:\n%s", s, msg)
 		}
@@ -248,10 +261,20 @@ func TestOpenDamagedFile(t *testing.T) {
 	}
 }
 
-// Random bytes over each page of a small state in turn: nothing panics or
-// faults, and each file either opens and reads in full, or is refused as
-// damaged naming a page, by Open, Check and Compact alike.
+// Random bytes, then zeros, over each page of a small state in turn: nothing
+// panics or faults, and each file either opens and reads in full, or is
+// refused as damaged naming a page, by Open, Check and Compact alike.
 func TestRandomPageDamage(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		seed       uint64
+		keepHeader bool
+	}{{"random", 3, false}, {"zeros", 0, false}, {"random under the header", 5, true}} {
+		t.Run(tc.name, func(t *testing.T) { pageDamage(t, tc.seed, tc.keepHeader) })
+	}
+}
+
+func pageDamage(t *testing.T, seed uint64, keepHeader bool) {
 	sound := smallState(t)
 	fi, err := os.Stat(sound)
 	if err != nil {
@@ -262,10 +285,14 @@ func TestRandomPageDamage(t *testing.T) {
 	if err != nil || !rep.OK() || rep.Pages < 40 {
 		t.Fatalf("the sound file: %+v, %v", rep, err)
 	}
-	damaged, readable := 0, 0
+	damaged, readable, salvaged := 0, 0, 0
 	for id := range pages {
 		path := copyFile(t, sound)
-		overwritePage(t, path, id, 3)
+		if keepHeader {
+			overwrite(t, path, int64(id)*4096+pageHeaderSize, 4096-pageHeaderSize, seed)
+		} else {
+			overwritePage(t, path, id, seed)
+		}
 		rep, err := Check(path)
 		if err != nil {
 			t.Fatalf("page %d: Check: %v", id, err)
@@ -278,6 +305,21 @@ func TestRandomPageDamage(t *testing.T) {
 			}
 			if _, _, err := Compact(path); !errors.Is(err, ErrDamaged) {
 				t.Errorf("page %d: Compact: %v, want ErrDamaged", id, err)
+			}
+			if d.Report.DataIntact {
+				// Only the freelist: rebuild loses nothing.
+				res, err := Rebuild(path, false, t0)
+				if err != nil || !res.Salvaged {
+					t.Errorf("page %d: Rebuild of a damaged freelist: %+v, %v", id, res, err)
+				} else if db, err := Open(path, WithEncryptionKey(bytes.Repeat([]byte{7}, keySize))); err != nil {
+					t.Errorf("page %d: Open after the salvage: %v", id, err)
+				} else {
+					if err := readEverything(db); err != nil {
+						t.Errorf("page %d: after the salvage: %v", id, err)
+					}
+					db.Close()
+				}
+				salvaged++
 			}
 			damaged++
 			continue
@@ -303,7 +345,8 @@ func TestRandomPageDamage(t *testing.T) {
 		}
 		readable++
 	}
-	t.Logf("%d pages (%d below the high-water mark): %d damaged, %d readable (meta fallback or a free page)", pages, rep.Pages, damaged, readable)
+	t.Logf("%d pages (%d below the high-water mark): %d damaged (%d of them only the freelist, salvaged), %d readable (meta fallback or a free page)",
+		pages, rep.Pages, damaged, salvaged, readable)
 	if damaged == 0 || readable < 2 {
 		t.Errorf("%d damaged, %d readable: want both kinds (the meta pages read after a fallback)", damaged, readable)
 	}
@@ -403,5 +446,68 @@ func TestReadFaultAfterOpen(t *testing.T) {
 	rep, err := Check(path)
 	if err != nil || rep.OK() || !strings.Contains(rep.Problems[0].String(), fmt.Sprintf("page %d", 1<<30)) {
 		t.Errorf("Check: %+v, %v; want page %d named", rep, err, 1<<30)
+	}
+}
+
+// freelistPage returns the freelist page the meta in use records.
+func freelistPage(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	v := &verifier{f: f, rep: &Report{}}
+	m, ok, err := v.metas()
+	if err != nil || !ok || m.freelist == noFreelist {
+		t.Fatalf("meta: %+v %v %v", m, ok, err)
+	}
+	return int(m.freelist)
+}
+
+// Only the freelist damaged: Open refuses the file saying every record is
+// intact, and rebuild copies them all into a new file (nothing lost), the
+// damaged one kept beside it.
+func TestRebuildSalvagesFreelistDamage(t *testing.T) {
+	path := copyFile(t, smallState(t))
+	key := WithEncryptionKey(bytes.Repeat([]byte{7}, keySize))
+	db, err := Open(path, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRes, _ := db.Resources(record.Filter{})
+	wantRuns, _ := db.Runs(1000)
+	db.Close()
+	overwritePage(t, path, freelistPage(t, path), 5)
+	damaged, _ := os.ReadFile(path)
+
+	_, err = Open(path, key)
+	var d *DamagedError
+	if !errors.As(err, &d) || !d.Report.DataIntact || !strings.Contains(err.Error(), "Only the freelist") ||
+		!strings.Contains(err.Error(), "gitaso state rebuild --state "+path) {
+		t.Fatalf("Open: %v, want a *DamagedError saying the data is intact", err)
+	}
+	res, err := Rebuild(path, false, t0)
+	if err != nil || !res.Salvaged {
+		t.Fatalf("Rebuild: %+v, %v; want salvaged", res, err)
+	}
+	if b, err := os.ReadFile(res.Aside); err != nil || !bytes.Equal(b, damaged) {
+		t.Errorf("the damaged file is not kept as it was at %s: %v", res.Aside, err)
+	}
+	db, err = Open(path, key)
+	if err != nil {
+		t.Fatalf("Open after the salvage: %v", err)
+	}
+	defer db.Close()
+	if err := readEverything(db); err != nil {
+		t.Fatal(err)
+	}
+	gotRes, _ := db.Resources(record.Filter{})
+	gotRuns, _ := db.Runs(1000)
+	if len(gotRes) != len(wantRes) || len(gotRuns) != len(wantRuns) || len(wantRuns) == 0 {
+		t.Errorf("after the salvage %d resources and %d runs, want %d and %d", len(gotRes), len(gotRuns), len(wantRes), len(wantRuns))
+	}
+	if v, ok, err := db.SecretExports("team-1", "sec"); err != nil || !ok || v["key1"] != "s3cret" {
+		t.Errorf("secret export after the salvage: %v %v %v", v, ok, err)
 	}
 }

@@ -100,6 +100,12 @@ type Report struct {
 	// Problems lists the first damage found (at most 20); Total counts all.
 	Problems []Problem `json:"problems,omitempty"`
 	Total    int       `json:"total"`
+	// DataIntact says that only the freelist (bbolt's list of free pages)
+	// is damaged: every bucket's tree checked out, so every record can be
+	// copied into a new file (Rebuild does) and nothing is lost.
+	DataIntact bool `json:"dataIntact,omitempty"`
+	// lossy counts the problems outside the freelist.
+	lossy int
 	// Elapsed is how long the check took.
 	Elapsed time.Duration `json:"elapsed"`
 }
@@ -135,6 +141,9 @@ func (r *Report) DamagedPages() []uint64 {
 
 func (r *Report) add(page uint64, bucket, format string, args ...any) {
 	r.Total++
+	if bucket != freelistName {
+		r.lossy++
+	}
 	if len(r.Problems) < maxProblems {
 		r.Problems = append(r.Problems, Problem{Page: page, Bucket: bucket, What: fmt.Sprintf(format, args...)})
 	}
@@ -255,8 +264,12 @@ func (v *verifier) run() error {
 		}
 	}
 	if unreached > 0 {
+		// Not lossy on its own: a damaged freelist loses the free pages
+		// it lists, a damaged branch page is reported as itself.
 		v.rep.add(first, "", "%d page(s) neither reachable nor free (a damaged branch or freelist page loses the pages it lists)", unreached)
+		v.rep.lossy--
 	}
+	v.rep.DataIntact = v.rep.Total > 0 && v.rep.lossy == 0
 	return nil
 }
 
@@ -332,7 +345,7 @@ func (v *verifier) page(id uint64, bucket string, want uint16, depth int) ([]byt
 	}
 	v.seen[id] = true
 	if v.freed[id] {
-		v.rep.add(id, bucket, "in use and also on the freelist")
+		v.rep.add(id, freelistName, "in use (bucket %s) and also on the freelist", bucket)
 	}
 	if got := ne.Uint64(hdr); got != id {
 		v.rep.add(id, bucket, "the page says it is page %d: overwritten", got)

@@ -111,7 +111,11 @@ func printReport(w io.Writer, rep *state.Report) error {
 	if b := rep.Buckets(); len(b) > 0 {
 		pr("buckets affected: %v\n", b)
 	}
-	pr("%s\n", state.WaysOut(rep.Path))
+	if rep.DataIntact {
+		pr("%s\n", state.DataIntactWayOut(rep.Path))
+	} else {
+		pr("%s\n", state.WaysOut(rep.Path))
+	}
 	return err
 }
 
@@ -121,8 +125,9 @@ func stateRebuildCmd(stdout io.Writer) *cobra.Command {
 	rebuild := &cobra.Command{
 		Use:   "rebuild",
 		Short: "Move a damaged state file aside so that gitaso starts a new state (stop gitaso serve first)",
-		Long: `rebuild moves the state file aside (to FILE.damaged-<time>; it is never deleted) so that the next
-gitaso command starts a new state file. Its first run reads Azure for every declared resource and adopts
+		Long: `rebuild moves the state file aside (to FILE.damaged-<time>; it is never deleted). When only the
+freelist (bbolt's list of free pages) is damaged, every record is copied into a new FILE and nothing is
+lost. Otherwise the next gitaso command starts a new state file. Its first run reads Azure for every declared resource and adopts
 those that exist (a PUT of the manifest, as ASO adopts: nothing is deleted or re-created; 'gitaso plan'
 shows it first). What the old file held is lost: the run history, the last applied bodies and their
 diffs, held deletion approvals, and the exported values (re-exported as their resources are applied).
@@ -131,20 +136,29 @@ them. The encryption key file stays and is used by the new state. A sound file i
 Prefer restoring a backup of the file when there is one: it keeps the history.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			aside, rep, err := state.Rebuild(file, force, time.Now())
+			res, err := state.Rebuild(file, force, time.Now())
 			if err != nil {
 				return err
 			}
 			what := "damaged"
-			if rep.OK() {
+			if res.Report.OK() {
 				what = "sound (--force)"
+			}
+			if res.Salvaged {
+				_, err = fmt.Fprintf(stdout, "%s: only the freelist was damaged; every record was copied into a new %s, nothing is lost.\n"+
+					"The damaged file is kept as %s.\n", file, file, res.Aside)
+				return err
+			}
+			if res.SalvageErr != nil {
+				fmt.Fprintf(stdout, "copying the records failed (%v); the file is moved aside instead.\n", res.SalvageErr)
 			}
 			_, err = fmt.Fprintf(stdout, "%s (%s) moved to %s; nothing was deleted.\n"+
 				"The next gitaso command starts a new state there: the run history and the last applied bodies are lost,\n"+
 				"and its first run adopts every declared resource that exists in Azure (run 'gitaso plan' first to see it).\n",
-				file, what, aside)
+				file, what, res.Aside)
 			return err
 		},
+
 	}
 	rebuild.Flags().StringVar(&file, "state", "gitaso.db", "bbolt state file")
 	rebuild.Flags().BoolVar(&force, "force", false, "rebuild a file the check finds sound (its history is lost)")
