@@ -158,7 +158,6 @@ Prefer restoring a backup of the file when there is one: it keeps the history.`,
 				file, what, res.Aside)
 			return err
 		},
-
 	}
 	rebuild.Flags().StringVar(&file, "state", "gitaso.db", "bbolt state file")
 	rebuild.Flags().BoolVar(&force, "force", false, "rebuild a file the check finds sound (its history is lost)")
