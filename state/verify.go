@@ -107,7 +107,7 @@ type Report struct {
 	// lossy counts the problems outside the freelist.
 	lossy int
 	// Elapsed is how long the check took.
-	Elapsed time.Duration `json:"elapsed"`
+	Elapsed time.Duration `json:"elapsedNs"`
 }
 
 // OK reports whether the file is sound.
