@@ -226,7 +226,7 @@ type verifier struct {
 
 func (v *verifier) run() error {
 	if v.size == 0 {
-		v.rep.add(0, "", "the file is empty (zero length): not a state gitaso wrote, or one cut off before its first commit")
+		v.rep.add(0, "", "the file is empty (zero length): truncated, a failed copy, or a first start cut off before it wrote anything")
 		return nil
 	}
 	m, ok, err := v.metas()
