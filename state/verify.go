@@ -235,7 +235,8 @@ func (v *verifier) run() error {
 	}
 	v.m = m
 	v.rep.PageSize, v.rep.Pages, v.rep.Txid = int(m.pageSize), m.pgid, m.txid
-	if need := int64(m.pgid) * int64(m.pageSize); need > v.size || m.pgid < 3 {
+	if m.pgid > uint64(v.size)/uint64(m.pageSize) || m.pgid < 3 {
+		need := m.pgid * uint64(m.pageSize)
 		if m.pgid < 3 {
 			v.rep.add(0, "", "the meta page records %d pages, fewer than a bbolt file has", m.pgid)
 		} else {
@@ -255,7 +256,9 @@ func (v *verifier) run() error {
 	}
 	unreached := 0
 	first := uint64(0)
-	for id := uint64(2); id < m.pgid; id++ {
+	for id := uint64(2); id < m.pgid && m.freelist != noFreelist; id++ {
+		// (Without a freelist page, bbolt counts every page not reached
+		// as free.)
 		if !v.seen[id] && !v.freed[id] {
 			if unreached == 0 {
 				first = id
