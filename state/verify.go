@@ -45,6 +45,10 @@ const (
 
 	// maxProblems bounds what a report lists; the count says how many more.
 	maxProblems = 20
+	// readAheadFrom is the size in use from which the check has the file
+	// read in order first (readahead.go): 271 MB from a cold disk in 0.3 to
+	// 0.6 s instead of 2.4 s. Below it the scattered walk is as fast.
+	readAheadFrom = 64 << 20
 	// maxDepth bounds the tree walk: bbolt's trees are a few levels deep,
 	// a loop in a damaged file is not.
 	maxDepth = 64
@@ -204,7 +208,7 @@ func verifyFile(path string) (*Report, error) {
 	}
 	rep := &Report{Path: path, Size: fi.Size()}
 	defer func() { rep.Elapsed = time.Since(start) }()
-	v := &verifier{f: f, size: fi.Size(), rep: rep}
+	v := &verifier{f: f, file: f, size: fi.Size(), rep: rep}
 	if err := v.run(); err != nil {
 		return nil, err
 	}
@@ -213,6 +217,7 @@ func verifyFile(path string) (*Report, error) {
 
 type verifier struct {
 	f    io.ReaderAt
+	file *os.File // f, for readAhead; nil in tests reading something else
 	size int64
 	rep  *Report
 	m    meta
@@ -244,6 +249,9 @@ func (v *verifier) run() error {
 				v.size, m.pgid, m.pageSize, need)
 		}
 		return nil
+	}
+	if used := int64(m.pgid) * int64(m.pageSize); v.file != nil && used >= readAheadFrom {
+		readAhead(v.file, used) // the pages in use, not the file's preallocated tail
 	}
 	v.seen = make([]bool, m.pgid)
 	v.freed = make([]bool, m.pgid)
