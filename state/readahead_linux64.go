@@ -1,3 +1,5 @@
+//go:build linux && (amd64 || arm64 || riscv64 || ppc64le || s390x || loong64)
+
 package state
 
 import (
@@ -9,7 +11,8 @@ import (
 // before the check walks its pages in tree order (readahead(2), 8 MiB at a
 // time): from a cold disk a sequential read is several times faster than the
 // walk's scattered one, and pages already cached cost nothing (no copy).
-// Best effort.
+// Best effort. (64-bit only: on 32-bit Linux the offset takes two
+// arguments; readahead.go reads the file there.)
 func readAhead(f *os.File, size int64) {
 	const chunk = 8 << 20
 	for off := int64(0); off < size; off += chunk {
