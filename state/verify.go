@@ -362,7 +362,9 @@ func (v *verifier) page(id uint64, bucket string, want uint16, depth int) ([]byt
 		v.rep.add(id, bucket, "the page says it is page %d: overwritten", got)
 		return nil, nil
 	}
-	if flags := ne.Uint16(hdr[8:]); flags&want == 0 {
+	// bbolt takes a page's type from its flags exactly (flags == leaf),
+	// so does the check.
+	if flags := ne.Uint16(hdr[8:]); !(flags == want || want == flagBranch|flagLeaf && (flags == flagBranch || flags == flagLeaf)) {
 		v.rep.add(id, bucket, "invalid page type %#x, want %s", flags, pageKind(want))
 		return nil, nil
 	}
@@ -455,7 +457,7 @@ func (v *verifier) node(id uint64, bucket string, depth int, lo, hi []byte) erro
 	if p == nil || err != nil {
 		return err
 	}
-	if ne.Uint16(p[8:])&flagLeaf != 0 {
+	if ne.Uint16(p[8:]) == flagLeaf {
 		return v.leaf(id, p, bucket, depth, lo, hi)
 	}
 	count := int(ne.Uint16(p[10:]))
@@ -513,7 +515,7 @@ func (v *verifier) leaf(id uint64, p []byte, bucket string, depth int, lo, hi []
 		v.rep.add(id, bucket, "an inline bucket shorter than a page header")
 		return nil
 	}
-	if id == 0 && ne.Uint16(p[8:])&flagLeaf == 0 {
+	if id == 0 && ne.Uint16(p[8:]) != flagLeaf {
 		v.rep.add(0, bucket, "an inline bucket that is not a leaf (flags %#x)", ne.Uint16(p[8:]))
 		return nil
 	}
@@ -542,6 +544,12 @@ func (v *verifier) leaf(id uint64, p []byte, bucket string, depth int, lo, hi []
 			return nil
 		}
 		if flags&flagBucket != 0 {
+			if id == 0 {
+				// bbolt keeps a bucket inline only while it has no
+				// bucket inside, and panics reading one that does.
+				v.rep.add(0, bucket, "an inline bucket holding a bucket (%q)", keys[i])
+				return nil
+			}
 			children = append(children, child{string(keys[i]), p[start+ksize : start+ksize+vsize]})
 		}
 	}
@@ -555,10 +563,6 @@ func (v *verifier) leaf(id uint64, p []byte, bucket string, depth int, lo, hi []
 			continue
 		}
 		root := ne.Uint64(c.value)
-		if root == 0 && id == 0 {
-			v.rep.add(0, name, "an inline bucket inside an inline bucket")
-			continue
-		}
 		if err := v.bucket(root, c.value[inBucketSize:], name, depth+1); err != nil {
 			return err
 		}
