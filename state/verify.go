@@ -461,6 +461,10 @@ func (v *verifier) node(id uint64, bucket string, depth int, lo, hi []byte) erro
 		return v.leaf(id, p, bucket, depth, lo, hi)
 	}
 	count := int(ne.Uint16(p[10:]))
+	if count == 0 {
+		v.rep.add(id, bucket, "a branch page with no element")
+		return nil
+	}
 	if pageHeaderSize+count*branchElemSize > len(p) {
 		v.rep.add(id, bucket, "%d elements do not fit the page", count)
 		return nil
