@@ -159,6 +159,10 @@ const (
 	// CodeTooManyRequests: more reads at once than the API serves (429,
 	// with Retry-After); see Options.MaxInFlight.
 	CodeTooManyRequests = "too_many_requests"
+	// CodeStateDamaged: the state file is damaged (503); the message names
+	// the damage and the ways out (gitaso state check, a backup, gitaso
+	// state rebuild).
+	CodeStateDamaged = "state_damaged"
 )
 
 type server struct {
@@ -231,6 +235,10 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.db.Damaged(); err != nil {
+		writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
+		return
+	}
 	if s.opts.Ready != nil {
 		if err := s.opts.Ready(); err != nil {
 			writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
@@ -403,6 +411,12 @@ func (s *server) byMethod(h map[string]http.HandlerFunc) http.Handler {
 }
 
 func (s *server) internal(w http.ResponseWriter, r *http.Request, err error) {
+	if d := (*state.DamagedError)(nil); errors.As(err, &d) {
+		// Not a crash and not gitaso's bug: the operator has to act.
+		s.log.ErrorContext(r.Context(), "api request failed: the state file is damaged", "method", r.Method, "path", r.URL.Path, "error", err)
+		s.writeError(w, http.StatusServiceUnavailable, CodeStateDamaged, d.Error())
+		return
+	}
 	s.log.ErrorContext(r.Context(), "api request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	s.writeError(w, http.StatusInternalServerError, CodeInternal, "internal error reading state; see the gitaso log")
 }

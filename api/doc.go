@@ -149,8 +149,13 @@
 // Error (every 4xx/5xx of the JSON API):
 //
 //	{"error":{"code":"bad_request|not_found|ambiguous_kind|unauthorized|method_not_allowed|unavailable|internal|
-//	                  forbidden|unsupported_media_type|request_too_large|conflict|too_many_requests",
+//	                  forbidden|unsupported_media_type|request_too_large|conflict|too_many_requests|state_damaged",
 //	          "message":"..."}}
+//
+// A read that finds the state file damaged (a page bbolt cannot read) is
+// answered 503 state_damaged, its message naming the damage and the ways out
+// (gitaso state check, a backup, gitaso state rebuild; docs/state.md), and
+// /readyz answers 503 from then on.
 //
 // # Metrics
 //

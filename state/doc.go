@@ -41,6 +41,21 @@
 // Only one process can open the file: Open waits WithLockTimeout (default 1s)
 // for the file lock and then fails with ErrLocked, naming the path.
 //
+// # Damage
+//
+// Open checks an existing file before bbolt maps it (Check, verify.go: the
+// file read with bounded offsets, so no byte of it can panic gitaso): meta
+// pages, length, freelist and every bucket's pages. A damaged file, a
+// zero-length one included, fails with a *DamagedError (errors.Is(err,
+// ErrDamaged)) naming the pages and buckets and the ways out (WaysOut); only
+// a missing file is a new state. One damaged meta page is not damage (bbolt
+// uses the other; CheckReport says so). A page damaged after Open makes the
+// read that meets it return a *DamagedError: every transaction recovers
+// bbolt's panics and, with debug.SetPanicOnFault, faults on the mapping
+// (damaged.go); Damaged returns the first one for /readyz. Rebuild moves a
+// damaged file aside (copying every record when only the freelist is
+// damaged). docs/state.md is the operator's side.
+//
 // # Secret exports
 //
 // Decision: values exported into Secrets (listKeys results, connection

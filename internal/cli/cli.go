@@ -532,6 +532,10 @@ func (s *settings) openState(e *env, opts ...state.Option) error {
 	if e.db, err = state.Open(s.stateFile, opts...); err != nil {
 		return err
 	}
+	if rep := e.db.CheckReport(); rep != nil && rep.MetaFallback != "" {
+		e.log.Warn("state file: one meta page is damaged; bbolt uses the other and the next commit rewrites it",
+			"state", s.stateFile, "detail", rep.MetaFallback)
+	}
 	s.exports.db = e.db
 	return s.wireExports(e) // cluster.go
 }
