@@ -62,12 +62,6 @@ line, object and field. Exit code 1 when there is any error.`,
 
 // reportInputErrors prints every input error, one per line, and returns
 // the count (with outcome, what the command did not do, when not "").
-// isChangesPending: plan's exit code 2 is not a failure.
-func isChangesPending(err error) bool {
-	var ee *ExitError
-	return errors.As(err, &ee) && ee.Code == 2
-}
-
 func reportInputErrors(stderr io.Writer, err error, outcome string) error {
 	if l := diag.AsList(err); len(l) > 0 {
 		for _, e := range l.Sorted() {
@@ -118,12 +112,12 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 			}
 			defer e.close()
 			if s.stateCreated {
-				// A plan that fails leaves no state file it made behind.
+				// A plan only reads: it leaves no state file it made behind
+				// (an absent state plans as an empty one, and a saved plan
+				// made so applies against a new one).
 				defer func() {
-					if err != nil && !isChangesPending(err) {
-						e.close()
-						_ = os.Remove(s.stateFile)
-					}
+					e.close()
+					_ = os.Remove(s.stateFile)
 				}()
 			}
 			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)

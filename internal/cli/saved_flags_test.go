@@ -37,6 +37,10 @@ func TestApplySavedPlanNeedsNoFlags(t *testing.T) {
 	if exitCode(err) != 2 {
 		t.Fatalf("plan: exit %d (%v), want 2\n%s%s", exitCode(err), err, out, errOut)
 	}
+	// A plan only reads: it leaves no state file behind (issue 26: it created one).
+	if _, err := os.Stat(filepath.Join(dir, "s.db")); !os.IsNotExist(err) {
+		t.Errorf("plan left a state file behind: %v", err)
+	}
 	saved, err := os.ReadFile(filepath.Join(dir, "plan.json"))
 	if err != nil {
 		t.Fatal(err)
