@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -134,12 +135,23 @@ func (r *Reconciler) unready(now time.Time) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.st.Failing && now.Sub(h.st.FailingSince) >= after {
-		return fmt.Errorf("the state cannot be written since %s (%d failed runs): %s",
-			h.st.FailingSince.Format(time.RFC3339), h.st.ConsecutiveFailures, h.st.Error)
+		return fmt.Errorf("the state cannot be written since %s (%s): %s",
+			h.st.FailingSince.Format(time.RFC3339), plural(h.st.ConsecutiveFailures, "failed run"), h.st.Error)
 	}
 	if h.src.Failing && now.Sub(h.src.FailingSince) >= after {
-		return fmt.Errorf("the source cannot be fetched since %s (%d failed fetches): %s",
-			h.src.FailingSince.Format(time.RFC3339), h.src.ConsecutiveFailures, h.src.Error)
+		return fmt.Errorf("the source cannot be fetched since %s (%s): %s",
+			h.src.FailingSince.Format(time.RFC3339), plural(h.src.ConsecutiveFailures, "failed fetch"), h.src.Error)
 	}
 	return nil
+}
+
+// plural is n and what, in the plural unless n is 1 ("es" after ch).
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	if strings.HasSuffix(what, "ch") {
+		return fmt.Sprintf("%d %ses", n, what)
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
