@@ -213,7 +213,7 @@ func TestBrowserFullDiskBanner(t *testing.T) {
 	}
 	bt := text(b)
 	for _, want := range []string{"The state cannot be written", "could not record since", "nothing of them was applied",
-		"Next try", "no space left on device", "/readyz answers 503: the state cannot be written since"} {
+		"Next try at", "no space left on device", "/readyz answers 503: the state cannot be written since"} {
 		if !strings.Contains(bt, want) {
 			t.Errorf("banner lacks %q:\n%s", want, bt)
 		}

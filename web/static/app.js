@@ -917,6 +917,12 @@
     return d ? el('time', { datetime: d.toISOString(), title: d.toISOString(), text: d.toLocaleString() + ' (' + ago(d) + ')' }) : '—';
   }
 
+  // at is a time to come (a retry) as a time element.
+  function at(s) {
+    const d = validTime(s);
+    return el('time', { datetime: d.toISOString(), title: d.toISOString(), text: d.toLocaleTimeString() });
+  }
+
   // renderHealth shows the banner while the source cannot be fetched or the
   // state cannot be written: the error, since when, how many times, and what
   // happens meanwhile. A fetch or a run that works again takes it away.
@@ -947,7 +953,7 @@
       parts.push(el('div', { class: 'health-state' },
         el('h2', { id: src ? 'health-state-title' : 'health-title' }, 'The state cannot be written'),
         el('p', null, plural(st.consecutiveFailures || 0, 'run', 'runs'), ' could not record since ', since(st.failingSince),
-          '; nothing of them was applied.', st.nextRetryAt ? el('span', null, ' Next try ', since(st.nextRetryAt), '.') : ''),
+          '; nothing of them was applied.', validTime(st.nextRetryAt) ? el('span', null, ' Next try at ', at(st.nextRetryAt), '.') : ''),
         el('p', { class: 'health-error' }, el('code', { text: st.error || '' })),
         el('p', { class: 'muted', text: 'Free space on the state file\'s volume (or make it writable); the retry needs no restart.' })));
     }
