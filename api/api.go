@@ -32,6 +32,11 @@ type Options struct {
 	// Ready reports whether the daemon is ready (nil error) or why not. Nil
 	// means always ready.
 	Ready func() error
+	// Status reports what the daemon's loop knows of its source's fetches
+	// and its state's writes (GET /api/v1/status, and the gitaso_source_*
+	// and gitaso_state_write_* metrics). Nil: GET /api/v1/status answers
+	// with Ready only.
+	Status func() record.Health
 	// Logger receives one record per request; nil uses slog.Default().
 	Logger *slog.Logger
 	// Token, when not empty, is required as "Authorization: Bearer <Token>"
@@ -217,6 +222,7 @@ func newServer(db *state.DB, opts Options) (*server, http.Handler) {
 	v1.Handle("/runs/{id}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.getRun)}))
 	v1.Handle("/graph", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.graph)}))
 	v1.Handle("/summary", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.summary)}))
+	v1.Handle("/status", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.status)}))
 	v1.Handle("/plan", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.plan)}))
 	v1.Handle("/sync", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.sync)}))
 	v1.Handle("/approve", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.approve)}))

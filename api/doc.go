@@ -39,6 +39,8 @@
 //	                                                    "kinds":["group/Kind"...]}
 //	GET  /api/v1/plan                                   the latest plan JSON exactly as the planner rendered it
 //	                                                    ({"revision","resources":[...]}); 404 not_found before the first plan
+//	GET  /api/v1/status                                 Status: readiness (as /readyz), whether the source can be fetched
+//	                                                    and the state written (Options.Status); always 200
 //	POST /api/v1/sync                                   202 {"status":"accepted"}: a reconcile was triggered (see below:
 //	                                                    triggers are coalesced and rate-limited); body ignored, at most 64 KiB;
 //	                                                    401 unauthorized without the bearer token (when Options.Token is set);
@@ -139,6 +141,24 @@
 //	{"key":"<namespace>/<group>/<Kind>/<name>","action":"create|update|...","outcome":"applied|deleted|failed|skipped|...",
 //	 "error"}
 //
+// Status (GET /api/v1/status, record.Health): what the daemon's loop knows
+// of its source's fetches and its state's writes, kept in memory. source
+// is failing from a fetch that failed (network, TLS, authentication, a
+// repository or branch gone, no answer within the fetch timeout) until one
+// succeeds; a revision fetched but refused is not a source failure (its
+// run is refused). state is failing from a run that could not record (a
+// full or read-only volume; nothing of it was applied) until a run
+// records; nextRetryAt is when the loop tries again. Credentials in the
+// repository URL are never shown:
+//
+//	{"ready":false,"reason":"the source cannot be fetched since ...: ...",
+//	 "source":{"url":"https://git.example.com/platform.git","branch":"main","failing":true,
+//	           "error":"git fetch https://git.example.com/platform.git (branch main): ...",
+//	           "failingSince","consecutiveFailures":3,"failuresTotal":7,"lastAttemptAt","lastSuccessAt","revision"},
+//	 "state":{"failing":false,"consecutiveFailures":0,"failuresTotal":0}}
+//
+// Times are RFC 3339 and left out while zero.
+//
 // Graph (GET /api/v1/graph), in columns: node i is keys[i], ready[i] is its
 // Ready status as one letter (T, F, U); an edge [i,j] says node i depends
 // on node j, in owners when j is its ARM parent (j's ARM ID is a prefix of
@@ -167,6 +187,13 @@
 //	gitaso_revision_held                           gauge, 1 when the newest finished run is held (alert on it)
 //	gitaso_deletions_held                          gauge, the deletions that run holds, else 0
 //	gitaso_api_requests_shed_total                 counter, API reads answered 429 too_many_requests
+//	gitaso_source_last_success_timestamp_seconds   gauge, 0 before the first successful fetch (Options.Status)
+//	gitaso_source_last_attempt_timestamp_seconds   gauge, 0 before the first fetch
+//	gitaso_source_consecutive_failures             gauge, failed fetches since the last that succeeded
+//	gitaso_source_failures_total                   counter, failed fetches since the process started
+//	gitaso_state_write_consecutive_failures        gauge, runs that could not write the state since the last that did
+//	gitaso_state_write_failures_total              counter
+//	gitaso_ready                                   gauge, 1 while /readyz answers 200
 //
 // # Logging
 //

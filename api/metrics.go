@@ -23,6 +23,9 @@ func (s *server) metricsHandler() http.HandlerFunc {
 	if err := m.Replace(sc); err != nil {
 		s.log.Error("metrics: the state gauges are not exported", "error", err)
 	}
+	if err := m.Replace(metrics.NewHealthCollector(s.health)); err != nil {
+		s.log.Error("metrics: the source and state health gauges are not exported", "error", err)
+	}
 	// Count the resources by Ready status now, once: state keeps the
 	// counts from then on, and the first scrape does not pay for the scan.
 	if _, err := s.db.ReadyCounts(); err != nil {

@@ -45,6 +45,10 @@ type Config struct {
 	NamespacePolicy map[string]string
 	// Interval is how often the source is polled (daemon).
 	Interval time.Duration
+	// UnreadyAfter is how long the source may fail to fetch, or the state
+	// to be written, before Ready reports the daemon not ready (health.go;
+	// DefaultUnreadyAfter; 0: never).
+	UnreadyAfter time.Duration
 	// SyncPeriod is how often Azure is read back to detect drift even
 	// without a commit (ASO's AZURE_SYNC_PERIOD, default 1h; 0 disables).
 	SyncPeriod time.Duration
@@ -87,7 +91,7 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Interval: time.Minute, SyncPeriod: time.Hour, Parallelism: 16, ReadParallelism: 16, Guard: planner.DefaultGuard(),
-		ActivityLogOverlap: 10 * time.Minute, ActivityLogSkew: time.Minute}
+		ActivityLogOverlap: 10 * time.Minute, ActivityLogSkew: time.Minute, UnreadyAfter: DefaultUnreadyAfter}
 }
 
 // Reconciler runs source → planner → executor → state, one run at a time.
@@ -121,6 +125,7 @@ type Reconciler struct {
 	trigger  chan bool
 	ready    atomic.Bool
 	lastErr  atomic.Value // string
+	health   health       // the source's fetches and the state's writes (health.go)
 
 	// started is when the reconciler was made: the Activity Log's writes
 	// before it are not judged for another writer (activity.go).
@@ -200,6 +205,7 @@ func (r *Reconciler) subscription() string {
 // Build fetches the source and builds the graph.
 func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Graph, error) {
 	snap, err := r.src.Fetch(ctx)
+	r.noteFetch(ctx, snap, err) // health.go
 	var revErr *source.RevisionError
 	if errors.As(err, &revErr) {
 		err = r.checkRefused(ctx, revErr)

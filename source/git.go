@@ -50,7 +50,16 @@ var (
 	// ErrPathNotFound is returned (as a *PathNotFoundError) when the
 	// configured path is not a directory in the commit or directory.
 	ErrPathNotFound = errors.New("path not found in commit")
+	// ErrTimeout is returned (wrapped, naming the URL) when the Git server
+	// did not finish answering within GitOptions.Timeout: a server that
+	// accepts the connection and never answers. Retryable.
+	ErrTimeout = errors.New("git server did not answer in time")
 )
+
+// DefaultTimeout bounds one exchange with the Git server (listing its
+// references and fetching what changed) when GitOptions.Timeout is zero:
+// Flux's GitRepository spec.timeout default.
+const DefaultTimeout = time.Minute
 
 // GitOptions configures a Git source.
 type GitOptions struct {
@@ -84,6 +93,12 @@ type GitOptions struct {
 	// Limits bound the files read at a commit (zero fields take their
 	// defaults, see Limits). Blob sizes are checked before a blob is read.
 	Limits Limits
+	// Timeout bounds each network exchange with the server (a fetch, a
+	// listing of references): one that has not finished by then is
+	// abandoned with ErrTimeout, so that a server that accepts and never
+	// answers cannot stop the daemon's polling. 0: DefaultTimeout;
+	// negative: no deadline but the caller's.
+	Timeout time.Duration
 }
 
 // LogValue renders the options without the password.
@@ -167,13 +182,15 @@ func (g *Git) Branch() string { return g.followed() }
 // anything (like git ls-remote).
 func (g *Git) Head(ctx context.Context) (string, error) {
 	r := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{g.url}})
-	refs, err := r.ListContext(ctx, &git.ListOptions{
+	nctx, cancel := g.withTimeout(ctx)
+	defer cancel()
+	refs, err := r.ListContext(nctx, &git.ListOptions{
 		Auth:            g.auth,
 		CABundle:        g.opts.CABundle,
 		InsecureSkipTLS: g.opts.InsecureSkipTLS,
 	})
 	if err != nil {
-		return "", g.wrap("list remote refs of", err)
+		return "", g.wrap("list remote refs of", g.timedOut(ctx, nctx, err))
 	}
 	want := plumbing.ReferenceName(g.remoteRef())
 	for _, ref := range refs {
@@ -294,7 +311,9 @@ func (g *Git) fetch(ctx context.Context) (plumbing.Hash, bool, error) {
 	}
 	// Never fetch with a depth after the first clone: the server would send
 	// the whole tree again instead of what changed.
-	err := g.repo.FetchContext(ctx, &git.FetchOptions{
+	nctx, cancel := g.withTimeout(ctx)
+	defer cancel()
+	err := g.repo.FetchContext(nctx, &git.FetchOptions{
 		RemoteName:      "origin",
 		RefSpecs:        []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", g.remoteRef(), refName))},
 		Depth:           depth,
@@ -305,7 +324,7 @@ func (g *Git) fetch(ctx context.Context) (plumbing.Hash, bool, error) {
 		Force:           true,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return plumbing.ZeroHash, false, g.wrap("fetch", err)
+		return plumbing.ZeroHash, false, g.wrap("fetch", g.timedOut(ctx, nctx, err))
 	}
 	// On shallow repositories Fetch may report nothing when nothing changed
 	// (and vice versa): the ref is the truth.
@@ -314,6 +333,37 @@ func (g *Git) fetch(ctx context.Context) (plumbing.Hash, bool, error) {
 		return plumbing.ZeroHash, false, g.wrap("fetch", ErrBranchNotFound)
 	}
 	return ref.Hash(), ref.Hash() != before, nil
+}
+
+// timeout is the deadline of one network exchange; 0 for none.
+func (g *Git) timeout() time.Duration {
+	switch t := g.opts.Timeout; {
+	case t == 0:
+		return DefaultTimeout
+	case t < 0:
+		return 0
+	default:
+		return t
+	}
+}
+
+// withTimeout returns ctx bounded by the network timeout.
+func (g *Git) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t := g.timeout(); t > 0 {
+		return context.WithTimeout(ctx, t)
+	}
+	return context.WithCancel(ctx)
+}
+
+// timedOut turns err into ErrTimeout when the exchange's own deadline
+// (nctx, derived from ctx) ended it rather than the caller: the error a
+// hung server leaves is otherwise a bare "context deadline exceeded" or
+// an I/O error of the closed connection.
+func (g *Git) timedOut(ctx, nctx context.Context, err error) error {
+	if ctx.Err() == nil && errors.Is(nctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: no answer within %s: %w", ErrTimeout, g.timeout(), err)
+	}
+	return err
 }
 
 // maxPacks is the number of pack files in the cache above which the cache is

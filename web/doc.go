@@ -42,6 +42,11 @@
 //   - a banner when the newest finished run refused its revision (a YAML,
 //     rendering or validation error): the revision, its errors, and the
 //     revision that stays applied (GET /api/v1/runs "applied");
+//   - a banner (its own section, #health) while the source cannot be
+//     fetched or the state cannot be written (GET /api/v1/status): the
+//     repository (without credentials), the error, since when, how many
+//     failures in a row, the revision last fetched or the next retry, and
+//     why /readyz answers 503; a fetch or a run that works again removes it;
 //   - a "Sync now" button (POST /api/v1/sync). When the API answers 401 the
 //     page asks for the bearer token and retries the action; the token is
 //     kept in memory only, never in the URL, cookies or web storage. Both

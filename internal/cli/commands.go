@@ -328,7 +328,7 @@ func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{persistCharts: true}
 	ha := &haSettings{} // --leader-elect, --shards (ha.go)
 	var listen, tokenFile, webhookSecretFile, pprofListen string
-	var interval, syncPeriod time.Duration
+	var interval, syncPeriod, unreadyAfter time.Duration
 	var fullResyncEvery int
 	var nsPeriods, kindPeriods, allowedHosts []string
 	cmd := &cobra.Command{
@@ -342,6 +342,7 @@ written since the last read, and everything once every --full-resync-every perio
   GET  /api/v1/resources/{namespace}/{kind}/{name}
   GET  /api/v1/runs                                  run history with revisions
   GET  /api/v1/plan                                  the latest plan (JSON interface)
+  GET  /api/v1/status                                readiness, the source's fetches, the state's writes
   POST /api/v1/sync                                  reconcile now (with a refresh)
   POST /api/v1/approve {"revision":"<sha>"}          release the deletions the deletion guard held for a revision
   POST /api/v1/webhook                               a Git host's push notification (--webhook-secret-file)
@@ -396,7 +397,7 @@ and --state. See docs/ha.md.`,
 			if err := apiOpts.Validate(); err != nil {
 				return err
 			}
-			e.cfg.Interval, e.cfg.SyncPeriod = interval, syncPeriod
+			e.cfg.Interval, e.cfg.SyncPeriod, e.cfg.UnreadyAfter = interval, syncPeriod, unreadyAfter
 			if fullResyncEvery < 0 {
 				return fmt.Errorf("--full-resync-every %d: want 0 (once a day) or a number of sync periods", fullResyncEvery)
 			}
@@ -465,6 +466,7 @@ and --state. See docs/ha.md.`,
 	cmd.Flags().StringSliceVar(&allowedHosts, "api-allowed-hosts", nil, "further Host names the API answers besides loopback, localhost and the --listen address, e.g. a reverse proxy's gitaso.example.com; .example.com for a domain and its subdomains, * for any (repeatable)")
 	cmd.Flags().StringVar(&webhookSecretFile, "webhook-secret-file", "", "file with the secret of POST /api/v1/webhook (GitHub HMAC signature, GitLab token or bearer token): a push fetches the branch at once")
 	durationFlag(cmd.Flags(), &interval, "interval", time.Minute, "how often the branch is polled")
+	durationFlag(cmd.Flags(), &unreadyAfter, "unready-after", reconcile.DefaultUnreadyAfter, "/readyz answers 503 once the source has failed to fetch, or the state to be written, for this long (shown at once by the status page, GET /api/v1/status and /metrics); 0: never")
 	durationFlag(cmd.Flags(), &syncPeriod, "sync-period", time.Hour, "how often Azure is read back to correct drift (0 disables); reads are bulk Resource Graph queries, writes only where a field differs")
 	cmd.Flags().StringSliceVar(&nsPeriods, "namespace-sync-period", nil, "sync period for one namespace, NAMESPACE=DURATION (repeatable; 0 disables)")
 	cmd.Flags().StringSliceVar(&kindPeriods, "kind-sync-period", nil, "sync period for one kind, Kind=DURATION or group/Kind=DURATION (repeatable; wins over the namespace)")

@@ -933,6 +933,70 @@
     box.hidden = false;
   }
 
+  // ---- source and state health banner ------------------------------------
+
+  // loadStatus reads api/v1/status: whether the source can be fetched and
+  // the state written. null when the API does not answer it (an older
+  // gitaso): the banner stays hidden.
+  async function loadStatus() {
+    try {
+      return JSON.parse(await api('api/v1/status'));
+    } catch (_) {
+      return null;
+    }
+  }
+
+  // since says when a failure started, as a time element and how long ago.
+  function since(s) {
+    const d = validTime(s);
+    return d ? el('time', { datetime: d.toISOString(), title: d.toISOString(), text: d.toLocaleString() + ' (' + ago(d) + ')' }) : '—';
+  }
+
+  // at is a time to come (a retry) as a time element.
+  function at(s) {
+    const d = validTime(s);
+    return el('time', { datetime: d.toISOString(), title: d.toISOString(), text: d.toLocaleTimeString() });
+  }
+
+  // renderHealth shows the banner while the source cannot be fetched or the
+  // state cannot be written: the error, since when, how many times, and what
+  // happens meanwhile. A fetch or a run that works again takes it away.
+  function renderHealth(h) {
+    const box = $('health');
+    const src = h && h.source && h.source.failing ? h.source : null;
+    const st = h && h.state && h.state.failing ? h.state : null;
+    const sig = src || st ? JSON.stringify([src, st, h.ready, h.reason]) : '';
+    if (sig === cache.healthText) return;
+    cache.healthText = sig;
+    if (!src && !st) {
+      box.hidden = true;
+      box.replaceChildren();
+      return;
+    }
+    const parts = [];
+    if (src) {
+      const what = src.url ? el('span', null, el('code', { text: src.url }), src.branch ? ' (branch ' + src.branch + ')' : '') : 'The source';
+      parts.push(el('div', { class: 'health-source' },
+        el('h2', { id: 'health-title' }, 'The source cannot be fetched'),
+        el('p', null, what, ' has failed ', plural(src.consecutiveFailures || 0, 'time', 'times'), ' in a row since ', since(src.failingSince), '.'),
+        el('p', { class: 'health-error' }, el('code', { text: src.error || '' })),
+        el('p', null, src.lastSuccessAt
+          ? el('span', null, 'Last fetched ', since(src.lastSuccessAt), src.revision ? el('span', null, ' at ', el('code', { title: src.revision, text: shortRev(src.revision) })) : '', '. Nothing new is applied until a fetch works; what was applied is still reconciled.')
+          : el('span', { text: 'The source has not been fetched since gitaso started: nothing is applied until a fetch works.' }))));
+    }
+    if (st) {
+      parts.push(el('div', { class: 'health-state' },
+        el('h2', { id: src ? 'health-state-title' : 'health-title' }, 'The state cannot be written'),
+        el('p', null, plural(st.consecutiveFailures || 0, 'run', 'runs'), ' could not record since ', since(st.failingSince),
+          '; nothing of them was applied.', validTime(st.nextRetryAt) ? el('span', null, ' Next try at ', at(st.nextRetryAt), '.') : ''),
+        el('p', { class: 'health-error' }, el('code', { text: st.error || '' })),
+        el('p', { class: 'muted', text: 'Free space on the state file\'s volume (or make it writable); the retry needs no restart.' })));
+    }
+    if (h.ready === false && h.reason) parts.push(el('p', { class: 'muted' }, '/readyz answers 503: ', el('code', { text: h.reason })));
+    box.replaceChildren(...parts);
+    box.hidden = false;
+  }
+
   function confirmApprove(rev, h) {
     const d = $('approve-dialog');
     $('approve-what').textContent = 'Delete ' + plural(h.deletions || 0, 'resource', 'resources') + ' of revision ' + shortRev(rev) +
@@ -1441,6 +1505,7 @@
     if (route.view === 'graph') jobs.push(loadGraph());
     if (route.view === 'plan') jobs.push(loadPlan());
     await Promise.all(jobs);
+    renderHealth(await loadStatus());
     const runs = await loadLastRuns();
     const last = runs.newest;
     renderHeld(runs.finished, runs.newest);
