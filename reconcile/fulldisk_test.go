@@ -159,3 +159,66 @@ func TestLoopFullDiskRetriedAndShown(t *testing.T) {
 		t.Errorf("disk-rg-199 after the retry: %v", err)
 	}
 }
+
+// TestLoopFullDiskRefusedRunShown: a refused revision whose run cannot be recorded (the disk is full) is a state
+// failure like any other (status, metric, retried), not a line in the log; once there is room, the retry records
+// the refusal. Before, the write's error was only logged.
+func TestLoopFullDiskRefusedRunShown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("emulator")
+	}
+	disk := smallDisk(t, 4<<20)
+	env := emutest.New(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "rg.yaml"), []byte(resourceGroups(1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db, err := state.Open(filepath.Join(disk, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := reconcile.DefaultConfig()
+	cfg.Global = env.Cred
+	cfg.Interval, cfg.SyncPeriod = time.Hour, time.Hour
+	rec := reconcile.New(source.NewDir(dir, ""), db, env.Clients, cfg, quiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rec.Loop(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	srv := httptest.NewServer(api.New(db, api.Options{Sync: rec.Sync, Ready: rec.Ready, Status: rec.Status, Metrics: metrics.New(), Logger: quiet}))
+	t.Cleanup(srv.Close)
+	l := &gitLoop{db: db, rec: rec, api: srv}
+	l.waitStatus(t, "the startup run", func(h record.Health) bool { return h.Ready })
+
+	filler := fill(t, disk)
+	// 3,000 files each with an input error: the refused run's record (every error, named) needs new pages.
+	for i := range 3000 {
+		bad := fmt.Sprintf("apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: bad-%d-%s\nspec:\n  locaton: westeurope\n", i, strings.Repeat("x", 40))
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("bad-%04d.yaml", i)), []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rec.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := l.waitStatus(t, "the state failure of a refused run", func(h record.Health) bool { return h.State.Failing })
+	if !strings.Contains(h.State.Error, "no space left on device") || h.State.NextRetryAt.IsZero() {
+		t.Fatalf("state status: %+v", h.State)
+	}
+	if v := l.metric(t, "gitaso_state_write_failures_total"); v < 1 {
+		t.Errorf("gitaso_state_write_failures_total %v", v)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	l.waitStatus(t, "the retry after the disk has room", func(h record.Health) bool { return !h.State.Failing })
+	runs, err := db.Runs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Outcome != record.OutcomeRefused || !strings.Contains(runs[0].Error, "bad-2999") {
+		t.Errorf("the run recorded after recovery: %+v, want the refusal naming every file", runs)
+	}
+}

@@ -412,7 +412,10 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 				// refresh of the last good revision below does not end it.
 				return w.SetRefused(&rep.Run)
 			}); werr != nil {
+				// Not only the log: a run that cannot be recorded is a
+				// state failure the loop counts, shows and retries.
 				r.log.ErrorContext(ctx, "record refused run", "error", werr)
+				err = errors.Join(err, fmt.Errorf("record the run: %w", werr))
 			}
 		}
 		if rep.Run.Outcome == record.OutcomeRefused && !opts.DryRun {
