@@ -684,10 +684,10 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 	if len(undecrypted) > 0 {
 		return nil, undecrypted
 	}
-	if es := checkBuildInput(kf, reached, data, w.lim); len(es) > 0 {
+	if es := checkBuildInput(ctx, kf, reached, data, w.lim); len(es) > 0 {
 		return nil, es
 	}
-	objs, derr := kustomizeBuild(fs, dir, kf)
+	objs, derr := kustomizeBuildCtx(ctx, fs, dir, kf)
 	if derr != nil {
 		return nil, w.blame(k, exists, diag.List{derr})
 	}
