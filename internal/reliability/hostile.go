@@ -56,6 +56,7 @@ type HostileCase struct {
 	Outcome  string
 	Exit     int
 	Error    string // the first line of the output
+	Output   string // the first 64 KiB of the output
 	MaxRSS   int64  // bytes (the child's rusage)
 	Duration time.Duration
 }
@@ -146,6 +147,12 @@ func hostileCases(o HostileOptions) []hostileCase {
 			}
 			return os.WriteFile(filepath.Join(dir, "binary.yaml"), b, 0o644)
 		}, nil},
+		{"kustomize-objects", "4 kustomizations of 9,000 one-key ConfigMaps", OutcomeRefused, func(dir string) error {
+			return writeKustomizations(dir, 4, 9000, 1)
+		}, nil},
+		{"kustomize-keys", "a kustomization of 2,700 ConfigMaps of 700 keys (18 MB)", OutcomeRefused, func(dir string) error {
+			return writeKustomizations(dir, 1, 2700, 700)
+		}, nil},
 		{"helm-repeat", "a chart template repeating \"x\" 2,000,000,000 times", OutcomeRefused,
 			HostileChart(`k: {{ repeat 2000000000 "x" | quote }}`), fluxArgs},
 		{"helm-loops", "a chart template with three nested range until 100000 loops that write nothing", OutcomeRefused,
@@ -155,6 +162,32 @@ func hostileCases(o HostileOptions) []hostileCase {
 		{"helm-self-map", "a chart template printing a map set into itself", OutcomeRefused,
 			HostileChart(`{{- $d := dict }}{{ $_ := set $d "a" $d }}k: {{ $d | toString | quote }}`), fluxArgs},
 	}
+}
+
+// writeKustomizations writes n kustomizations (app0/, app1/, ...) of
+// objects ConfigMaps of keys keys each.
+func writeKustomizations(dir string, n, objects, keys int) error {
+	for k := range n {
+		app := filepath.Join(dir, fmt.Sprintf("app%d", k))
+		if err := os.MkdirAll(app, 0o755); err != nil {
+			return err
+		}
+		kus := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - cms.yaml\n"
+		if err := os.WriteFile(filepath.Join(app, "kustomization.yaml"), []byte(kus), 0o644); err != nil {
+			return err
+		}
+		var b strings.Builder
+		for i := range objects {
+			fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d-%d\n  namespace: default\ndata:\n", k, i)
+			for j := range keys {
+				fmt.Fprintf(&b, "  k%d: v%d\n", j, j)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(app, "cms.yaml"), []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fluxArgs follow the Flux objects of a hostile chart case (HostileChart).
@@ -404,6 +437,7 @@ wait:
 		}
 	}
 	output := head.String()
+	c.Output = output
 	c.Error = firstLine(output)
 	if signal != 0 && reason == "" {
 		c.Error = strings.TrimSuffix("killed by "+syscall.Signal(signal).String()+"; "+c.Error, "; ")

@@ -267,13 +267,11 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 				r.logger.Warn("deprecated kustomization field", "file", kf, "warning", w)
 			}
 		}
+		// Every build's input is checked, and counted against the
+		// revision's limits, before any build runs (builds take minutes
+		// at the limits).
+		checked := make(map[string]bool, len(roots))
 		for _, dir := range roots {
-			if err := ctx.Err(); err != nil {
-				if len(errs) > 0 {
-					return nil, errs // a build abandoned at the deadline names its kustomization
-				}
-				return nil, err
-			}
 			kf := t.kfiles[dir]
 			reached := map[string]bool{}
 			if es := t.checkRefs(dir, func(p string) []byte { return byPath[p] }, map[string]bool{}, reached); len(es) > 0 {
@@ -284,6 +282,19 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 				errs = append(errs, es...)
 				continue
 			}
+			checked[dir] = true
+		}
+		for _, dir := range roots {
+			if err := ctx.Err(); err != nil {
+				if len(errs) > 0 {
+					return nil, errs // a build abandoned at the deadline names its kustomization
+				}
+				return nil, err
+			}
+			if !checked[dir] || slices.ContainsFunc(errs, func(e *diag.Error) bool { return errors.Is(e, source.ErrLimit) }) {
+				continue // refused anyway for a limit: no build of minutes to find more errors
+			}
+			kf := t.kfiles[dir]
 			objs, derr := kustomizeBuildCtx(ctx, fs, dir, kf)
 			if derr != nil {
 				errs = append(errs, derr)
