@@ -53,7 +53,7 @@ type Limits struct {
 	// MaxKustomizeNodes is the number of YAML nodes (counted as for
 	// MaxNodes) all kustomize builds of a revision may read together:
 	// kustomize keeps about 650 bytes a node, so it bounds the memory of a
-	// revision's builds (default 1,500,000, about 1 GB; see
+	// revision's builds (default 750,000: about 1.1 GB at the limit; see
 	// docs/limits.md).
 	MaxKustomizeNodes int64
 	// MaxRenderedSize is the size in bytes of everything the render stage
@@ -90,7 +90,7 @@ func DefaultLimits() Limits {
 		MaxKustomizeObjects: 10_000,
 
 		MaxTotalKustomizeObjects: 10_000,
-		MaxKustomizeNodes:        1_500_000,
+		MaxKustomizeNodes:        750_000,
 		MaxRenderedSize:          64 << 20,
 		MaxHelmBytes:             256 << 20,
 		MaxHelmSteps:             10_000_000,

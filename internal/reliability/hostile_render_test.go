@@ -34,7 +34,7 @@ func TestHostileRenderBounds(t *testing.T) {
 		"helm-doubling":     {"HelmRelease flux-system/hostile, chart hostile@0.1.0", "hostile/templates/cm.yaml:6:", "cat:", "limit helm-bytes=256MiB"},
 		"helm-self-map":     {"HelmRelease flux-system/hostile, chart hostile@0.1.0", "hostile/templates/cm.yaml:6:", "nests more than 1000 levels"},
 		"kustomize-objects": {"app1/kustomization.yaml:", "limit total-kustomize-objects=10000"},
-		"kustomize-keys":    {"app0/kustomization.yaml:", "limit kustomize-nodes=1500000"},
+		"kustomize-keys":    {"app0/kustomization.yaml:", "limit kustomize-nodes=750000"},
 	}
 	for _, hc := range hostileCases(o) {
 		if want[hc.name] == nil {
