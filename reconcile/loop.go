@@ -85,6 +85,7 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 		return fmt.Errorf("reconcile loop: interval must be positive")
 	}
 	dropExecutablePages(r)
+	r.superseding.Store(true) // a newer commit abandons a render in progress (supersede.go)
 	lastRev := ""
 	backoff := time.Duration(0)
 	retry := time.NewTimer(time.Hour)
@@ -219,7 +220,7 @@ func nextBackoff(d time.Duration) time.Duration {
 // still a new revision: the run records it as refused or held instead of
 // the loop warning about it on every poll.
 func (r *Reconciler) peekRevision(ctx context.Context) (string, error) {
-	snap, err := r.src.Fetch(ctx)
+	snap, err := r.fetch(ctx)
 	var revErr *source.RevisionError
 	var missing *source.PathNotFoundError
 	switch {

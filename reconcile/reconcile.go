@@ -116,6 +116,9 @@ type Reconciler struct {
 	trigger  chan bool
 	ready    atomic.Bool
 	lastErr  atomic.Value // string
+	// superseding makes fetch abandon a render a newer commit superseded
+	// (set by Loop; supersede.go).
+	superseding atomic.Bool
 }
 
 // New returns a reconciler. clients may be nil for offline planning.
@@ -182,7 +185,7 @@ func (r *Reconciler) subscription() string {
 
 // Build fetches the source and builds the graph.
 func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Graph, error) {
-	snap, err := r.src.Fetch(ctx)
+	snap, err := r.fetch(ctx)
 	var revErr *source.RevisionError
 	if errors.As(err, &revErr) {
 		err = r.checkRefused(ctx, revErr)

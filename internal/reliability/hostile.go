@@ -199,8 +199,26 @@ var fluxArgs = []string{"--flux", "--path", "clusters/x"}
 // (templates/cm.yaml) holds a ConfigMap whose data is the given template
 // text.
 func HostileChart(data string) func(dir string) error {
-	files := map[string]string{
-		"clusters/x/release.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+	files := HostileChartFiles("clusters/x", "charts/hostile", data)
+	return func(dir string) error {
+		for p, s := range files {
+			full := filepath.Join(dir, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// HostileChartFiles are the files of HostileChart with the entry
+// directory and the chart's directory given (repository paths).
+func HostileChartFiles(entry, chartDir, data string) map[string]string {
+	return map[string]string{
+		entry + "/release.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata:
   name: flux-system
@@ -219,25 +237,13 @@ spec:
   interval: 5m
   chart:
     spec:
-      chart: ./charts/hostile
+      chart: ./` + chartDir + `
       sourceRef:
         kind: GitRepository
         name: flux-system
 `,
-		"charts/hostile/Chart.yaml":        "apiVersion: v2\nname: hostile\nversion: 0.1.0\n",
-		"charts/hostile/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hostile\ndata:\n  " + data + "\n",
-	}
-	return func(dir string) error {
-		for p, s := range files {
-			full := filepath.Join(dir, filepath.FromSlash(p))
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				return err
-			}
-			if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
-				return err
-			}
-		}
-		return nil
+		chartDir + "/Chart.yaml":        "apiVersion: v2\nname: hostile\nversion: 0.1.0\n",
+		chartDir + "/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hostile\ndata:\n  " + data + "\n",
 	}
 }
 
