@@ -52,9 +52,9 @@ type Limits struct {
 	MaxTotalKustomizeObjects int
 	// MaxKustomizeNodes is the number of YAML nodes (counted as for
 	// MaxNodes) all kustomize builds of a revision may read together:
-	// kustomize keeps about 650 bytes a node, so it bounds the memory of a
-	// revision's builds (default 750,000: about 1.1 GB at the limit; see
-	// docs/limits.md).
+	// kustomize keeps up to 1,400 bytes a node, so it bounds the memory of a
+	// revision's builds (default 750,000: validate peaked at 1,017 MiB at
+	// the limit, see the package documentation).
 	MaxKustomizeNodes int64
 	// MaxRenderedSize is the size in bytes of everything the render stage
 	// produces for a revision (kustomize builds and Helm releases
