@@ -123,8 +123,8 @@ func (e *Env) startServeEnv(t testing.TB, dir, name, repoURL string, extraEnv []
 	}
 	r := &replica{name: name, url: "http://" + addr, logFile: filepath.Join(home, "gitaso.log"), done: make(chan struct{})}
 	args = append([]string{"serve", "--repo", repoURL, "--branch", "main", "--path", RepoPath,
-		"--cache-dir", filepath.Join(home, "cache"), "--cloud-config", e.CloudFile, "--listen", addr,
-		"--interval", "2s", "--sync-period", "0"}, args...)
+		"--cache-dir", filepath.Join(home, "cache"), "--state", filepath.Join(home, "state.db"),
+		"--cloud-config", e.CloudFile, "--listen", addr, "--interval", "2s", "--sync-period", "0"}, args...)
 	r.cmd = exec.Command(e.Gitaso, args...)
 	r.cmd.Env = append(append(e.gitasoEnv(home), "POD_IP="), extraEnv...)
 	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
