@@ -38,18 +38,63 @@ func chartOf(templates map[string]string) *chart.Chart {
 	return c
 }
 
+// example loads examples/flux-helm's team-infra chart with its aso-library
+// dependency, and the values of its HelmRelease.
+func example(t testing.TB) (*chart.Chart, map[string]any) {
+	t.Helper()
+	c, err := loader.Load("../../../../examples/flux-helm/charts/team-infra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := loader.Load("../../../../examples/flux-helm/charts/aso-library")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.AddDependency(lib)
+	vals, err := chartutil.ReadValues([]byte(`team: team-a
+service: claims
+environment: snd
+location: uksouth
+resourceGroup: snd-team-a-claims-rg
+identity:
+  oidcIssuer: https://oidc.example.com/
+  serviceAccount: claims-service
+storage:
+  accountName: sndteamaclaims01
+  containers: [uploads, reports]
+tags:
+  cost-centre: team-a
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, vals
+}
+
 // TestSameAsHelm: the repository's charts and templates using what the
 // instrumentation touches (printing through String methods, missing
 // values, include, tpl with define, ranges, break, Files, printf, required,
 // lookup) render byte for byte as Helm's engine renders them.
 func TestSameAsHelm(t *testing.T) {
-	for _, dir := range []string{"../../../../deploy/helm/gitaso", "../../../../examples/flux-helm/charts/team-infra"} {
+	for _, dir := range []string{"../../../../deploy/helm/gitaso", "team-infra"} {
 		t.Run(dir, func(t *testing.T) {
-			c, err := loader.Load(dir)
-			if err != nil {
+			var c *chart.Chart
+			vals := map[string]any{}
+			if dir == "team-infra" {
+				c, vals = example(t)
+			} else {
+				var err error
+				if c, err = loader.Load(dir); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := chartutil.ProcessDependenciesWithMerge(c, vals); err != nil {
 				t.Fatal(err)
 			}
-			helm, ours, herr, oerr := renderBoth(t, c, map[string]any{})
+			helm, ours, herr, oerr := renderBoth(t, c, vals)
+			if herr != nil || len(helm) == 0 {
+				t.Fatalf("helm rendered %d templates: %v", len(helm), herr)
+			}
 			for _, m := range []map[string]string{helm, ours} {
 				delete(m, "gitaso/templates/secret.yaml") // a random token
 			}
@@ -161,4 +206,32 @@ func TestContextEnds(t *testing.T) {
 	if !errors.As(err, &be) || !errors.Is(err, context.Canceled) || !strings.HasPrefix(be.Where, "c/templates/a.yaml") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// BenchmarkRender compares Render with Helm's engine on the example
+// chart (the price of the bounds: steps, wrapped functions, weighed
+// values).
+func BenchmarkRender(b *testing.B) {
+	c, vals := example(b)
+	if err := chartutil.ProcessDependenciesWithMerge(c, vals); err != nil {
+		b.Fatal(err)
+	}
+	rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "rel", Namespace: "ns"}, chartutil.DefaultCapabilities)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("helm", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := (engine.Engine{}).Render(c, rv); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("bounded", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Render(context.Background(), c, rv, Budget{MaxOutput: 32 << 20, MaxBytes: 256 << 20, MaxSteps: 10_000_000}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
