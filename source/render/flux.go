@@ -362,6 +362,9 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	for _, k := range byDependsOn(roots) {
 		w.visit(ctx, k)
 		if err := ctx.Err(); err != nil {
+			if len(w.errs) > 0 && errors.Is(context.Cause(ctx), errRenderTimeout) {
+				return nil, w.errs // a build abandoned at the deadline names its Kustomization
+			}
 			return nil, err
 		}
 	}
