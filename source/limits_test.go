@@ -571,7 +571,7 @@ func TestSetRenderLimits(t *testing.T) {
 	if d.MaxHelmSteps <= 1<<40 || d.RenderTimeout != 90*time.Second || d.MaxFileSize != 32<<20 {
 		t.Errorf("WithDefaults: %+v", d)
 	}
-	if d := (Limits{}).WithDefaults(); d.RenderTimeout != 3*time.Minute || d.MaxKustomizeNodes != 750_000 || d.MaxTotalKustomizeObjects != 10_000 {
+	if d := (Limits{}).WithDefaults(); d.RenderTimeout != 5*time.Minute || d.MaxKustomizeNodes != 750_000 || d.MaxTotalKustomizeObjects != 10_000 {
 		t.Errorf("defaults: %+v", d)
 	}
 	if err := l.SetLimit("render-timeout=soon"); err == nil {
