@@ -30,7 +30,8 @@ type health struct {
 
 // noteFetch records the outcome of a fetch of the source. A revision that
 // was fetched but cannot be used (refused, or without the source path) is
-// a fetch that worked: the run records the refusal. A fetch the caller
+// a fetch that worked: the run records the refusal; one that cannot be
+// rendered only because a chart registry does not answer is a failure. A fetch the caller
 // cancelled (the daemon stopping) says nothing about the source.
 func (r *Reconciler) noteFetch(ctx context.Context, snap *manifest.Snapshot, err error) {
 	rev := ""
@@ -40,6 +41,10 @@ func (r *Reconciler) noteFetch(ctx context.Context, snap *manifest.Snapshot, err
 	var revErr *source.RevisionError
 	var missing *source.PathNotFoundError
 	switch {
+	case errors.As(err, &revErr) && revErr.Unavailable() != nil:
+		// The commit was read but a chart registry it needs was not: a
+		// source failure (source.ErrUnavailable).
+		rev, err = revErr.Revision, &source.UnavailableError{Revision: revErr.Revision, Err: revErr.Unavailable()}
 	case errors.As(err, &revErr):
 		rev, err = revErr.Revision, nil
 	case errors.As(err, &missing):

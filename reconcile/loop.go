@@ -280,6 +280,10 @@ func (r *Reconciler) peekRevision(ctx context.Context) (string, error) {
 	var revErr *source.RevisionError
 	var missing *source.PathNotFoundError
 	switch {
+	case errors.As(err, &revErr) && revErr.Unavailable() != nil:
+		// Not a new revision to refuse: its chart registry did not answer.
+		// The poll fails (shown, health.go) and the next one tries again.
+		return "", &source.UnavailableError{Revision: revErr.Revision, Err: revErr.Unavailable()}
 	case errors.As(err, &revErr):
 		return revErr.Revision, nil
 	case errors.As(err, &missing):

@@ -211,6 +211,11 @@ func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 	r.noteFetch(ctx, snap, err) // health.go
 	var revErr *source.RevisionError
 	if errors.As(err, &revErr) {
+		if u := revErr.Unavailable(); u != nil {
+			// A chart registry that does not answer: the run fails, the
+			// revision is not refused, and the next poll tries again.
+			return nil, nil, fmt.Errorf("fetch source: %w", &source.UnavailableError{Revision: revErr.Revision, Err: u})
+		}
 		err = r.checkRefused(ctx, revErr)
 	}
 	if err != nil {
@@ -424,9 +429,14 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 		if rep.Run.Outcome == record.OutcomeRefused && !opts.DryRun {
 			r.readyWithApplied()
 		}
-		if rep.Run.Outcome == record.OutcomeRefused && r.lastGood != nil && opts.Refresh && !opts.DryRun {
+		unavailable := errors.Is(err, source.ErrUnavailable) // a chart registry down: nothing of the revision read
+		if (rep.Run.Outcome == record.OutcomeRefused || unavailable) && r.lastGood != nil && opts.Refresh && !opts.DryRun {
 			// Keep the last good revision in force: refresh it.
-			r.log.WarnContext(ctx, "revision refused; refreshing the last good revision", "revision", rep.Run.Revision, "lastGood", r.lastGood.Revision)
+			msg := "revision refused; refreshing the last good revision"
+			if unavailable {
+				msg = "revision cannot be rendered now (a source it needs does not answer); refreshing the last good revision"
+			}
+			r.log.WarnContext(ctx, msg, "revision", rep.Run.Revision, "lastGood", r.lastGood.Revision)
 			again := &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}, lastGood: true}
 			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, again, opts))
 		}

@@ -173,6 +173,9 @@ func statusError(resp *http.Response, what string) error {
 	case http.StatusNotFound:
 		return fmt.Errorf("%s: %w (%s)", what, ErrNotFound, resp.Status)
 	}
+	if unavailableStatus(resp.StatusCode) {
+		return fmt.Errorf("%s: %w (%s)", what, ErrUnavailable, resp.Status)
+	}
 	return fmt.Errorf("%s: %s", what, resp.Status)
 }
 

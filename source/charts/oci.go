@@ -128,6 +128,9 @@ func (o *ociRepo) ociError(err error, what string) error {
 		case http.StatusNotFound:
 			return fmt.Errorf("%s: %w: %v", what, ErrNotFound, err)
 		}
+		if unavailableStatus(te.StatusCode) {
+			return fmt.Errorf("%s: %w: %v", what, ErrUnavailable, err)
+		}
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

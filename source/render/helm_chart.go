@@ -291,10 +291,16 @@ func (run *helmRun) fetch(ctx context.Context, h *helmRelease, field string, src
 			"digest", fc.Digest, "cached", fc.Cached, "duration", time.Since(start))
 	})
 	if e.err != nil {
-		if strings.HasPrefix(e.err.Error(), what) {
-			return nil, h.err(field, ErrHelmChart, "%v", e.err) // the fetcher named the source already
+		cause := ErrHelmChart
+		if charts.Unavailable(e.err) {
+			// The registry, not the commit: a source failure, tried
+			// again at the next poll, not a refusal (source.ErrUnavailable).
+			cause = unavailable{ErrHelmChart}
 		}
-		return nil, h.err(field, ErrHelmChart, "%s: %v", what, e.err)
+		if strings.HasPrefix(e.err.Error(), what) {
+			return nil, h.err(field, cause, "%v", e.err) // the fetcher named the source already
+		}
+		return nil, h.err(field, cause, "%s: %v", what, e.err)
 	}
 	c := cloneChart(e.c)
 	if len(valuesFiles) > 0 {
@@ -612,3 +618,9 @@ func copyValue(v any) any {
 	}
 	return v
 }
+
+// unavailable marks an input error whose cause is a source that cannot be read now (source.ErrUnavailable); it
+// reads as the error it wraps.
+type unavailable struct{ error }
+
+func (u unavailable) Unwrap() []error { return []error{u.error, source.ErrUnavailable} }
