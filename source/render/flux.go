@@ -607,9 +607,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 		}
 	}
 	for _, kf := range w.t.kfiles {
-		for _, warn := range fixDeprecated(fs, kf, w.byPath[kf], func(p string) bool { return w.t.files[p] }) {
-			w.r.logger.Warn("deprecated kustomization field", "file", kf, "warning", warn)
-		}
+		w.r.warnDeprecated(kf, w.byPath[kf], fixDeprecated(fs, kf, w.byPath[kf], func(p string) bool { return w.t.files[p] }))
 	}
 	var kus types.Kustomization
 	kf, exists := w.t.kfiles[dir]
@@ -658,7 +656,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 		}
 		kus.Components = append(kus.Components, c)
 	}
-	kb, err := sigyaml.Marshal(&kus)
+	kb, err := marshalKustomization(&kus)
 	if err != nil {
 		return nil, diag.List{k.err("spec", err, "cannot write the kustomization")}
 	}
