@@ -67,18 +67,15 @@
 //
 // # Decisions
 //
-// Plain HTTP: an http:// Helm repository (or a chart URL of its index) is
-// refused (ErrInsecure) unless its spec.insecure is true or
-// Options.AllowPlainHTTP is set. Flux downloads from http:// repositories
-// without being asked (spec.insecure only concerns OCI there), but a chart
-// and the digest that vouches for it would then both travel unprotected;
-// spec.insecure: true is harmless to Flux and says the repository meant it.
-// For OCI, spec.insecure selects http as in Flux, and without it a registry is
-// reached over TLS only, even on a loopback or private address where
-// go-containerregistry would fall back to http://. Redirects from https:// to
-// http:// are not followed. Git is read over https://
-// only (http:// with Options.AllowPlainHTTP). A dependency's http://
-// repository needs Options.AllowPlainHTTP.
+// Plain HTTP, as Flux documents it (issue 25; it was refused without
+// spec.insecure before): an HTTP/S Helm repository, the chart URLs of its
+// index, a dependency's repository and a GitRepository may be http://,
+// each host logged once as a warning. Flux's spec.insecure is "supported
+// only for Helm OCI repositories": for OCI it selects http, and without it
+// a registry is reached over TLS only, even on a loopback or private
+// address where go-containerregistry would fall back to http://. Redirects from
+// https:// to http:// are not followed (a downgrade the source did not ask
+// for). See plainhttp.go.
 //
 // Versions: "" and "*" are the latest stable version; pre-releases are
 // chosen only by a constraint that names one (">=1.0.0-0", "1.2.3-rc.1"),

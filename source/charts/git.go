@@ -75,9 +75,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, req Request) (*Chart, error) {
 		return nil, fmt.Errorf("%w: spec.url is required", ErrInvalid)
 	case strings.HasPrefix(u, "https://"):
 	case strings.HasPrefix(u, "http://"):
-		if !f.opts.AllowPlainHTTP {
-			return nil, fmt.Errorf("%w: spec.url %s is plain http://; gitaso reads Git over https:// only", ErrInsecure, redact(u))
-		}
+		f.warnPlainHTTP(u, "Git repository") // as Flux, and as gitaso reads a Kustomization's GitRepository
 	default:
 		return nil, fmt.Errorf("%w: spec.url %s: gitaso reads other Git repositories over https:// only (ssh:// and git@ URLs are not supported)", ErrUnsupported, redact(u))
 	}
