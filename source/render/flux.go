@@ -148,8 +148,11 @@ func gitRepositories(docs []candidate) map[string]string {
 // https, ssh and scp-like forms of one repository compare equal.
 func normRepoURL(u string) string {
 	u = strings.TrimSpace(u)
-	if u == "" || strings.HasPrefix(u, "file://") || strings.HasPrefix(u, "/") || strings.HasPrefix(u, ".") {
-		return "" // a local repository: no URL to compare
+	if u == "" {
+		return ""
+	}
+	if strings.HasPrefix(u, "file://") || strings.HasPrefix(u, "/") || strings.HasPrefix(u, ".") {
+		return localRepoKey(u) // localrepo.go
 	}
 	if i := strings.Index(u, "://"); i >= 0 {
 		u = u[i+3:]
