@@ -253,12 +253,17 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	r.Manifest = n.Object.Content
 	rec := &recorder{resolver: &resolver{g: g, n: n, outputs: in.Outputs}}
 	body, err := aso.Convert(n.Kind, n.Spec, n.AzureName, rec)
+	secrets := appendSecretValues(n.Object.Secrets, rec.secrets...)
 	if err != nil {
-		return nil, err
+		return nil, scrubSecrets(err, secrets)
 	}
 	r.Inputs = rec.inputs()
+	r.setSecrets(secrets)
+	if r.Sensitive, err = markSecrets(body, secrets); err != nil {
+		return nil, err
+	}
 	path := n.ARMID + "?api-version=" + n.Kind.APIVersion
-	red, err := redact(body.JSON, body.Secrets)
+	red, err := redactLabeled(body.JSON, body.Secrets, r.Sensitive)
 	if err != nil {
 		return nil, fmt.Errorf("redact body: %w", err)
 	}
@@ -282,7 +287,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	// the hash stays on the converted body, which the executor hashes too.
 	planned, err := aso.PlanPayload(n.Kind.Group, n.Kind.Kind, red, observedRead && observed != nil)
 	if err != nil {
-		return nil, err
+		return nil, scrubSecrets(err, secrets)
 	}
 	red = planned.JSON
 	body.Unknown = append(body.Unknown[:len(body.Unknown):len(body.Unknown)], planned.Unknown...)
@@ -330,6 +335,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 			od, err := decode(observed)
 			if err == nil {
 				diffSubset(od, desiredDoc(), "", skip, &r.Changes)
+				sensitiveDrift(od, body.JSON, r.Sensitive, &r.Changes)
 			}
 		default:
 			r.Action, r.Reason = Create, ""
@@ -346,7 +352,14 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 				diffFull(before, desiredDoc(), "", &r.Changes)
 			}
 		}
+		var hashes map[string]string // of the fields from Secrets, when prior has them
+		if prior.SecretHashes != nil && len(r.Sensitive) > 0 {
+			hashes = SecretHashes(body.JSON, r.Sensitive)
+		}
 		for _, s := range body.Secrets {
+			if _, fromSecret := r.Sensitive[s]; fromSecret && hashes != nil && hashes[s] == prior.SecretHashes[s] {
+				continue // the same value as applied
+			}
 			if r.Hash != prior.AppliedHash && !hasChangeAt(r.Changes, s) {
 				r.Changes = append(r.Changes, Change{Path: s, Op: "replace", Sensitive: true})
 			}
@@ -368,6 +381,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 			od, err := decode(observed)
 			if err == nil {
 				diffSubset(od, desiredDoc(), "", skip, &r.Changes)
+				sensitiveDrift(od, body.JSON, r.Sensitive, &r.Changes)
 			}
 			if len(r.Changes) > 0 {
 				r.Action, r.Reason = Drift, "changed in Azure outside gitaso: corrected"

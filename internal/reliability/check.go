@@ -170,6 +170,15 @@ func ReadState(path string) (StateView, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return v, nil
 	}
+	// gitaso's own check first: bbolt's tx.Check follows page numbers through its memory map and can kill the
+	// process with a fault no recover() catches on a truncated file or a garbage page number.
+	rep, err := state.Check(path)
+	if err != nil {
+		return v, fmt.Errorf("%w: check: %v", ErrCorrupted, err)
+	}
+	if !rep.OK() {
+		return v, fmt.Errorf("%w: check: %d problems on pages %v", ErrCorrupted, rep.Total, rep.DamagedPages())
+	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
 		return v, fmt.Errorf("%w: bbolt open: %v", ErrCorrupted, err)
