@@ -52,7 +52,10 @@
 //
 // GitRepository (another repository; the renderer reads charts of its own
 // repository itself): spec.url over https:// with the Secret's username and
-// password or bearerToken (and ca.crt); spec.ref resolved with one
+// password or bearerToken (and ca.crt), or over SSH (ssh://, user@host:path)
+// with the Secret's identity (private key; password its passphrase) and
+// known_hosts, required, as source-controller reads them (gitssh.go);
+// spec.ref resolved with one
 // reference listing in Flux's order (commit, name, semver, tag, branch;
 // default branch master), then a shallow clone into memory (a pinned commit:
 // with its branch's history, or every branch's), once per URL
@@ -108,7 +111,8 @@
 //
 // # Not read
 //
-// Bucket sources; Git over ssh://; GitRepository spec.ignore, .sourceignore,
+// Bucket sources; Git over SSH for a Kustomization's GitRepository (charts
+// only); GitRepository spec.ignore, .sourceignore,
 // include, recurseSubmodules and sparseCheckout (a chart from Git is its
 // directory less .helmignore); HelmChart reconcileStrategy Revision (the
 // version stays Chart.yaml's); spec.proxySecretRef (the process's proxy
