@@ -123,6 +123,7 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 		return fmt.Errorf("reconcile loop: interval must be positive")
 	}
 	dropExecutablePages(r)
+	r.superseding.Store(true) // a newer commit abandons a render in progress (supersede.go)
 	lastRev := ""
 	backoff := time.Duration(0)
 	retry := time.NewTimer(time.Hour)
@@ -274,7 +275,7 @@ func nextBackoff(d time.Duration) time.Duration {
 // the loop warning about it on every poll. A failed fetch is recorded for
 // Status (health.go).
 func (r *Reconciler) peekRevision(ctx context.Context) (string, error) {
-	snap, err := r.src.Fetch(ctx)
+	snap, err := r.fetch(ctx)
 	r.noteFetch(ctx, snap, err)
 	var revErr *source.RevisionError
 	var missing *source.PathNotFoundError

@@ -130,6 +130,9 @@ type Reconciler struct {
 	// started is when the reconciler was made: the Activity Log's writes
 	// before it are not judged for another writer (activity.go).
 	started time.Time
+	// superseding makes fetch abandon a render a newer commit superseded
+	// (set by Loop; supersede.go).
+	superseding atomic.Bool
 }
 
 // New returns a reconciler. clients may be nil for offline planning.
@@ -204,7 +207,7 @@ func (r *Reconciler) subscription() string {
 
 // Build fetches the source and builds the graph.
 func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Graph, error) {
-	snap, err := r.src.Fetch(ctx)
+	snap, err := r.fetch(ctx)
 	r.noteFetch(ctx, snap, err) // health.go
 	var revErr *source.RevisionError
 	if errors.As(err, &revErr) {

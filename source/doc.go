@@ -89,6 +89,48 @@
 //	yaml-depth         128         mappings and lists nested in one another
 //	kustomize-objects  10,000      documents of the files one kustomization reaches
 //
+// The render stage (package source/render) bounds what runs while a
+// revision renders, per revision:
+//
+//	total-kustomize-objects  10,000     documents all kustomize builds of a revision read (a base
+//	                                    built by several kustomizations counts each time)
+//	kustomize-nodes          750,000    YAML nodes all kustomize builds of a revision read
+//	rendered-size            64 MiB     bytes the kustomize builds and Helm releases produce together
+//	render-timeout           5m         the render of one revision (kustomize, Flux, Helm, substitution)
+//
+// and per HelmRelease, while its templates run (file-size bounds what they
+// write):
+//
+//	helm-bytes               256 MiB    strings, lists and maps the templates' functions return, in all
+//	helm-steps               10,000,000 range iterations, template and function calls
+//
+// Every kustomization's input is counted before any build runs, so a
+// revision past a kustomize limit is refused in about a second. A render
+// still running at the deadline is abandoned (Helm templates stop at their
+// next step; a kustomize build, which takes no context, is left to finish
+// in the background, bounded by the limits above) and the revision is
+// refused with a render-timeout error naming the kustomization or
+// HelmRelease. In the daemon, a newer commit also abandons a render in
+// progress (package reconcile).
+//
+// Memory at the limits, measured on the 2-core test machine with
+// `/usr/bin/time -v gitaso validate --dir DIR --kustomize` (Maximum
+// resident set size): one kustomization of 1,262 ConfigMaps of 290 keys
+// (748,000 nodes, 4.6 MB, just under kustomize-nodes) peaks at 1,017 MiB in
+// 34 s; twice that (1.5 million nodes) peaked at 2,030 MiB, hence the
+// limit: kustomize keeps about 1,400 bytes a node at its peak. A revision
+// within the default limits therefore stays under about 1 GiB for its
+// kustomize builds. Helm renders stay small: each hostile chart of the
+// reliability corpus (a string repeated 2e9 times, loops of 10^15
+// iterations writing nothing, a string doubled 40 times, a map holding
+// itself) is refused in 0.1 to 6 s at 56 to 143 MiB (internal/reliability,
+// TestHostileRenderBounds); within helm-bytes a release holds at most
+// 256 MiB of template values, and releases render on GOMAXPROCS
+// goroutines. Time is what kustomize limits: one kustomization of 10,000
+// one-key ConfigMaps (total-kustomize-objects) took 238 s of CPU and
+// peaked at 333 MiB (`--source-limit render-timeout=none`), within the
+// 5-minute deadline only on an idle core: render-timeout is wall-clock.
+//
 // Why these: the parser keeps about 120 bytes a YAML node and kustomize
 // about 650 (measured: 100,000 ConfigMaps of 12 keys, 3.7 million nodes in
 // a 20 MB file, validate in 4 s and 485 MB; 2,500 ConfigMaps of 160 keys

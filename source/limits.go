@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Limits bound what one revision may hold, so that a malformed or hostile
@@ -43,6 +44,39 @@ type Limits struct {
 	// with the square of it: about 100 s for 10,000 objects on a laptop
 	// core). Used by the render stage. Default 10,000.
 	MaxKustomizeObjects int
+	// MaxTotalKustomizeObjects is the number of documents all kustomize
+	// builds of a revision may read together (a base built by several
+	// kustomizations counts each time): four kustomizations of 9,000
+	// objects took 5 min 38 s; a revision at the limit builds in about
+	// 100 s on a laptop core). Default 10,000.
+	MaxTotalKustomizeObjects int
+	// MaxKustomizeNodes is the number of YAML nodes (counted as for
+	// MaxNodes) all kustomize builds of a revision may read together:
+	// kustomize keeps up to 1,400 bytes a node, so it bounds the memory of a
+	// revision's builds (default 750,000: validate peaked at 1,017 MiB at
+	// the limit, see the package documentation).
+	MaxKustomizeNodes int64
+	// MaxRenderedSize is the size in bytes of everything the render stage
+	// produces for a revision (kustomize builds and Helm releases
+	// together). Default 64 MiB.
+	MaxRenderedSize int64
+	// MaxHelmBytes is the number of bytes one HelmRelease's templates may
+	// produce in all while they run: what they write and every string,
+	// list and map their functions return (a template that keeps results
+	// in variables holds them). Default 256 MiB.
+	MaxHelmBytes int64
+	// MaxHelmSteps is the number of range iterations, template calls and
+	// function calls one HelmRelease's templates may make (loops that
+	// write nothing; about 5 s of rendering). Default 10,000,000.
+	MaxHelmSteps int64
+	// RenderTimeout is how long the render stage (kustomize, Flux
+	// Kustomizations, HelmReleases, substitution) may take for one
+	// revision; a revision still rendering then is refused and its
+	// renders abandoned. It is wall-clock time: a revision at
+	// MaxTotalKustomizeObjects (10,000 objects in one kustomization) took
+	// 238 s of CPU on the 2-core test machine, so raise it on a slow or
+	// busy machine. Default 5 minutes.
+	RenderTimeout time.Duration
 }
 
 // DefaultLimits returns the limits used when none are set: generous for
@@ -57,6 +91,13 @@ func DefaultLimits() Limits {
 		MaxTotalNodes:       16_000_000,
 		MaxDepth:            128,
 		MaxKustomizeObjects: 10_000,
+
+		MaxTotalKustomizeObjects: 10_000,
+		MaxKustomizeNodes:        750_000,
+		MaxRenderedSize:          64 << 20,
+		MaxHelmBytes:             256 << 20,
+		MaxHelmSteps:             10_000_000,
+		RenderTimeout:            5 * time.Minute,
 	}
 }
 
@@ -86,6 +127,14 @@ func (l Limits) WithDefaults() Limits {
 	fill64(&l.MaxTotalNodes, d.MaxTotalNodes)
 	fill(&l.MaxDepth, d.MaxDepth)
 	fill(&l.MaxKustomizeObjects, d.MaxKustomizeObjects)
+	fill(&l.MaxTotalKustomizeObjects, d.MaxTotalKustomizeObjects)
+	fill64(&l.MaxKustomizeNodes, d.MaxKustomizeNodes)
+	fill64(&l.MaxRenderedSize, d.MaxRenderedSize)
+	fill64(&l.MaxHelmBytes, d.MaxHelmBytes)
+	fill64(&l.MaxHelmSteps, d.MaxHelmSteps)
+	timeout := int64(l.RenderTimeout)
+	fill64(&timeout, int64(d.RenderTimeout))
+	l.RenderTimeout = time.Duration(timeout)
 	return l
 }
 
@@ -117,7 +166,8 @@ func (e *LimitError) Error() string {
 func (e *LimitError) Unwrap() error { return ErrLimit }
 
 // limitNames are the names of the limits, as SetLimit and LimitError use them.
-var limitNames = []string{"file-size", "total-size", "yaml-nodes", "total-yaml-nodes", "yaml-depth", "kustomize-objects"}
+var limitNames = []string{"file-size", "total-size", "yaml-nodes", "total-yaml-nodes", "yaml-depth", "kustomize-objects",
+	"total-kustomize-objects", "kustomize-nodes", "rendered-size", "helm-bytes", "helm-steps", "render-timeout"}
 
 // LimitNames returns the names SetLimit accepts.
 func LimitNames() []string { return append([]string(nil), limitNames...) }
@@ -135,10 +185,12 @@ func (l *Limits) SetLimit(setting string) error {
 	var n int64
 	var err error
 	switch name {
-	case "file-size", "total-size":
+	case "file-size", "total-size", "rendered-size", "helm-bytes":
 		n, err = parseSize(value)
-	case "yaml-nodes", "total-yaml-nodes", "yaml-depth", "kustomize-objects":
+	case "yaml-nodes", "total-yaml-nodes", "yaml-depth", "kustomize-objects", "total-kustomize-objects", "kustomize-nodes", "helm-steps":
 		n, err = parseCount(value)
+	case "render-timeout":
+		n, err = parseDuration(value)
 	default:
 		return fmt.Errorf("source limit %q: unknown limit %q (one of %s)", setting, name, strings.Join(limitNames, ", "))
 	}
@@ -158,6 +210,18 @@ func (l *Limits) SetLimit(setting string) error {
 		l.MaxDepth = int(min(n, math.MaxInt32))
 	case "kustomize-objects":
 		l.MaxKustomizeObjects = int(min(n, math.MaxInt32))
+	case "total-kustomize-objects":
+		l.MaxTotalKustomizeObjects = int(min(n, math.MaxInt32))
+	case "kustomize-nodes":
+		l.MaxKustomizeNodes = n
+	case "rendered-size":
+		l.MaxRenderedSize = n
+	case "helm-bytes":
+		l.MaxHelmBytes = n
+	case "helm-steps":
+		l.MaxHelmSteps = n
+	case "render-timeout":
+		l.RenderTimeout = time.Duration(n)
 	}
 	return nil
 }
@@ -198,6 +262,12 @@ func (l *Limits) String() string {
 	add("total-yaml-nodes", l.MaxTotalNodes)
 	add("yaml-depth", int64(l.MaxDepth))
 	add("kustomize-objects", int64(l.MaxKustomizeObjects))
+	add("total-kustomize-objects", int64(l.MaxTotalKustomizeObjects))
+	add("kustomize-nodes", l.MaxKustomizeNodes)
+	add("rendered-size", l.MaxRenderedSize)
+	add("helm-bytes", l.MaxHelmBytes)
+	add("helm-steps", l.MaxHelmSteps)
+	add("render-timeout", int64(l.RenderTimeout))
 	return strings.Join(parts, ",")
 }
 
@@ -225,6 +295,20 @@ func parseSize(v string) (int64, error) {
 	return n * mult, nil
 }
 
+func parseDuration(v string) (int64, error) {
+	if v == "none" || v == "-1" {
+		return -1, nil
+	}
+	if v == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("want a duration such as 3m, 0 (default) or -1 (no limit)")
+	}
+	return int64(d), nil
+}
+
 func parseCount(v string) (int64, error) {
 	if v == "none" || v == "-1" {
 		return -1, nil
@@ -248,8 +332,11 @@ func formatLimit(name string, v int64) string {
 	if v == math.MaxInt64 || v == math.MaxInt || v == math.MaxInt32 {
 		return "none"
 	}
-	if name == "file-size" || name == "total-size" {
+	switch name {
+	case "file-size", "total-size", "rendered-size", "helm-bytes":
 		return formatSize(v)
+	case "render-timeout":
+		return time.Duration(v).String()
 	}
 	return strconv.FormatInt(v, 10)
 }

@@ -509,3 +509,34 @@ func TestSetLimit(t *testing.T) {
 		t.Errorf("WithDefaults: %+v", got)
 	}
 }
+
+// TestSetRenderLimits: the render stage's limits (issue 26) are set and
+// printed by name, the deadline as a duration.
+func TestSetRenderLimits(t *testing.T) {
+	var l Limits
+	if err := l.Set("total-kustomize-objects=5k,kustomize-nodes=1M,rendered-size=32MiB,helm-bytes=1GiB,helm-steps=none,render-timeout=90s"); err != nil {
+		t.Fatal(err)
+	}
+	want := Limits{MaxTotalKustomizeObjects: 5000, MaxKustomizeNodes: 1_000_000, MaxRenderedSize: 32 << 20,
+		MaxHelmBytes: 1 << 30, MaxHelmSteps: -1, RenderTimeout: 90 * time.Second}
+	if diff := cmp.Diff(want, l); diff != "" {
+		t.Errorf("limits (-want +got):\n%s", diff)
+	}
+	if got, want := l.String(), "total-kustomize-objects=5000,kustomize-nodes=1000000,rendered-size=32MiB,helm-bytes=1GiB,helm-steps=none,render-timeout=1m30s"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	d := l.WithDefaults()
+	if d.MaxHelmSteps <= 1<<40 || d.RenderTimeout != 90*time.Second || d.MaxFileSize != 32<<20 {
+		t.Errorf("WithDefaults: %+v", d)
+	}
+	if d := (Limits{}).WithDefaults(); d.RenderTimeout != 5*time.Minute || d.MaxKustomizeNodes != 750_000 || d.MaxTotalKustomizeObjects != 10_000 {
+		t.Errorf("defaults: %+v", d)
+	}
+	if err := l.SetLimit("render-timeout=soon"); err == nil {
+		t.Error("render-timeout=soon accepted")
+	}
+	e := &LimitError{Limit: "render-timeout", Max: int64(3 * time.Minute), What: "x"}
+	if !strings.Contains(e.Error(), "limit render-timeout=3m0s") {
+		t.Errorf("%v", e)
+	}
+}

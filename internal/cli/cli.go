@@ -107,7 +107,7 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringSliceVar(&s.helmAPIVersions, "helm-api-versions", nil, "API versions charts see in .Capabilities.APIVersions besides Kubernetes' own, e.g. resources.azure.com/v1api20200601 (repeatable)")
 	s.registerCharts(fs) // charts.go
 	// Input limits (source.Limits, see source/doc.go).
-	fs.Var(&s.sourceLimits, "source-limit", "change an input limit, NAME=VALUE (repeatable or comma-separated): file-size (32MiB), total-size (128MiB), yaml-nodes (4000000), total-yaml-nodes (16000000), yaml-depth (128), kustomize-objects (10000); -1 for none")
+	fs.Var(&s.sourceLimits, "source-limit", "change an input limit, NAME=VALUE (repeatable or comma-separated): file-size (32MiB), total-size (128MiB), yaml-nodes (4000000), total-yaml-nodes (16000000), yaml-depth (128), kustomize-objects (10000); per revision total-kustomize-objects (10000), kustomize-nodes (750000), rendered-size (64MiB), render-timeout (5m); per HelmRelease helm-bytes (256MiB), helm-steps (10000000); -1 for none")
 	s.kube.register(fs) // cluster.go
 	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&s.logFormat, "log-format", "text", "text or json")

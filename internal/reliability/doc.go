@@ -8,8 +8,8 @@
 //   - a fault soak (RunSoak): create/update/move/delete cycles while a share of ARM requests is answered 429, 500 or
 //     503 or has its connection reset, before or after the request was served;
 //   - a hostile-input corpus (RunHostile): `gitaso validate` on alias bombs, a huge file, 100,000 objects, deep
-//     nesting, symlinks out of the root and to /dev/zero, a FIFO and binary data, with a timeout and a memory
-//     guard.
+//     nesting, symlinks out of the root and to /dev/zero, a FIFO and binary data, kustomizations past the
+//     per-revision limits and hostile Helm chart templates (HostileChart), with a timeout and a memory guard.
 //
 // The checks (Inventory, ReadState, Evaluate) are the proof: converged (every declared resource in Azure with the
 // fields its manifest sets, Ready in state, nothing else), orphaned (in Azure, undeclared, forgotten by state),

@@ -56,6 +56,7 @@ type HostileCase struct {
 	Outcome  string
 	Exit     int
 	Error    string // the first line of the output
+	Output   string // the first 64 KiB of the output
 	MaxRSS   int64  // bytes (the child's rusage)
 	Duration time.Duration
 }
@@ -73,6 +74,7 @@ func (c HostileCase) Wanted() bool {
 type hostileCase struct {
 	name, what, want string // want: outcomes separated by "|"
 	make             func(dir string) error
+	args             []string // flags of `gitaso validate` besides --dir and --kustomize
 }
 
 const aliasBomb = `# YAML alias bomb ("billion laughs"): 609 bytes that expand to 10^9 strings.
@@ -108,35 +110,35 @@ func hostileCases(o HostileOptions) []hostileCase {
 		return func(dir string) error { return os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644) }
 	}
 	return []hostileCase{
-		{"control", "one valid ResourceGroup", OutcomeAccepted, write("rg.yaml", validManifest)},
-		{"alias-bomb", fmt.Sprintf("%d-byte YAML alias bomb", len(aliasBomb)), OutcomeRefused, write("bomb.yaml", aliasBomb)},
+		{"control", "one valid ResourceGroup", OutcomeAccepted, write("rg.yaml", validManifest), nil},
+		{"alias-bomb", fmt.Sprintf("%d-byte YAML alias bomb", len(aliasBomb)), OutcomeRefused, write("bomb.yaml", aliasBomb), nil},
 		{"alias-bomb-kustomize", "the alias bomb listed in a kustomization.yaml", OutcomeRefused, func(dir string) error {
 			if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - bomb.yaml\n"), 0o644); err != nil {
 				return err
 			}
 			return write("bomb.yaml", aliasBomb)(dir)
-		}},
+		}, nil},
 		{"huge-file", fmt.Sprintf("one %d MB YAML file", o.HugeMB), OutcomeRefused, func(dir string) error {
 			return writeHuge(filepath.Join(dir, "huge.yaml"), int64(o.HugeMB)<<20)
-		}},
+		}, nil},
 		{"many-objects", fmt.Sprintf("%d ResourceGroups in one file", o.Objects), OutcomeAccepted + "|" + OutcomeRefused, func(dir string) error {
 			return writeMany(filepath.Join(dir, "many.yaml"), o.Objects)
-		}},
+		}, nil},
 		{"deep-nesting", fmt.Sprintf("%d levels of [", o.Depth), OutcomeRefused,
-			write("deep.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  x: "+strings.Repeat("[", o.Depth)+"\n")},
+			write("deep.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  x: "+strings.Repeat("[", o.Depth)+"\n"), nil},
 		{"symlink-outside", "a symlink to a manifest outside the root", OutcomeRefused, func(dir string) error {
 			outside := filepath.Join(filepath.Dir(dir), "outside-"+filepath.Base(dir)+".yaml")
 			if err := os.WriteFile(outside, []byte(validManifest), 0o644); err != nil {
 				return err
 			}
 			return os.Symlink(outside, filepath.Join(dir, "outside.yaml"))
-		}},
+		}, nil},
 		{"symlink-dev-zero", "a symlink to /dev/zero", OutcomeRefused, func(dir string) error {
 			return os.Symlink("/dev/zero", filepath.Join(dir, "zero.yaml"))
-		}},
+		}, nil},
 		{"fifo", "a named pipe nobody writes to", OutcomeRefused, func(dir string) error {
 			return syscall.Mkfifo(filepath.Join(dir, "fifo.yaml"), 0o644)
-		}},
+		}, nil},
 		{"binary", "1 MiB of random bytes named .yaml", OutcomeRefused, func(dir string) error {
 			rng := rand.New(rand.NewPCG(o.Seed, 0xb1))
 			b := make([]byte, 1<<20)
@@ -144,7 +146,104 @@ func hostileCases(o HostileOptions) []hostileCase {
 				b[i] = byte(rng.Uint32())
 			}
 			return os.WriteFile(filepath.Join(dir, "binary.yaml"), b, 0o644)
-		}},
+		}, nil},
+		{"kustomize-objects", "4 kustomizations of 9,000 one-key ConfigMaps", OutcomeRefused, func(dir string) error {
+			return writeKustomizations(dir, 4, 9000, 1)
+		}, nil},
+		{"kustomize-keys", "a kustomization of 2,700 ConfigMaps of 700 keys (18 MB)", OutcomeRefused, func(dir string) error {
+			return writeKustomizations(dir, 1, 2700, 700)
+		}, nil},
+		{"helm-repeat", "a chart template repeating \"x\" 2,000,000,000 times", OutcomeRefused,
+			HostileChart(`k: {{ repeat 2000000000 "x" | quote }}`), fluxArgs},
+		{"helm-loops", "a chart template with three nested range until 100000 loops that write nothing", OutcomeRefused,
+			HostileChart(`{{- range until 100000 }}{{ range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}{{ end }}`), fluxArgs},
+		{"helm-doubling", "a chart template doubling a string 40 times in a loop", OutcomeRefused,
+			HostileChart(`{{- $s := "xx" }}{{ range until 40 }}{{ $s = cat $s $s }}{{ end }}k: {{ $s | quote }}`), fluxArgs},
+		{"helm-self-map", "a chart template printing a map set into itself", OutcomeRefused,
+			HostileChart(`{{- $d := dict }}{{ $_ := set $d "a" $d }}k: {{ $d | toString | quote }}`), fluxArgs},
+	}
+}
+
+// writeKustomizations writes n kustomizations (app0/, app1/, ...) of
+// objects ConfigMaps of keys keys each.
+func writeKustomizations(dir string, n, objects, keys int) error {
+	for k := range n {
+		app := filepath.Join(dir, fmt.Sprintf("app%d", k))
+		if err := os.MkdirAll(app, 0o755); err != nil {
+			return err
+		}
+		kus := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - cms.yaml\n"
+		if err := os.WriteFile(filepath.Join(app, "kustomization.yaml"), []byte(kus), 0o644); err != nil {
+			return err
+		}
+		var b strings.Builder
+		for i := range objects {
+			fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d-%d\n  namespace: default\ndata:\n", k, i)
+			for j := range keys {
+				fmt.Fprintf(&b, "  k%d: v%d\n", j, j)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(app, "cms.yaml"), []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fluxArgs follow the Flux objects of a hostile chart case (HostileChart).
+var fluxArgs = []string{"--flux", "--path", "clusters/x"}
+
+// HostileChart returns a case's maker: a Flux repository (entry
+// clusters/x) with one HelmRelease, flux-system/hostile, of the chart
+// charts/hostile in the repository, whose one template
+// (templates/cm.yaml) holds a ConfigMap whose data is the given template
+// text.
+func HostileChart(data string) func(dir string) error {
+	files := HostileChartFiles("clusters/x", "charts/hostile", data)
+	return func(dir string) error {
+		for p, s := range files {
+			full := filepath.Join(dir, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// HostileChartFiles are the files of HostileChart with the entry
+// directory and the chart's directory given (repository paths).
+func HostileChartFiles(entry, chartDir, data string) map[string]string {
+	return map[string]string{
+		entry + "/release.yaml": `apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: flux-system
+  namespace: flux-system
+spec:
+  url: https://example.com/hostile.git
+  ref:
+    branch: main
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: hostile
+  namespace: flux-system
+spec:
+  interval: 5m
+  chart:
+    spec:
+      chart: ./` + chartDir + `
+      sourceRef:
+        kind: GitRepository
+        name: flux-system
+`,
+		chartDir + "/Chart.yaml":        "apiVersion: v2\nname: hostile\nversion: 0.1.0\n",
+		chartDir + "/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hostile\ndata:\n  " + data + "\n",
 	}
 }
 
@@ -205,7 +304,7 @@ func RunHostile(ctx context.Context, gitaso string, opts HostileOptions) ([]Host
 		if err := hc.make(dir); err != nil {
 			return out, fmt.Errorf("reliability: generate %s: %w", hc.name, err)
 		}
-		c, err := validate(ctx, gitaso, prlimit, dir, opts)
+		c, err := validate(ctx, gitaso, prlimit, dir, opts, hc.args...)
 		if err != nil {
 			return out, err
 		}
@@ -220,9 +319,9 @@ func RunHostile(ctx context.Context, gitaso string, opts HostileOptions) ([]Host
 }
 
 // validate runs one case with the timeout and the memory guard.
-func validate(ctx context.Context, gitaso, prlimit, dir string, o HostileOptions) (HostileCase, error) {
+func validate(ctx context.Context, gitaso, prlimit, dir string, o HostileOptions, extra ...string) (HostileCase, error) {
 	var c HostileCase
-	args := []string{gitaso, "validate", "--dir", dir, "--kustomize"}
+	args := append([]string{gitaso, "validate", "--dir", dir, "--kustomize"}, extra...)
 	if prlimit != "" {
 		args = append([]string{prlimit, "--as=" + strconv.FormatInt(4*o.MemLimit, 10), "--"}, args...)
 	}
@@ -344,6 +443,7 @@ wait:
 		}
 	}
 	output := head.String()
+	c.Output = output
 	c.Error = firstLine(output)
 	if signal != 0 && reason == "" {
 		c.Error = strings.TrimSuffix("killed by "+syscall.Signal(signal).String()+"; "+c.Error, "; ")

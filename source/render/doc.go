@@ -115,8 +115,26 @@
 // produced, and refuses a kustomization whose files hold more documents
 // than Limits.MaxKustomizeObjects (kustomize's build time grows with the
 // square of the objects) or more YAML nodes together than Limits.MaxNodes
-// (kustomize keeps about 650 bytes a node) before kustomize runs. The
-// rendered text is checked again by the parser, with the same limits.
+// before kustomize runs; every kustomization's input also counts towards
+// the revision's MaxTotalKustomizeObjects and MaxKustomizeNodes, all
+// counted before the first build. What the builds and the HelmReleases
+// render counts towards MaxRenderedSize. Render has a deadline
+// (RenderTimeout): a kustomize build still running then is abandoned (it
+// takes no context) and the revision refused naming it. The rendered text
+// is checked again by the parser, with the same limits.
+//
+// HelmReleases render with internal/helmtpl, Helm v3.22.0's engine
+// (pkg/engine) ported so that a chart's templates are bounded while they
+// run: every range iteration, template call and function call is a step
+// (MaxHelmSteps), the context is checked every 256 steps, what the
+// templates write is limited to MaxFileSize, what their functions return
+// in all to MaxHelmBytes, and sprig's functions that allocate by a count
+// (repeat, indent, nindent, until, untilStep, seq, rand*, replace,
+// wrapWith, regexReplaceAll) check the size first; values that are
+// serialised or printed are weighed first (a map set into itself, a list
+// holding itself at every level). The error names the HelmRelease, chart,
+// template, line and column, and the limit. What a chart renders is
+// Helm's, byte for byte (helmtpl's TestSameAsHelm).
 //
 // Example:
 //

@@ -367,6 +367,9 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	for _, k := range byDependsOn(roots) {
 		w.visit(ctx, k)
 		if err := ctx.Err(); err != nil {
+			if len(w.errs) > 0 && errors.Is(context.Cause(ctx), errRenderTimeout) {
+				return nil, w.errs // a build abandoned at the deadline names its Kustomization
+			}
 			return nil, err
 		}
 	}
@@ -696,10 +699,10 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 	if len(undecrypted) > 0 {
 		return nil, undecrypted
 	}
-	if es := checkBuildInput(kf, reached, data, w.lim); len(es) > 0 {
+	if es := checkBuildInput(ctx, kf, reached, data, w.lim); len(es) > 0 {
 		return nil, es
 	}
-	objs, derr := kustomizeBuild(fs, dir, kf)
+	objs, derr := kustomizeBuildCtx(ctx, fs, dir, kf)
 	if derr != nil {
 		return nil, w.blame(k, exists, diag.List{derr})
 	}

@@ -485,6 +485,13 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 		close(next)
 		wg.Wait()
 		if err := ctx.Err(); err != nil {
+			var stopped diag.List // the releases stopped at the deadline name themselves
+			for _, h := range level {
+				stopped = append(stopped, h.errs...)
+			}
+			if len(stopped) > 0 && errors.Is(context.Cause(ctx), errRenderTimeout) {
+				return nil, stopped
+			}
 			return nil, diag.List{{Msg: "helm render", Err: err}}
 		}
 		// What a level rendered is there for the valuesFrom of the next.

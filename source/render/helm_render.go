@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -13,7 +14,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/strvals"
@@ -25,6 +25,7 @@ import (
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
+	"github.com/gitaso/gitaso/source/render/internal/helmtpl"
 )
 
 // helmOriginLabels are the labels helm-controller's origin post-renderer
@@ -79,7 +80,7 @@ func (run *helmRun) release(ctx context.Context, h *helmRelease) {
 		h.errs = append(h.errs, derr)
 		return
 	}
-	h.docs, h.errs = run.render(h, r, vals)
+	h.docs, h.errs = run.render(ctx, h, r, vals)
 }
 
 // values composes a release's values as helm-controller does: the
@@ -177,7 +178,7 @@ type renderItem struct {
 
 // render runs Helm's engine over a release's chart and values as
 // helm-controller's install does and returns the objects' documents.
-func (run *helmRun) render(h *helmRelease, r *resolved, vals map[string]any) ([]string, diag.List) {
+func (run *helmRun) render(ctx context.Context, h *helmRelease, r *resolved, vals map[string]any) ([]string, diag.List) {
 	c := r.c
 	h.version = c.Name() + "@" + c.Metadata.Version
 	fail := func(field string, err error, format string, args ...any) ([]string, diag.List) {
@@ -206,7 +207,13 @@ func (run *helmRun) render(h *helmRelease, r *resolved, vals map[string]any) ([]
 	if err != nil {
 		return fail("spec.values", ErrHelmRender, "%v", err)
 	}
-	files, err := engine.Engine{}.Render(c, rv)
+	lim := run.w.lim
+	budget := budgetOf(ctx, lim)
+	budget.starting(h.obj.File, "HelmRelease "+h.id)
+	files, err := helmtpl.Render(ctx, c, rv, helmtpl.Budget{MaxOutput: lim.MaxFileSize, MaxBytes: lim.MaxHelmBytes, MaxSteps: lim.MaxHelmSteps})
+	if be := (*helmtpl.BoundError)(nil); errors.As(err, &be) {
+		return fail(r.field, boundError(ctx, be, lim), "")
+	}
 	if err != nil {
 		field := r.field
 		if s := err.Error(); strings.Contains(s, "execution error") || strings.Contains(s, "executing") {
@@ -222,9 +229,12 @@ func (run *helmRun) render(h *helmRelease, r *resolved, vals map[string]any) ([]
 		}
 		size += int64(len(v))
 	}
-	if lim := run.w.lim; size > lim.MaxFileSize {
+	if size > lim.MaxFileSize {
 		return fail(r.field, &source.LimitError{Limit: "file-size", Max: lim.MaxFileSize,
 			What: fmt.Sprintf("the chart rendered %d bytes for this release", size)}, "")
+	}
+	if e := budget.addRendered(h.obj.File, "HelmRelease "+h.id, size); e != nil {
+		return fail(r.field, e.Err, "")
 	}
 	items, skipped := splitRendered(files)
 	for _, sk := range skipped {
@@ -688,4 +698,26 @@ func valueLeaves(v any, from string) []manifest.SecretValue {
 	}
 	walk(v)
 	return out
+}
+
+// boundError turns a bound a chart's templates passed into the limit it
+// stands for: the release's output is file-size, what its templates
+// produce in all helm-bytes, their steps helm-steps, the render's deadline
+// render-timeout; a cancelled render is ctx's error.
+func boundError(ctx context.Context, be *helmtpl.BoundError, lim source.Limits) error {
+	switch be.Limit {
+	case "output":
+		return &source.LimitError{Limit: "file-size", Max: lim.MaxFileSize, What: be.Error()}
+	case "bytes":
+		return &source.LimitError{Limit: "helm-bytes", Max: lim.MaxHelmBytes, What: be.Error()}
+	case "steps":
+		return &source.LimitError{Limit: "helm-steps", Max: lim.MaxHelmSteps, What: be.Error()}
+	case "":
+		if errors.Is(context.Cause(ctx), errRenderTimeout) {
+			return &source.LimitError{Limit: "render-timeout", Max: int64(lim.RenderTimeout),
+				What: be.Where + ": the templates were still running at the render deadline"}
+		}
+		return fmt.Errorf("%s: %w", be.Where, be.Err)
+	}
+	return fmt.Errorf("%w: %s", ErrHelmRender, be.Error())
 }

@@ -207,12 +207,23 @@ type unit struct {
 // Render implements source.Renderer: it builds kustomizations, substitutes
 // variables and returns the files to parse. Every problem of every file is
 // returned together as a diag.List.
+//
+// The render has a deadline (Limits.RenderTimeout) and per-revision
+// budgets (Limits.MaxTotalKustomizeObjects, MaxKustomizeNodes,
+// MaxRenderedSize): a revision that passes one is refused with an error
+// naming the kustomization or HelmRelease and the limit.
 func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.File, error) {
+	rctx, cancel := withBudget(ctx, r.opts.Limits.WithDefaults())
+	defer cancel()
+	var out []source.File
+	var err error
 	if r.opts.Flux {
-		return r.renderFlux(ctx, files)
+		out, err = r.renderFlux(rctx, files)
+	} else {
+		r.fluxHint(files)
+		out, err = r.render(rctx, files)
 	}
-	r.fluxHint(files)
-	return r.render(ctx, files)
+	return out, timeoutError(ctx, rctx, err)
 }
 
 // render renders files without following Flux Kustomizations.
@@ -260,21 +271,35 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 		for _, kf := range t.kfiles {
 			r.warnDeprecated(kf, byPath[kf], fixDeprecated(fs, kf, byPath[kf], func(p string) bool { return t.files[p] }))
 		}
+		// Every build's input is checked, and counted against the
+		// revision's limits, before any build runs (builds take minutes
+		// at the limits).
+		checked := make(map[string]bool, len(roots))
 		for _, dir := range roots {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
 			kf := t.kfiles[dir]
 			reached := map[string]bool{}
 			if es := t.checkRefs(dir, func(p string) []byte { return byPath[p] }, map[string]bool{}, reached); len(es) > 0 {
 				errs = append(errs, es...)
 				continue
 			}
-			if es := checkBuildInput(kf, reached, byPath, lim); len(es) > 0 {
+			if es := checkBuildInput(ctx, kf, reached, byPath, lim); len(es) > 0 {
 				errs = append(errs, es...)
 				continue
 			}
-			objs, derr := kustomizeBuild(fs, dir, kf)
+			checked[dir] = true
+		}
+		for _, dir := range roots {
+			if err := ctx.Err(); err != nil {
+				if len(errs) > 0 {
+					return nil, errs // a build abandoned at the deadline names its kustomization
+				}
+				return nil, err
+			}
+			if !checked[dir] || slices.ContainsFunc(errs, func(e *diag.Error) bool { return errors.Is(e, source.ErrLimit) }) {
+				continue // refused anyway for a limit: no build of minutes to find more errors
+			}
+			kf := t.kfiles[dir]
+			objs, derr := kustomizeBuildCtx(ctx, fs, dir, kf)
 			if derr != nil {
 				errs = append(errs, derr)
 				continue
@@ -451,7 +476,10 @@ func join(units []unit) []byte {
 // bytes a node, five times what the parser keeps). Nodes are counted with
 // aliases expanded, as kustomize expands them, even in files without an
 // anchor (which source.CheckFiles does not decode).
-func checkBuildInput(kfile string, files map[string]bool, data map[string][]byte, lim source.Limits) diag.List {
+//
+// The documents and nodes count towards the revision's budget too
+// (total-kustomize-objects, kustomize-nodes).
+func checkBuildInput(ctx context.Context, kfile string, files map[string]bool, data map[string][]byte, lim source.Limits) diag.List {
 	paths := slices.Sorted(maps.Keys(files))
 	docs := 0
 	for _, p := range paths {
@@ -475,6 +503,9 @@ func checkBuildInput(kfile string, files map[string]bool, data map[string][]byte
 			return diag.List{{File: kfile, Err: &source.LimitError{Limit: "yaml-nodes", Max: lim.MaxNodes,
 				What: fmt.Sprintf("the files this kustomization reaches hold more than %d YAML nodes together (kustomize keeps about 650 bytes a node)", lim.MaxNodes)}}}
 		}
+	}
+	if e := budgetOf(ctx, lim).addBuild(kfile, docs, nodes); e != nil {
+		return diag.List{e}
 	}
 	return nil
 }
