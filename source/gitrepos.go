@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -92,6 +93,11 @@ func (rs *Repositories) Files(ctx context.Context, req RepositoryRequest) (strin
 			Timeout: rs.Timeout}
 		if rs.CacheDir != "" {
 			opts.CacheDir = filepath.Join(rs.CacheDir, key[:16])
+		}
+		if strings.HasPrefix(req.URL, "http://") && rs.Logger != nil {
+			// Read as Flux reads it ("an HTTP/S or SSH address"), as the
+			// charts of such a GitRepository are.
+			rs.Logger.Warn("reading over plain http:// (no TLS): what is fetched can be changed on the way; prefer https://", "what", "Git repository", "url", redactURL(req.URL))
 		}
 		var err error
 		if g, err = NewGit(opts); err != nil {

@@ -89,6 +89,13 @@ func (s *settings) chartFetcher(log *slog.Logger) (render.ChartFetcher, error) {
 		HTTPClient: &http.Client{Transport: tr},
 		Azure:      &azureTokens{cloud: cloud},
 	}
+	if s.gitCA != "" {
+		// --git-ca-file: for the GitRepositories charts come from too, as
+		// for those of Kustomizations and --repo.
+		if opts.CABundle, err = os.ReadFile(s.gitCA); err != nil {
+			return nil, fmt.Errorf("read --git-ca-file: %w", err)
+		}
+	}
 	if cloud.Name != azure.PublicCloud().Name && cloud.Audience != "" {
 		// A custom cloud (sovereign, Azure Stack, the emulator): its
 		// registries take tokens for its ARM audience.

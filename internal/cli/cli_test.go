@@ -55,7 +55,7 @@ func TestValidateKnownAfterApply(t *testing.T) {
 	}
 	_, stderr, err = run(t, "validate", "--dir", "../../examples/onboarding", "--substitute-from", "platform/platform-vars",
 		"--substitute-from", "ConfigMap/platform/nobody-exports-this", "--substitute-strict")
-	if exitCode(err) != 1 || !strings.Contains(stderr, "no ConfigMap platform/nobody-exports-this in the repository, among the exports") {
+	if exitCode(err) != 1 || !strings.Contains(stderr, "no ConfigMap platform/nobody-exports-this in the files read (below the source path), among the values gitaso's resources exported, or among those the revision's resources export (operatorSpec)") {
 		t.Errorf("a source nobody exports: exit %d, stderr %q", exitCode(err), stderr)
 	}
 }

@@ -178,8 +178,10 @@ type Options struct {
 	// resolved against the last index, tag or reference listing persisted
 	// in CacheDir.
 	Offline bool
-	// AllowPlainHTTP allows http:// Helm repositories, chart dependencies
-	// and Git URLs without the source's spec.insecure.
+	// Deprecated: AllowPlainHTTP has no effect: http:// Helm
+	// repositories, chart URLs, dependencies and Git repositories are read
+	// as Flux reads them, with a warning, and an OCI registry over http://
+	// needs its source's spec.insecure, as in Flux (see plainhttp.go).
 	AllowPlainHTTP bool
 	// IndexTTL is how long an index, a tag list or a tag's manifest is
 	// reused without asking again; 0: DefaultIndexTTL; negative: ask every
@@ -229,6 +231,7 @@ type Fetcher struct {
 	cloneOrder []string
 	inflight   map[string]*inflight
 	names      sync.Map // digest → [2]string{name, version} of archives read
+	plainHTTP  sync.Map // plain http:// URLs warned about (plainhttp.go)
 }
 
 // inflight serialises the downloads of one archive.

@@ -52,7 +52,10 @@
 //
 // GitRepository (another repository; the renderer reads charts of its own
 // repository itself): spec.url over https:// with the Secret's username and
-// password or bearerToken (and ca.crt); spec.ref resolved with one
+// password or bearerToken (and ca.crt), or over SSH (ssh://, user@host:path)
+// with the Secret's identity (private key; password its passphrase) and
+// known_hosts, required, as source-controller reads them (gitssh.go);
+// spec.ref resolved with one
 // reference listing in Flux's order (commit, name, semver, tag, branch;
 // default branch master), then a shallow clone into memory (a pinned commit:
 // with its branch's history, or every branch's), once per URL
@@ -67,18 +70,15 @@
 //
 // # Decisions
 //
-// Plain HTTP: an http:// Helm repository (or a chart URL of its index) is
-// refused (ErrInsecure) unless its spec.insecure is true or
-// Options.AllowPlainHTTP is set. Flux downloads from http:// repositories
-// without being asked (spec.insecure only concerns OCI there), but a chart
-// and the digest that vouches for it would then both travel unprotected;
-// spec.insecure: true is harmless to Flux and says the repository meant it.
-// For OCI, spec.insecure selects http as in Flux, and without it a registry is
-// reached over TLS only, even on a loopback or private address where
-// go-containerregistry would fall back to http://. Redirects from https:// to
-// http:// are not followed. Git is read over https://
-// only (http:// with Options.AllowPlainHTTP). A dependency's http://
-// repository needs Options.AllowPlainHTTP.
+// Plain HTTP, as Flux documents it (issue 25; it was refused without
+// spec.insecure before): an HTTP/S Helm repository, the chart URLs of its
+// index, a dependency's repository and a GitRepository may be http://,
+// each host logged once as a warning. Flux's spec.insecure is "supported
+// only for Helm OCI repositories": for OCI it selects http, and without it
+// a registry is reached over TLS only, even on a loopback or private
+// address where go-containerregistry would fall back to http://. Redirects from
+// https:// to http:// are not followed (a downgrade the source did not ask
+// for). See plainhttp.go.
 //
 // Versions: "" and "*" are the latest stable version; pre-releases are
 // chosen only by a constraint that names one (">=1.0.0-0", "1.2.3-rc.1"),
@@ -111,7 +111,8 @@
 //
 // # Not read
 //
-// Bucket sources; Git over ssh://; GitRepository spec.ignore, .sourceignore,
+// Bucket sources; Git over SSH for a Kustomization's GitRepository (charts
+// only); GitRepository spec.ignore, .sourceignore,
 // include, recurseSubmodules and sparseCheckout (a chart from Git is its
 // directory less .helmignore); HelmChart reconcileStrategy Revision (the
 // version stays Chart.yaml's); spec.proxySecretRef (the process's proxy

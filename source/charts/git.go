@@ -75,11 +75,10 @@ func (f *Fetcher) fetchGit(ctx context.Context, req Request) (*Chart, error) {
 		return nil, fmt.Errorf("%w: spec.url is required", ErrInvalid)
 	case strings.HasPrefix(u, "https://"):
 	case strings.HasPrefix(u, "http://"):
-		if !f.opts.AllowPlainHTTP {
-			return nil, fmt.Errorf("%w: spec.url %s is plain http://; gitaso reads Git over https:// only", ErrInsecure, redact(u))
-		}
+		f.warnPlainHTTP(u, "Git repository") // as Flux, and as gitaso reads a Kustomization's GitRepository
+	case isSSHURL(u): // gitssh.go
 	default:
-		return nil, fmt.Errorf("%w: spec.url %s: gitaso reads other Git repositories over https:// only (ssh:// and git@ URLs are not supported)", ErrUnsupported, redact(u))
+		return nil, fmt.Errorf("%w: spec.url %s: want an https://, http:// or SSH (ssh://, user@host:path) address", ErrUnsupported, redact(u))
 	}
 	dir := path.Clean(strings.TrimPrefix(strings.TrimSpace(req.Chart), "./"))
 	if dir == "." || dir == "/" {
@@ -94,6 +93,12 @@ func (f *Fetcher) fetchGit(ctx context.Context, req Request) (*Chart, error) {
 		g.ca = append(append(slices.Clone(g.ca), '\n'), ca...)
 	}
 	switch b, tok := req.Secret["username"] != "" || req.Secret["password"] != "", req.Secret["bearerToken"]; {
+	case isSSHURL(u):
+		auth, err := sshAuth(u, req.Secret)
+		if err != nil {
+			return nil, err
+		}
+		g.auth, g.ca = auth, nil
 	case tok != "":
 		g.auth = &githttp.TokenAuth{Token: tok}
 	case b:

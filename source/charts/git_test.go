@@ -166,7 +166,8 @@ func TestGitRepositoryChart(t *testing.T) {
 		{"outside", charts.Request{Source: src(map[string]any{"branch": "main"}), Secret: secret, Chart: "../x"}, charts.ErrInvalid, "leaves the repository"},
 		{"dependency cycle", charts.Request{Source: src(map[string]any{"branch": "main"}), Secret: secret, Chart: "charts/loop"}, charts.ErrInvalid, "cycle"},
 		{"dependency escapes", charts.Request{Source: src(map[string]any{"branch": "main"}), Secret: secret, Chart: "charts/escape"}, charts.ErrInvalid, "leaves the repository"},
-		{"ssh", charts.Request{Source: charts.Source{Kind: "GitRepository", Name: "x", Spec: map[string]any{"url": "ssh://git@example.com/x.git"}}, Chart: "c"}, charts.ErrUnsupported, ""},
+		{"ssh without a key", charts.Request{Source: charts.Source{Kind: "GitRepository", Name: "x", Spec: map[string]any{"url": "ssh://git@example.com/x.git"}}, Chart: "c"}, charts.ErrAuth, "identity"},
+		{"ftp", charts.Request{Source: charts.Source{Kind: "GitRepository", Name: "x", Spec: map[string]any{"url": "ftp://example.com/x.git"}}, Chart: "c"}, charts.ErrUnsupported, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFetcher(t, deps.srv.Client(), func(o *charts.Options) { o.CABundle = srv.CABundle() })

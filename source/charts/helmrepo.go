@@ -53,8 +53,10 @@ func (f *Fetcher) fetchHelmRepository(ctx context.Context, req Request) (*Chart,
 	return f.fetchHTTP(ctx, req, u)
 }
 
-// checkScheme refuses what is neither https:// nor an allowed http://.
-func (f *Fetcher) checkScheme(u string, insecure bool, field string) error {
+// checkScheme refuses what is neither https:// nor http://; http:// is
+// read as Flux reads it (spec.insecure concerns OCI repositories only),
+// with a warning (warnPlainHTTP).
+func (f *Fetcher) checkScheme(u string, field string) error {
 	p, err := url.Parse(u)
 	if err != nil {
 		return fmt.Errorf("%w: %s %q: %v", ErrInvalid, field, redact(u), err)
@@ -63,20 +65,17 @@ func (f *Fetcher) checkScheme(u string, insecure bool, field string) error {
 	case "https":
 		return nil
 	case "http":
-		if insecure || f.opts.AllowPlainHTTP {
-			return nil
-		}
-		return fmt.Errorf("%w: %s %s is plain http://: set spec.insecure: true on the source to allow it (gitaso refuses unencrypted chart downloads unless the repository says so)", ErrInsecure, field, redact(u))
+		f.warnPlainHTTP(u, "Helm repository")
+		return nil
 	}
-	return fmt.Errorf("%w: %s %q: want https:// (or http:// with spec.insecure)", ErrUnsupported, field, redact(u))
+	return fmt.Errorf("%w: %s %q: want https:// or http://", ErrUnsupported, field, redact(u))
 }
 
 // fetchHTTP fetches a chart from an HTTP Helm repository: index.yaml, the
 // highest matching version, its first URL, its digest checked.
 func (f *Fetcher) fetchHTTP(ctx context.Context, req Request, repoURL string) (*Chart, error) {
 	spec := req.Source.Spec
-	insecure := specBool(spec, "insecure")
-	if err := f.checkScheme(repoURL, insecure, "spec.url"); err != nil {
+	if err := f.checkScheme(repoURL, "spec.url"); err != nil {
 		return nil, err
 	}
 	auth, err := secretBasic(req.Secret)
@@ -125,7 +124,7 @@ func (f *Fetcher) fetchHTTP(ctx context.Context, req Request, repoURL string) (*
 	if err != nil {
 		return nil, fmt.Errorf("%w: chart %s %s: %v", ErrInvalid, req.Chart, v, err)
 	}
-	if err := f.checkScheme(chartURL, insecure, "chart URL"); err != nil {
+	if err := f.checkScheme(chartURL, "chart URL"); err != nil {
 		return nil, err
 	}
 	what := fmt.Sprintf("chart %s %s from %s", req.Chart, v, redact(chartURL))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -218,23 +219,23 @@ func TestHTTPRepositoryWithoutDigestCachesByURL(t *testing.T) {
 	}
 }
 
+// An http:// Helm repository (index, chart URLs, as a dependency too) is
+// read as Flux reads it, without spec.insecure (which Flux documents for
+// OCI repositories only), and the host is logged once as a warning; it
+// was refused asking for spec.insecure (issue 25). Other schemes are not.
 func TestHTTPRepositoryPlainHTTP(t *testing.T) {
 	h := newHelmRepo(t, false, "", "")
 	h.add(t, "infra", "1.0.0", "")
-	f := newFetcher(t, nil, nil)
-	_, err := f.Fetch(bg, charts.Request{Source: h.source(nil), Chart: "infra"})
-	if !errors.Is(err, charts.ErrInsecure) || !strings.Contains(err.Error(), "spec.insecure: true") {
+	var logs strings.Builder
+	f := newFetcher(t, nil, func(o *charts.Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	if _, err := f.Fetch(bg, charts.Request{Source: h.source(nil), Chart: "infra"}); err != nil {
 		t.Fatalf("plain http: %v", err)
 	}
-	if _, err := f.Fetch(bg, charts.Request{Source: h.source(map[string]any{"insecure": true}), Chart: "infra"}); err != nil {
-		t.Fatalf("plain http with spec.insecure: %v", err)
-	}
-	if _, err := f.FetchURL(bg, h.URL(), "infra", "1.x", nil); !errors.Is(err, charts.ErrInsecure) {
+	if _, err := f.FetchURL(bg, h.URL(), "infra", "1.x", nil); err != nil {
 		t.Fatalf("dependency over plain http: %v", err)
 	}
-	f2 := newFetcher(t, nil, func(o *charts.Options) { o.AllowPlainHTTP = true })
-	if _, err := f2.FetchURL(bg, h.URL(), "infra", "1.x", nil); err != nil {
-		t.Fatalf("AllowPlainHTTP: %v", err)
+	if n := strings.Count(logs.String(), "reading over plain http://"); n != 1 {
+		t.Errorf("%d warnings, want one for the host:\n%s", n, logs.String())
 	}
 	if _, err := f.Fetch(bg, charts.Request{Source: charts.Source{Kind: "HelmRepository", Name: "x", Spec: map[string]any{"url": "ftp://example.com"}}, Chart: "infra"}); !errors.Is(err, charts.ErrUnsupported) {
 		t.Fatalf("ftp: %v", err)

@@ -28,7 +28,10 @@
 // (see source.File.Generated). A kustomization using deprecated
 // fields (commonLabels, bases, patchesStrategicMerge, ...) is fixed in
 // memory as "kustomize edit fix" would, and the deprecation is logged as a
-// warning (kustomize itself would print it to the process's stderr).
+// warning (kustomize itself would print it to the process's stderr): once
+// for each content of the file, however many Flux Kustomizations build it
+// and however often a daemon renders it. A kustomization with an empty
+// "resources: []" builds zero objects, as kustomize build does.
 //
 // Limits: only the *.yaml/*.yml files below the source path exist for
 // kustomize, so a base must be below the source path and generator inputs

@@ -24,7 +24,8 @@ func TestSubstituteFromExports(t *testing.T) {
         name: storage-keys
         optional: true
 `),
-		"apps/rg.yaml": rg("x") + "  tags:\n    client: ${clientId}\n    key: ${key1:=none}\n",
+		"apps/rg.yaml":       rg("x") + "  tags:\n    client: ${clientId}\n    key: ${key1:=none}\n",
+		"apps/identity.yaml": identityExporting("flux-system", "ConfigMap", "team-a-identity-settings"),
 	})
 	exported := func(secret bool, ns, name string) (map[string]string, bool) {
 		if !secret && ns == "flux-system" && name == "team-a-identity-settings" {
@@ -69,8 +70,9 @@ func TestSubstituteFromExports(t *testing.T) {
 // apply, as a value that is a valid YAML scalar inside longer strings too.
 func TestSubstituteFromPending(t *testing.T) {
 	root := writeRepo(t, map[string]string{
-		"vars.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: vars, namespace: platform}\ndata: {LOCATION: westeurope}\n",
-		"apps/rg.yaml": rg("x") + "  tags:\n    where: ${LOCATION}\n    client: ${CLIENT_ID}\n    url: https://${CLIENT_ID}.example/x # a comment\n",
+		"vars.yaml":          "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: vars, namespace: platform}\ndata: {LOCATION: westeurope}\n",
+		"apps/rg.yaml":       rg("x") + "  tags:\n    where: ${LOCATION}\n    client: ${CLIENT_ID}\n    url: https://${CLIENT_ID}.example/x # a comment\n",
+		"apps/identity.yaml": identityExporting("platform", "ConfigMap", "team-vars"),
 	})
 	ref1, _ := ParseRef("platform/vars")
 	ref2, _ := ParseRef("ConfigMap/platform/team-vars")

@@ -148,8 +148,11 @@ func gitRepositories(docs []candidate) map[string]string {
 // https, ssh and scp-like forms of one repository compare equal.
 func normRepoURL(u string) string {
 	u = strings.TrimSpace(u)
-	if u == "" || strings.HasPrefix(u, "file://") || strings.HasPrefix(u, "/") || strings.HasPrefix(u, ".") {
-		return "" // a local repository: no URL to compare
+	if u == "" {
+		return ""
+	}
+	if strings.HasPrefix(u, "file://") || strings.HasPrefix(u, "/") || strings.HasPrefix(u, ".") {
+		return localRepoKey(u) // localrepo.go
 	}
 	if i := strings.Index(u, "://"); i >= 0 {
 		u = u[i+3:]
@@ -621,9 +624,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 		}
 	}
 	for _, kf := range w.t.kfiles {
-		for _, warn := range fixDeprecated(fs, kf, w.byPath[kf], func(p string) bool { return w.t.files[p] }) {
-			w.r.logger.Warn("deprecated kustomization field", "file", kf, "warning", warn)
-		}
+		w.r.warnDeprecated(kf, w.byPath[kf], fixDeprecated(fs, kf, w.byPath[kf], func(p string) bool { return w.t.files[p] }))
 	}
 	var kus types.Kustomization
 	kf, exists := w.t.kfiles[dir]
@@ -672,7 +673,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 		}
 		kus.Components = append(kus.Components, c)
 	}
-	kb, err := sigyaml.Marshal(&kus)
+	kb, err := marshalKustomization(&kus)
 	if err != nil {
 		return nil, diag.List{k.err("spec", err, "cannot write the kustomization")}
 	}

@@ -455,9 +455,13 @@ func TestNormRepoURL(t *testing.T) {
 			t.Errorf("normRepoURL(%q) = %q", u, got)
 		}
 	}
-	for _, u := range []string{"", "/srv/git/fleet", "file:///srv/git/fleet", "./fleet"} {
-		if got := normRepoURL(u); got != "" {
-			t.Errorf("normRepoURL(%q) = %q, want \"\" (local)", u, got)
+	if got := normRepoURL(""); got != "" {
+		t.Errorf("normRepoURL(\"\") = %q", got)
+	}
+	// A local path and its file:// URL are one repository (issue 25).
+	for _, u := range []string{"/srv/git/fleet", "file:///srv/git/fleet", "/srv/git/fleet/", "/srv/git/fleet/.git", "/srv/git/x/../fleet"} {
+		if got := normRepoURL(u); got != "local:/srv/git/fleet" {
+			t.Errorf("normRepoURL(%q) = %q, want local:/srv/git/fleet", u, got)
 		}
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	sigyaml "sigs.k8s.io/yaml"
 
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
@@ -584,9 +583,9 @@ func fixDeprecated(fs filesys.FileSystem, kfile string, data []byte, exists func
 	if err := k.Unmarshal(data); err != nil {
 		return nil
 	}
-	warnings := k.CheckDeprecatedFields()
-	if warnings == nil {
-		return nil
+	warnings := k.CheckDeprecatedFields() // never nil
+	if warnings == nil || len(*warnings) == 0 {
+		return nil // written back, an empty "resources: []" was dropped and kustomize refused the file as empty
 	}
 	k.FixKustomization()
 	dir := dirOf(kfile)
@@ -601,7 +600,7 @@ func fixDeprecated(fs filesys.FileSystem, kfile string, data []byte, exists func
 	if err := k.FixKustomizationPreMarshalling(filesys.MakeFsInMemory()); err != nil {
 		return nil // e.g. a label in both commonLabels and labels: let kustomize build as written
 	}
-	out, err := sigyaml.Marshal(&k)
+	out, err := marshalKustomization(&k)
 	if err != nil {
 		return nil
 	}

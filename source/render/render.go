@@ -136,6 +136,9 @@ type Renderer struct {
 	vars   Vars
 	logger *slog.Logger
 	hinted atomic.Bool // fluxHint logged
+	// deprecated remembers the kustomization files whose deprecation
+	// warnings were logged.
+	deprecated deprecationLog
 }
 
 var _ source.Renderer = (*Renderer)(nil)
@@ -266,9 +269,7 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 			}
 		}
 		for _, kf := range t.kfiles {
-			for _, w := range fixDeprecated(fs, kf, byPath[kf], func(p string) bool { return t.files[p] }) {
-				r.logger.Warn("deprecated kustomization field", "file", kf, "warning", w)
-			}
+			r.warnDeprecated(kf, byPath[kf], fixDeprecated(fs, kf, byPath[kf], func(p string) bool { return t.files[p] }))
 		}
 		// Every build's input is checked, and counted against the
 		// revision's limits, before any build runs (builds take minutes

@@ -99,15 +99,32 @@ type candidate struct {
 	text      string
 }
 
+// missingSource is the error of a substitution source that is neither in
+// the files nor exported.
+func missingSource(r Ref, exports bool) *diag.Error {
+	what := "ConfigMap or Secret"
+	if r.Kind != "" {
+		what = r.Kind
+	}
+	where := "in the files read (below the source path)"
+	if exports {
+		where += ", among the values gitaso's resources exported, or among those the revision's resources export (operatorSpec)"
+	}
+	return &diag.Error{Object: r.ns() + "/" + r.Name, Msg: fmt.Sprintf(
+		"substitute-from %s: no %s %s/%s %s; add ',optional' if it may be absent", r, what, r.ns(), r.Name, where)}
+}
+
 // loadVars reads the variables of refs from the documents, in order (a
 // later ref overrides an earlier one), then overrides them with inline.
 //
 // A ConfigMap or Secret the documents do not hold is looked up in exported
 // (when not nil): the values gitaso's resources exported (operatorSpec) at
 // their last apply, as Flux reads a ConfigMap ASO wrote into the cluster.
-// When it is not there either and pending is not nil, the ref is pending
-// rather than an error: a resource of the revision may export it once
-// applied, which the planner checks (manifest.PendingValue).
+// When it is not there either, pending is not nil and a resource among the
+// documents exports it (exportedBy), the ref is pending rather than an
+// error, optional or not: it exists once that resource is applied, which
+// the planner checks (manifest.PendingValue). Otherwise a missing ref is an
+// error naming it, or skipped when optional.
 //
 // secret maps each variable whose value came from a Secret (of the
 // repository, decrypted or not, exported, or read from the cluster) to
@@ -146,19 +163,14 @@ func loadVars(refs []Ref, docs []candidate, inline Vars, exported ExportedData, 
 			}
 		}
 		switch {
-		case len(found) == 0 && r.Optional:
-			continue
-		case len(found) == 0 && exported != nil && pending != nil:
+		case len(found) == 0 && exported != nil && pending != nil && exportedBy(docs, r):
+			// optional or not: absent only until its exporter is applied
 			*pending = append(*pending, r)
 			continue
+		case len(found) == 0 && r.Optional:
+			continue
 		case len(found) == 0:
-			what := "ConfigMap or Secret"
-			if r.Kind != "" {
-				what = r.Kind
-			}
-			errs = append(errs, &diag.Error{Object: r.ns() + "/" + r.Name, Msg: fmt.Sprintf(
-				"substitute-from %s: no %s %s/%s in the files read (below the source path); add ',optional' if it may be absent",
-				r, what, r.ns(), r.Name)})
+			errs = append(errs, missingSource(r, exported != nil))
 			continue
 		case len(found) > 1 && found[0].Kind() != found[1].Kind():
 			errs = append(errs, &diag.Error{File: found[0].File, Line: found[0].Line, Object: found[0].ID(), Msg: fmt.Sprintf(
