@@ -621,6 +621,13 @@ func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *record.Run) err
 				return err
 			}
 		}
+		if run.Outcome == record.OutcomeSucceeded {
+			// Every deletion is done: no run needs the child listings
+			// recorded for them (listings.go).
+			if _, err := w.DeleteListings("", time.Time{}); err != nil {
+				return err
+			}
+		}
 		if err := w.PutRun(run); err != nil {
 			return err
 		}
