@@ -33,7 +33,7 @@ import (
 //     read again, so a hold is decided on a fresh read and clears as soon as
 //     that resource is gone.
 //
-// The decision (written down in docs/deletion.md too): the check's answer
+// The decision (README.md says it too): the check's answer
 // can change at any moment, since anyone can create a child under a parent
 // gitaso is about to delete; what matters is how old the answer is when the
 // DELETE is sent. An uninterrupted run already deletes on listings read

@@ -496,7 +496,7 @@ func (r *Reconciler) apply(ctx context.Context, g *planner.Graph, p *planner.Pla
 	if err := r.markInProgress(p, prior); err != nil {
 		return nil, fmt.Errorf("record progress: %w", err)
 	}
-	rec := newRecorder(r, prior, p.Revision)
+	rec := newRecorder(r, prior, p)
 	ex := executor.New(&clientsFor{r: r, g: g}, executor.Options{Parallelism: r.cfg.Parallelism, Logger: r.log,
 		OnResult: r.observeResult(rec.add), OnOperation: rec.operation})
 	res, applyErr := ex.Apply(ctx, p, planner.Values{Outputs: outputs, Secrets: g})
