@@ -71,7 +71,9 @@ roles:
 		-out aso/roles/builtin-roles.json
 
 ## demo: local Azure emulator + gitaso daemon on a Git repo made from examples/ (Ctrl-C to stop)
-demo: build
+demo:
+	@[ -x $(BIN) ] || echo "building $(BIN) first: about 2-3 minutes on a fresh machine (Go modules are downloaded), seconds afterwards"
+	@$(MAKE) --no-print-directory build
 	bash scripts/demo.sh
 
 ## reliability: kill -9 trials, a fault soak and hostile inputs against bin/gitaso; prints one table per part.

@@ -32,6 +32,11 @@ type Options struct {
 	// Ready reports whether the daemon is ready (nil error) or why not. Nil
 	// means always ready.
 	Ready func() error
+	// Status reports what the daemon's loop knows of its source's fetches
+	// and its state's writes (GET /api/v1/status, and the gitaso_source_*
+	// and gitaso_state_write_* metrics). Nil: GET /api/v1/status answers
+	// with Ready only.
+	Status func() record.Health
 	// Logger receives one record per request; nil uses slog.Default().
 	Logger *slog.Logger
 	// Token, when not empty, is required as "Authorization: Bearer <Token>"
@@ -97,6 +102,10 @@ type Resource struct {
 	Revision   string           `json:"revision,omitempty"`
 	UpdatedAt  time.Time        `json:"updatedAt"`
 	Ready      record.Condition `json:"ready"`
+	// OtherWriter: the newest Activity Log read of the resource showed
+	// writes with gitaso's own principal that this gitaso did not make
+	// (another gitaso with its own state, or its credential used elsewhere).
+	OtherWriter *record.OtherWriter `json:"otherWriter,omitempty"`
 	// Outputs are the non-secret exported values, "configmap/key" → value.
 	Outputs map[string]string `json:"outputs"`
 	// SecretOutputs names the exported secret values, "secret/key"; values
@@ -123,6 +132,10 @@ type ErrorBody struct {
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Held and Current name the held revision an approval asked for and
+	// the newer revision that superseded it (code superseded only).
+	Held    string `json:"held,omitempty"`
+	Current string `json:"current,omitempty"`
 }
 
 // Error codes.
@@ -145,9 +158,16 @@ const (
 	// CodeConflict: the request cannot apply to the current state (e.g. no
 	// held deletions of that revision).
 	CodeConflict = "conflict"
+	// CodeSuperseded: POST /api/v1/approve of a held revision that a newer
+	// revision superseded (409, with held and current in the error).
+	CodeSuperseded = "superseded"
 	// CodeTooManyRequests: more reads at once than the API serves (429,
 	// with Retry-After); see Options.MaxInFlight.
 	CodeTooManyRequests = "too_many_requests"
+	// CodeStateDamaged: the state file is damaged (503); the message names
+	// the damage and the ways out (gitaso state check, a backup, gitaso
+	// state rebuild).
+	CodeStateDamaged = "state_damaged"
 )
 
 type server struct {
@@ -202,6 +222,7 @@ func newServer(db *state.DB, opts Options) (*server, http.Handler) {
 	v1.Handle("/runs/{id}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.getRun)}))
 	v1.Handle("/graph", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.graph)}))
 	v1.Handle("/summary", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.summary)}))
+	v1.Handle("/status", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.status)}))
 	v1.Handle("/plan", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.plan)}))
 	v1.Handle("/sync", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.sync)}))
 	v1.Handle("/approve", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.approve)}))
@@ -220,6 +241,10 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.db.Damaged(); err != nil {
+		writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
+		return
+	}
 	if s.opts.Ready != nil {
 		if err := s.opts.Ready(); err != nil {
 			writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error()+"\n")
@@ -297,7 +322,7 @@ func view(r record.Resource, withBody bool) Resource {
 		Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
 		ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: r.Policy,
 		Generation: r.Generation, Revision: r.Revision, UpdatedAt: r.UpdatedAt, Ready: r.Ready,
-		Outputs: r.Outputs, SecretOutputs: slices.Clone(r.SecretOutputs),
+		Outputs: r.Outputs, SecretOutputs: slices.Clone(r.SecretOutputs), OtherWriter: r.OtherWriter,
 	}
 	if out.Ready.Type == "" {
 		out.Ready = record.Condition{Type: record.ConditionReady, Status: record.StatusUnknown}
@@ -392,6 +417,12 @@ func (s *server) byMethod(h map[string]http.HandlerFunc) http.Handler {
 }
 
 func (s *server) internal(w http.ResponseWriter, r *http.Request, err error) {
+	if d := (*state.DamagedError)(nil); errors.As(err, &d) {
+		// Not a crash and not gitaso's bug: the operator has to act.
+		s.log.ErrorContext(r.Context(), "api request failed: the state file is damaged", "method", r.Method, "path", r.URL.Path, "error", err)
+		s.writeError(w, http.StatusServiceUnavailable, CodeStateDamaged, d.Error())
+		return
+	}
 	s.log.ErrorContext(r.Context(), "api request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	s.writeError(w, http.StatusInternalServerError, CodeInternal, "internal error reading state; see the gitaso log")
 }

@@ -423,6 +423,16 @@ func TestMetrics(t *testing.T) {
 		`gitaso_deletions_held`:                  "0",
 		`gitaso_revision_refused`:                "0",
 		`gitaso_api_requests_shed_total`:         "0",
+		`gitaso_other_writer_resources`:          "0",
+		// Without Options.Status: nothing fetched or failed, ready as
+		// Options.Ready (nil: ready).
+		`gitaso_source_last_success_timestamp_seconds`: "0",
+		`gitaso_source_last_attempt_timestamp_seconds`: "0",
+		`gitaso_source_consecutive_failures`:           "0",
+		`gitaso_source_failures_total`:                 "0",
+		`gitaso_state_write_consecutive_failures`:      "0",
+		`gitaso_state_write_failures_total`:            "0",
+		`gitaso_ready`:                                 "1",
 	}
 	if d := cmp.Diff(want, samples); d != "" {
 		t.Errorf("samples (-want +got):\n%s", d)

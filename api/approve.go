@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -13,6 +14,13 @@ type approveRequest struct {
 	// Revision is the held revision: a full commit SHA or a prefix of at
 	// least 7 characters (directory mode: "dir-" and its hex).
 	Revision string `json:"revision"`
+}
+
+// superseded is an Approve error saying the held revision is no longer the
+// newest (reconcile.SupersededError): 409 superseded, naming both.
+type superseded interface {
+	error
+	Superseded() (held, current string)
 }
 
 // minRevisionPrefix is the shortest revision prefix approve accepts (git's
@@ -49,6 +57,12 @@ func (s *server) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.opts.Approve(r.Context(), rev); err != nil {
+		var sup superseded
+		if errors.As(err, &sup) {
+			held, current := sup.Superseded()
+			s.writeJSON(w, http.StatusConflict, ErrorBody{ErrorDetail{Code: CodeSuperseded, Message: err.Error(), Held: held, Current: current}})
+			return
+		}
 		s.writeError(w, http.StatusConflict, CodeConflict, err.Error())
 		return
 	}

@@ -25,9 +25,13 @@
 //	     ?limit=500&continue=<token>                    one page: {"items":[...],"continue":"<token>"}; see Pages
 //	GET  /api/v1/resources/{namespace}/{kind}/{name}    Resource (with appliedBody, dependsOn, runs, lastChange);
 //	GET  /api/v1/resources/{namespace}/{group}/{kind}/{name}   404 not_found; 409 ambiguous_kind when a bare
-//	                                                    Kind matches several groups (e.g. FlexibleServer)
-//	GET  /api/v1/runs?limit=N&continue=<token>          {"items":[Run...],"applied","continue"} newest first;
-//	                                                    default 50, 1..10000
+//	                                                    Kind matches several groups (e.g. FlexibleServer); a Resource
+//	                                                    has otherWriter {caller,operation,at,writes,seenAt} while the
+//	                                                    Activity Log shows writes with gitaso's principal it did not make
+//	GET  /api/v1/runs?limit=N&continue=<token>          {"items":[Run...],"applied","refused","continue"} newest first;
+//	                                                    default 50, 1..10000; refused: the run that refused the newest
+//	                                                    revision, while no later revision rendered (the refreshes of the
+//	                                                    applied revision that follow it do not end it)
 //	GET  /api/v1/runs/{id}                              {"run":Run,"resources":[Touched...],"applied"}: the run and the
 //	                                                    resources it touched; 404 when unknown or pruned, 400 for a bad id
 //	GET  /api/v1/graph                                  Graph: every resource and its owner/reference edges
@@ -35,6 +39,8 @@
 //	                                                    "kinds":["group/Kind"...]}
 //	GET  /api/v1/plan                                   the latest plan JSON exactly as the planner rendered it
 //	                                                    ({"revision","resources":[...]}); 404 not_found before the first plan
+//	GET  /api/v1/status                                 Status: readiness (as /readyz), whether the source can be fetched
+//	                                                    and the state written (Options.Status); always 200
 //	POST /api/v1/sync                                   202 {"status":"accepted"}: a reconcile was triggered (see below:
 //	                                                    triggers are coalesced and rate-limited); body ignored, at most 64 KiB;
 //	                                                    401 unauthorized without the bearer token (when Options.Token is set);
@@ -43,7 +49,10 @@
 //	                                                    held for that revision (a full SHA or a prefix of at least 7
 //	                                                    characters) are released and a run is triggered; 400 bad_request
 //	                                                    for another body; 409 conflict with Approve's message (nothing of
-//	                                                    that revision held, an ambiguous prefix); 401 as sync;
+//	                                                    that revision held, an ambiguous prefix); 409 superseded with
+//	                                                    {"error":{"code","message","held","current"}} when a newer
+//	                                                    revision superseded the held one (approving it would release
+//	                                                    nothing: the daemon plans the newer one); 401 as sync;
 //	                                                    503 unavailable when Options.Approve is nil
 //	POST /api/v1/webhook                                202: a Git host's push notification; the branch is fetched now.
 //	                                                    Authenticated by Options.WebhookSecret: GitHub X-Hub-Signature-256,
@@ -132,6 +141,24 @@
 //	{"key":"<namespace>/<group>/<Kind>/<name>","action":"create|update|...","outcome":"applied|deleted|failed|skipped|...",
 //	 "error"}
 //
+// Status (GET /api/v1/status, record.Health): what the daemon's loop knows
+// of its source's fetches and its state's writes, kept in memory. source
+// is failing from a fetch that failed (network, TLS, authentication, a
+// repository or branch gone, no answer within the fetch timeout) until one
+// succeeds; a revision fetched but refused is not a source failure (its
+// run is refused). state is failing from a run that could not record (a
+// full or read-only volume; nothing of it was applied) until a run
+// records; nextRetryAt is when the loop tries again. Credentials in the
+// repository URL are never shown:
+//
+//	{"ready":false,"reason":"the source cannot be fetched since ...: ...",
+//	 "source":{"url":"https://git.example.com/platform.git","branch":"main","failing":true,
+//	           "error":"git fetch https://git.example.com/platform.git (branch main): ...",
+//	           "failingSince","consecutiveFailures":3,"failuresTotal":7,"lastAttemptAt","lastSuccessAt","revision"},
+//	 "state":{"failing":false,"consecutiveFailures":0,"failuresTotal":0}}
+//
+// Times are RFC 3339 and left out while zero.
+//
 // Graph (GET /api/v1/graph), in columns: node i is keys[i], ready[i] is its
 // Ready status as one letter (T, F, U); an edge [i,j] says node i depends
 // on node j, in owners when j is its ARM parent (j's ARM ID is a prefix of
@@ -142,8 +169,13 @@
 // Error (every 4xx/5xx of the JSON API):
 //
 //	{"error":{"code":"bad_request|not_found|ambiguous_kind|unauthorized|method_not_allowed|unavailable|internal|
-//	                  forbidden|unsupported_media_type|request_too_large|conflict|too_many_requests",
+//	                  forbidden|unsupported_media_type|request_too_large|conflict|too_many_requests|state_damaged",
 //	          "message":"..."}}
+//
+// A read that finds the state file damaged (a page bbolt cannot read) is
+// answered 503 state_damaged, its message naming the damage and the ways out
+// (gitaso state check, a backup, gitaso state rebuild; docs/state.md), and
+// /readyz answers 503 from then on.
 //
 // # Metrics
 //
@@ -155,6 +187,13 @@
 //	gitaso_revision_held                           gauge, 1 when the newest finished run is held (alert on it)
 //	gitaso_deletions_held                          gauge, the deletions that run holds, else 0
 //	gitaso_api_requests_shed_total                 counter, API reads answered 429 too_many_requests
+//	gitaso_source_last_success_timestamp_seconds   gauge, 0 before the first successful fetch (Options.Status)
+//	gitaso_source_last_attempt_timestamp_seconds   gauge, 0 before the first fetch
+//	gitaso_source_consecutive_failures             gauge, failed fetches since the last that succeeded
+//	gitaso_source_failures_total                   counter, failed fetches since the process started
+//	gitaso_state_write_consecutive_failures        gauge, runs that could not write the state since the last that did
+//	gitaso_state_write_failures_total              counter
+//	gitaso_ready                                   gauge, 1 while /readyz answers 200
 //
 // # Logging
 //

@@ -23,6 +23,9 @@ func (s *server) metricsHandler() http.HandlerFunc {
 	if err := m.Replace(sc); err != nil {
 		s.log.Error("metrics: the state gauges are not exported", "error", err)
 	}
+	if err := m.Replace(metrics.NewHealthCollector(s.health)); err != nil {
+		s.log.Error("metrics: the source and state health gauges are not exported", "error", err)
+	}
 	// Count the resources by Ready status now, once: state keeps the
 	// counts from then on, and the first scrape does not pay for the scan.
 	if _, err := s.db.ReadyCounts(); err != nil {
@@ -66,7 +69,8 @@ func newStateCollector(db *state.DB) *stateCollector {
 		deletionsHeld: prometheus.NewDesc("gitaso_deletions_held",
 			"Deletions the newest finished run holds for an approval; 0 unless it was held.", nil, nil),
 		refused: prometheus.NewDesc("gitaso_revision_refused",
-			"1 when the newest finished run was refused: its revision is invalid and the last good revision stays applied.", nil, nil),
+			"1 while the newest revision of the source is refused (from its refused run until a later revision renders; "+
+				"the refreshes of the last good revision in between do not clear it): it is invalid and the last good revision stays applied.", nil, nil),
 		shed: prometheus.NewDesc("gitaso_api_requests_shed_total",
 			"API reads answered 429 too_many_requests: more were asked at once than the API serves (docs/api.md).", nil, nil),
 	}
@@ -144,5 +148,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.held, float64(held))
 	gauge(c.deletionsHeld, float64(deletions))
+	// The refusal stands in state until a later revision renders: the run
+	// that refreshes the last good revision after it is newer, but does
+	// not end it.
+	_, standing, err := c.db.Refused()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.refused, err)
+		return
+	}
+	if standing {
+		refused = 1
+	}
 	gauge(c.refused, float64(refused))
 }

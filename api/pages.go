@@ -329,6 +329,11 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, err)
 		return
 	}
+	refused, isRefused, err := s.db.Refused()
+	if err != nil {
+		s.internal(w, r, err)
+		return
+	}
 	st := s.startStream(w)
 	for _, run := range runs {
 		st.item(run)
@@ -336,9 +341,16 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 	tail := struct {
 		// Applied is the revision in force: the last one applied, which a
 		// refused or held revision leaves in place.
-		Applied  string `json:"applied,omitempty"`
-		Continue string `json:"continue,omitempty"`
+		Applied string `json:"applied,omitempty"`
+		// Refused is the run that refused the newest revision, while no
+		// later revision rendered (runs of the applied revision that
+		// follow it do not end it).
+		Refused  *record.Run `json:"refused,omitempty"`
+		Continue string      `json:"continue,omitempty"`
 	}{Applied: applied}
+	if isRefused {
+		tail.Refused = &refused
+	}
 	if more {
 		tail.Continue = encodeToken(pageToken{Before: runs[len(runs)-1].ID, Filter: "runs"})
 	}

@@ -52,6 +52,10 @@ type Options struct {
 	Metrics RequestMetrics
 }
 
+// DefaultTryTimeout bounds one HTTP try to ARM (azcore's
+// RetryOptions.TryTimeout): the answer, body included.
+const DefaultTryTimeout = 2 * time.Minute
+
 // DefaultOptions returns the production settings.
 func DefaultOptions() Options {
 	return Options{
@@ -59,6 +63,12 @@ func DefaultOptions() Options {
 			MaxRetries:    6,
 			RetryDelay:    time.Second,
 			MaxRetryDelay: 60 * time.Second,
+			// Every try has a deadline: an endpoint that accepts and never
+			// answers fails the try (retried as a timeout) instead of holding
+			// a run, and the daemon's loop, for good. ARM answers a PUT or a
+			// page of a list within seconds; long work is an LRO polled by
+			// tries of its own.
+			TryTimeout: DefaultTryTimeout,
 			StatusCodes: []int{
 				http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
 				http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,

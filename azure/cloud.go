@@ -189,6 +189,7 @@ func newHTTPClient(pool *x509.CertPool) *http.Client {
 		MaxIdleConnsPerHost:   128,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: DefaultTryTimeout,
 		ExpectContinueTimeout: time.Second,
 		TLSClientConfig:       &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
 	}

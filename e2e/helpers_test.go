@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,6 +25,14 @@ type envOptions struct {
 	emulator []emulator.Option
 	config   func(*reconcile.Config)
 	client   func(*azure.Options)
+	// renderer is the source's render stage (kustomize, substitution);
+	// nil parses the files as they are.
+	renderer source.Renderer
+	// log receives the reconciler's log; nil discards it.
+	log *slog.Logger
+	// dir reads the repository's work clone as a directory source (--dir)
+	// instead of following its branch.
+	dir bool
 }
 
 // newEnvWith is newEnv with emulator options, reconcile settings (default
@@ -35,9 +44,13 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	dir := t.TempDir()
 	srv := gittest.NewServer(t)
 	repo := srv.CreateRepo("infra")
-	src, err := source.NewGit(source.GitOptions{URL: repo.URL(), Branch: repo.Branch(), Path: "clusters/snd", CacheDir: filepath.Join(dir, "cache"), CABundle: srv.CABundle()})
+	src, err := source.NewGit(source.GitOptions{URL: repo.URL(), Branch: repo.Branch(), Path: "clusters/snd", CacheDir: filepath.Join(dir, "cache"), CABundle: srv.CABundle(), Renderer: o.renderer})
 	if err != nil {
 		t.Fatal(err)
+	}
+	var from source.Source = src
+	if o.dir {
+		from = source.NewDir(repo.Work(), "clusters/snd")
 	}
 	db, err := state.Open(filepath.Join(dir, "gitaso.db"))
 	if err != nil {
@@ -49,7 +62,7 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	if o.config != nil {
 		o.config(&cfg)
 	}
-	rec := reconcile.New(src, db, em.Clients, cfg, nil)
+	rec := reconcile.New(from, db, em.Clients, cfg, o.log)
 	return &env{t: t, emu: em.Emu, repo: repo, db: db, rec: rec, cli: em.Client, sub: em.Sub, files: map[string]string{}}
 }
 

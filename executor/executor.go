@@ -100,6 +100,9 @@ type ResourceResult struct {
 	Outputs  map[string]map[string]string
 	Secrets  map[string]map[string]string
 	Err      error
+	// SecretHashes are the hashes of the fields holding values substituted
+	// from Secrets (planner.SecretHashes), to tell which one changed later.
+	SecretHashes map[string]string
 	// RetryAfter is ARM's Retry-After for a failure worth retrying (a
 	// Warning), zero when ARM gave none or the failure is fatal (an Error:
 	// no retry until the manifest changes).
@@ -600,7 +603,7 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	if sent, err = w.beforePut(ctx, cli, r, rr, sent); err != nil {
 		return fail(err)
 	}
-	red, err := planner.Redact(sent, body.Secrets)
+	red, err := r.Redact(sent, body.Secrets)
 	if err != nil {
 		return fail(err)
 	}
@@ -616,6 +619,7 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	// The hash covers the converted body, as the planner computes it.
 	rr.Hash = planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON)
 	rr.Body = red
+	rr.SecretHashes = planner.SecretHashes(body.JSON, r.Sensitive)
 	if w.afterPut(ctx, cli, r, rr) {
 		w.export(ctx, cli, r, rr)
 	}

@@ -24,7 +24,7 @@ func (w *walk) export(ctx context.Context, cli ARM, r *planner.Resource, rr *Res
 	}
 	vals, err := aso.Exports(ctx, cli, aso.Applied{
 		Group: r.Group, Version: r.Version, Kind: r.Kind, ARMID: r.ARMID, AzureName: r.AzureName,
-		Manifest: r.Manifest, Response: rr.Response,
+		Manifest: r.Object(), Response: rr.Response,
 	}, exports)
 	rr.Outputs = map[string]map[string]string{}
 	rr.Secrets = map[string]map[string]string{}

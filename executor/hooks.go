@@ -17,7 +17,7 @@ func (w *walk) target(r *planner.Resource) aso.Target {
 		Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, AzureName: r.AzureName,
 		ARMID: r.ARMID, APIVersion: r.APIVersion,
 	}
-	t.Spec, _ = r.Manifest["spec"].(map[string]any)
+	t.Spec, _ = r.Object()["spec"].(map[string]any)
 	if r.Owner != "" && aso.HooksFor(r.Group, r.Kind).PreReconcileOwner != nil {
 		if o := w.plan.Get(r.Owner); o != nil {
 			t.OwnerName, t.OwnerARMID, t.OwnerAPIVersion = o.Name, o.ARMID, o.APIVersion

@@ -18,6 +18,10 @@ type Object struct {
 	Line    int            // 1-based line where the object's YAML mapping starts; 0 if unknown
 	Index   int            // document index within the file (0-based, empty documents count)
 	Content map[string]any // the object, JSON-compatible values only
+	// Secrets are the values substitution took from Secrets that the
+	// object holds (see SecretValue): every field holding one is masked
+	// wherever the object is shown or stored.
+	Secrets []SecretValue
 }
 
 // String names the object and where it is: "file:line namespace/Kind/name".

@@ -14,6 +14,9 @@
 //     kind named as ASO names its controllers ("ResourceGroupController"),
 //     fed by Reconciled as the executor finishes each resource;
 //   - the plans gitaso makes (Planned);
+//   - the health of the daemon's loop (HealthCollector, read at scrape time
+//     from record.Health): the source's last successful fetch and its
+//     failures, the state's failed writes, readiness;
 //   - the Go runtime and process collectors.
 //
 // The state-derived gauges (resources by Ready status, runs by outcome, the

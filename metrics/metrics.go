@@ -50,6 +50,9 @@ type Metrics struct {
 	planActions *prometheus.CounterVec
 
 	leader *prometheus.GaugeVec
+
+	// otherWriters: see OtherWriters.
+	otherWriters prometheus.Gauge
 }
 
 // New returns a registry holding the Go runtime and process collectors and
@@ -131,6 +134,12 @@ func New() *Metrics {
 		m.reconcileTotal, m.reconcileErrors, m.reconcileTerminal, m.reconcileTime, m.outcomes,
 		m.plans, m.planActions, m.leader,
 	)
+	m.otherWriters = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "gitaso_other_writer_resources",
+		Help: "Managed resources whose newest Activity Log read showed writes with gitaso's own principal that this gitaso did not make " +
+			"(another gitaso with its own state file, or gitaso's credential used elsewhere).",
+	})
+	m.reg.MustRegister(m.otherWriters)
 	return m
 }
 
@@ -238,3 +247,8 @@ func (m *Metrics) Planned(trigger string, dryRun bool, actions map[string]int) {
 // ("namespace/name") and applies (serve --leader-elect; a standby answers
 // /metrics itself with 0, and a leader that loses its Lease exits).
 func (m *Metrics) SetLeader(lease string) { m.leader.WithLabelValues(lease).Set(1) }
+
+// OtherWriters sets gitaso_other_writer_resources: how many managed
+// resources another writer wrote with gitaso's own principal, as the newest
+// Activity Log read of each showed (reconcile.OtherWriterMetrics).
+func (m *Metrics) OtherWriters(resources int) { m.otherWriters.Set(float64(resources)) }

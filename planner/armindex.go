@@ -71,3 +71,19 @@ func (x armIndex) add(n *Node) (held *Node) {
 	x[h] = append(x[h], n)
 	return nil
 }
+
+// remove drops n from the index (under its current ARM ID).
+func (x armIndex) remove(n *Node) {
+	h := foldHash(n.ARMID)
+	list := x[h]
+	for i, o := range list {
+		if o == n {
+			if len(list) == 1 {
+				delete(x, h)
+			} else {
+				x[h] = append(list[:i:i], list[i+1:]...)
+			}
+			return
+		}
+	}
+}

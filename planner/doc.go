@@ -26,6 +26,13 @@
 // "(known after apply)" and are resolved by the executor through
 // Resource.Body.
 //
+// Secret values never reach a plan: a value a secretRef reads is replaced by
+// "(sensitive value)", and a value substitution took from a Secret
+// (manifest.Object.Secrets), wherever it lands, by "(sensitive value from
+// Secret namespace/name)" in the request body, the manifest, the config map
+// inputs and the changes (secrets.go); a change of either is found by the
+// hash of the whole request and shown masked.
+//
 // The planner never talks to Azure: the import-boundary test keeps it free of
 // the Azure SDK and of the executor.
 package planner

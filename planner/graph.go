@@ -74,6 +74,10 @@ type Node struct {
 	// DependsOn are the keys of the nodes this one waits for.
 	DependsOn []string
 
+	// kept is set when the node's ARM name comes from state rather than
+	// from ASO's default (keepname.go).
+	kept *keptName
+
 	// key is Key() built once: the graph, the plan and the run share it.
 	key       string
 	owner     *Node
@@ -220,7 +224,7 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 				errs = append(errs, objErr(o, "data", "%v", err))
 				continue
 			}
-			g.inputs.addConfigMap(o.Namespace(), o.Name(), data)
+			g.inputs.addConfigMap(o.Namespace(), o.Name(), data, o.Secrets)
 		case "Secret":
 			data, err := manifest.SecretData(o)
 			if err != nil {
@@ -393,7 +397,7 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 		errs = append(errs, g.edges(n)...)
 	}
 	if errs = dedupe(errs); len(errs) > 0 {
-		return nil, errs
+		return nil, scrubList(errs, snap.Objects)
 	}
 	order, err := topoSort(g)
 	if err != nil {

@@ -7,14 +7,18 @@ import (
 	"strings"
 
 	"github.com/gitaso/gitaso/aso"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 // inputs holds the config maps and secrets of a snapshot plus those that
 // resources export, and answers the converter's look-ups.
 type inputs struct {
 	configMaps map[string]map[string]string // ns/name → data
-	secrets    map[string]map[string]string // ns/name → data (repo, then local)
-	producers  map[string]*Node             // exportKey → producing node
+	// cmSecrets are the values from Secrets substitution placed in a
+	// config map, ns/name → values.
+	cmSecrets map[string][]manifest.SecretValue
+	secrets   map[string]map[string]string // ns/name → data (repo, then local)
+	producers map[string]*Node             // exportKey → producing node
 }
 
 func newInputs(local map[string]map[string]string) *inputs {
@@ -25,8 +29,14 @@ func newInputs(local map[string]map[string]string) *inputs {
 	return in
 }
 
-func (in *inputs) addConfigMap(ns, name string, data map[string]string) {
+func (in *inputs) addConfigMap(ns, name string, data map[string]string, secrets []manifest.SecretValue) {
 	in.configMaps[ns+"/"+name] = data
+	if len(secrets) > 0 {
+		if in.cmSecrets == nil {
+			in.cmSecrets = map[string][]manifest.SecretValue{}
+		}
+		in.cmSecrets[ns+"/"+name] = secrets
+	}
 }
 
 func (in *inputs) addSecret(ns, name string, data map[string]string) {

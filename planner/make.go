@@ -258,12 +258,17 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	r.Manifest = n.Object.Content
 	rec := &recorder{resolver: &resolver{g: g, n: n, outputs: in.Outputs}}
 	body, err := aso.Convert(n.Kind, n.Spec, n.AzureName, rec)
+	secrets := appendSecretValues(n.Object.Secrets, rec.secrets...)
 	if err != nil {
-		return nil, err
+		return nil, scrubSecrets(err, secrets)
 	}
 	r.Inputs = rec.inputs()
+	r.setSecrets(secrets)
+	if r.Sensitive, err = markSecrets(body, secrets); err != nil {
+		return nil, err
+	}
 	path := n.ARMID + "?api-version=" + n.Kind.APIVersion
-	red, err := redact(body.JSON, body.Secrets)
+	red, err := redactLabeled(body.JSON, body.Secrets, r.Sensitive)
 	if err != nil {
 		return nil, fmt.Errorf("redact body: %w", err)
 	}
@@ -287,7 +292,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	// the hash stays on the converted body, which the executor hashes too.
 	planned, err := aso.PlanPayload(n.Kind.Group, n.Kind.Kind, red, observedRead && observed != nil)
 	if err != nil {
-		return nil, err
+		return nil, scrubSecrets(err, secrets)
 	}
 	red = planned.JSON
 	body.Unknown = append(body.Unknown[:len(body.Unknown):len(body.Unknown)], planned.Unknown...)
@@ -331,10 +336,11 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	case !hasPrior || !strings.EqualFold(prior.ARMID, n.ARMID):
 		switch {
 		case observedRead && observed != nil:
-			r.Action, r.Reason = Adopt, "exists in Azure but not in gitaso's state: adopted (PUT of the manifest)"
+			r.Action, r.Reason = Adopt, "not in gitaso's state yet; its manifest is PUT over it"
 			od, err := decode(observed)
 			if err == nil {
 				diffSubset(od, desiredDoc(), "", skip, &r.Changes)
+				sensitiveDrift(od, body.JSON, r.Sensitive, &r.Changes)
 			}
 		default:
 			r.Action, r.Reason = Create, ""
@@ -351,7 +357,14 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 				diffFull(before, desiredDoc(), "", &r.Changes)
 			}
 		}
+		var hashes map[string]string // of the fields from Secrets, when prior has them
+		if prior.SecretHashes != nil && len(r.Sensitive) > 0 {
+			hashes = SecretHashes(body.JSON, r.Sensitive)
+		}
 		for _, s := range body.Secrets {
+			if _, fromSecret := r.Sensitive[s]; fromSecret && hashes != nil && hashes[s] == prior.SecretHashes[s] {
+				continue // the same value as applied
+			}
 			if r.Hash != prior.AppliedHash && !hasChangeAt(r.Changes, s) {
 				r.Changes = append(r.Changes, Change{Path: s, Op: "replace", Sensitive: true})
 			}
@@ -373,6 +386,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 			od, err := decode(observed)
 			if err == nil {
 				diffSubset(od, desiredDoc(), "", skip, &r.Changes)
+				sensitiveDrift(od, body.JSON, r.Sensitive, &r.Changes)
 			}
 			if len(r.Changes) > 0 {
 				r.Action, r.Reason = Drift, "changed in Azure outside gitaso: corrected"
@@ -408,6 +422,15 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 				r.Reason += "; the manifest or Azure differs too"
 			}
 		}
+		if k := n.kept; k != nil && k.from == movedFrom {
+			r.Reason = "moved from " + from + ", keeps its name " + k.name + " because Azure allows one assignment of a role to a principal at a scope: " +
+				"under the name ASO would give it (" + k.defaults + ") it could only be created once the old one was deleted, and the principal would be without the access in between"
+			if r.Action == Create {
+				r.Reason += "; " + "not found in Azure: created"
+			}
+		}
+	} else if k := n.kept; k != nil && r.Action != NoOp {
+		r.Reason = strings.TrimPrefix(r.Reason+"; ", "; ") + "keeps its name " + k.name + " from gitaso's state (ASO keeps the azureName it gave it; its default now would be " + k.defaults + ")"
 	}
 	if r.Action == NoOp {
 		r.Request = nil

@@ -94,7 +94,9 @@ const (
 //	                "request": {"method", "path", "body"}, "changes": [...]}, ...]}
 //
 // request.path carries ?api-version=; secret values in request.body and in
-// changes are replaced by Redacted. Resources are in apply order: creations and
+// changes are replaced by Redacted, or by "(sensitive value from Secret
+// namespace/name)" for values substitution took from a Secret (resource
+// "sensitive" lists those fields; their manifest shows the same). Resources are in apply order: creations and
 // updates in dependency order, then deletions children first.
 type Plan struct {
 	Revision  string      `json:"revision"`
@@ -233,9 +235,24 @@ type Resource struct {
 	// order.
 	DeleteAfter []string `json:"deleteAfter,omitempty"`
 
+	// Sensitive are the fields of the request body that hold a value
+	// substitution took from a Secret, JSON pointer → "Secret
+	// namespace/name": the body shows manifest.SecretLabel there, and a
+	// change of one is a sensitive change (see secrets.go).
+	Sensitive map[string]string `json:"sensitive,omitempty"`
+	// SecretSources are the Secrets ("Secret namespace/name") whose values
+	// substitution placed in the manifest: Manifest and Inputs.ConfigMaps
+	// show those values masked, so a resource read back from JSON cannot
+	// be applied (Resolve: ErrMaskedSecrets).
+	SecretSources []string `json:"secretSources,omitempty"`
+
 	// Hash is the sha256 of the full request (secrets included); empty while
 	// values are known only after apply.
 	Hash string `json:"-"`
+
+	// secret keeps the real manifest and values beside the masked JSON
+	// form; nil when substitution placed no value from a Secret.
+	secret *secretSide
 
 	// key is Key() when the plan built the resource from its node (shared
 	// with the graph and the run's results); empty for one decoded from

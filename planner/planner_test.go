@@ -280,6 +280,21 @@ func TestDriftAndAdopt(t *testing.T) {
 	if r := pa.Get(sa.Key()); r.Action != planner.Adopt {
 		t.Errorf("storage account: %s, want adopt", r.Action)
 	}
+	// The text says adopt once, and why (issue 26: it once said it three times).
+	var text bytes.Buffer
+	if err := planner.RenderText(&text, pa, planner.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	line := ""
+	for _, l := range strings.Split(text.String(), "\n") {
+		if strings.Contains(l, "teamastorage") && strings.Contains(l, "adopted") {
+			line = l
+		}
+	}
+	if !strings.HasSuffix(line, "exists in Azure and will be adopted (not in gitaso's state yet; its manifest is PUT over it)") ||
+		strings.Count(line, "adopt") != 1 || strings.Count(line, "exists in Azure") != 1 {
+		t.Errorf("adopt line reads %q", line)
+	}
 }
 
 func TestSecretsNeverRendered(t *testing.T) {

@@ -112,7 +112,7 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 			for _, c := range r.Changes {
 				switch {
 				case c.Sensitive:
-					bw.printf("      ~ %s = %s\n", c.Path, Redacted)
+					bw.printf("      ~ %s = %s\n", c.Path, r.sensitiveLabel(c.Path))
 				case c.Op == "add":
 					bw.printf("      + %s = %s\n", c.Path, show(c.After, r, c.Path))
 				case c.Op == "remove":
@@ -207,8 +207,11 @@ func show(v any, r *Resource, path string) string {
 			return KnownAfterApply
 		}
 	}
-	if s, ok := v.(string); ok && s == Redacted {
-		return Redacted
+	if s, ok := v.(string); ok && manifest.IsSecretLabel(s) {
+		return s
+	}
+	if _, ok := r.Sensitive[path]; ok {
+		return r.sensitiveLabel(path) // never a value, whatever the body says
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -257,4 +260,13 @@ func (e *errWriter) printf(format string, args ...any) {
 		return
 	}
 	_, e.err = fmt.Fprintf(e.w, format, args...)
+}
+
+// sensitiveLabel is what a plan shows for the secret field at path: the
+// Secret a substituted value came from, else Redacted.
+func (r *Resource) sensitiveLabel(path string) string {
+	if from, ok := r.Sensitive[path]; ok {
+		return manifest.SecretLabel(from)
+	}
+	return Redacted
 }

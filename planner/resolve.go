@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gitaso/gitaso/aso"
+	"github.com/gitaso/gitaso/manifest"
 )
 
 // Inputs are the values a resource's request reads from outside its own
@@ -84,11 +85,21 @@ func Resolve(r *Resource, v Values) (*aso.Body, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: unknown ASO kind %s/%s %s", r.ID(), r.Group, r.Version, r.Kind)
 	}
-	spec, _ := r.Manifest["spec"].(map[string]any)
+	if len(r.SecretSources) > 0 && r.secret == nil {
+		return nil, fmt.Errorf("%s: %w (%s): plan again", r.ID(), ErrMaskedSecrets, strings.Join(r.SecretSources, ", "))
+	}
+	spec, _ := r.Object()["spec"].(map[string]any)
 	if spec == nil {
 		spec = map[string]any{}
 	}
-	return aso.Convert(k, spec, r.AzureName, &planResolver{r: r, v: v})
+	body, err := aso.Convert(k, spec, r.AzureName, &planResolver{r: r, v: v})
+	if err != nil {
+		return nil, scrubSecrets(err, r.secretValues())
+	}
+	if _, err := markSecrets(body, r.secretValues()); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // planResolver answers aso.Convert's look-ups from a planned resource's
@@ -132,6 +143,11 @@ func (p *planResolver) exported(secret bool, name, key string) (string, error) {
 }
 
 func (p *planResolver) ConfigMap(name, key string) (string, error) {
+	if s := p.r.secret; s != nil && s.configMaps != nil {
+		if v, ok := s.configMaps[name+"/"+key]; ok {
+			return v, nil // the real value: Inputs.ConfigMaps masks it
+		}
+	}
 	if v, ok := p.in().ConfigMaps[name+"/"+key]; ok {
 		return v, nil
 	}
@@ -168,6 +184,8 @@ func (p *planResolver) SecretMap(name string) (map[string]string, error) {
 type recorder struct {
 	*resolver
 	in Inputs
+	// secrets are the values from Secrets in the config map values read.
+	secrets []manifest.SecretValue
 }
 
 func (c *recorder) ResourceID(group, kind, name string) (string, error) {
@@ -201,6 +219,9 @@ func (c *recorder) note(secret bool, name, key, value string, err error) {
 			c.in.ConfigMaps = map[string]string{}
 		}
 		c.in.ConfigMaps[name+"/"+key] = value
+		if s, ok := manifest.SecretIn(value, c.g.inputs.cmSecrets[ns+"/"+name]); ok {
+			c.secrets = appendSecretValues(c.secrets, s)
+		}
 		return
 	}
 	e := ExportedInput{Secret: secret, Name: name, Key: key}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/executor"
 	"github.com/gitaso/gitaso/planner"
+	"github.com/gitaso/gitaso/record"
+	"github.com/gitaso/gitaso/state"
 )
 
 // A resync whose cost does not grow with the resource count: instead of
@@ -32,6 +35,17 @@ import (
 // are skipped only when recognised safely: the event's caller is the
 // credential's own principal and gitaso recorded a write of that resource
 // spanning the event's time. Anything else is read (cheap).
+//
+// A write to a managed resource that succeeded with the credential's own
+// principal, after this process started, outside every write this gitaso
+// attempted of it (give or take ActivityLogSkew), was made by another
+// writer using gitaso's identity:
+// another gitaso with its own state file (two daemons fighting over the
+// same resources, each correcting the other's "drift"), or the credential
+// used by hand. That is not routine drift: it is logged as a warning,
+// recorded on the resource (record.Resource.OtherWriter, in the API and on
+// the page) and counted (OtherWriterMetrics). The record stays until a later
+// log read of the resource shows no such write.
 
 // maxActivityWindow is how far back the log is asked (Azure keeps 90 days).
 const maxActivityWindow = 89 * 24 * time.Hour
@@ -42,9 +56,11 @@ type activityState struct {
 	// sinceFull counts, per node key, the resyncs judged by the log since
 	// the node was last read.
 	sinceFull map[string]int
-	// own are gitaso's successful writes, by ownKey of the ARM ID (a
-	// hash, not the ID: the map lives as long as the daemon, and the IDs
-	// alone took 60 MB at 100,000 resources).
+	// own are gitaso's writes, by ownKey of the ARM ID (a hash, not the
+	// ID: the map lives as long as the daemon, and the IDs alone took 60 MB
+	// at 100,000 resources): ok for those that succeeded, the others are
+	// attempts (a failed write may still be in the log, with gitaso's
+	// principal: it is no other writer's).
 	own map[uint64][]window
 	// principals are the caller names of a client's principal (nil: not
 	// known, so no event is taken for gitaso's own).
@@ -54,7 +70,10 @@ type activityState struct {
 	denied map[string]bool
 }
 
-type window struct{ from, to time.Time }
+type window struct {
+	from, to time.Time
+	ok       bool
+}
 
 // ownSeed keys own (in memory only, never stored).
 var ownSeed = maphash.MakeSeed()
@@ -89,8 +108,10 @@ func (a *activityState) init() {
 	}
 }
 
-// noteOwnWrites remembers the writes an apply made (applied or deleted:
-// a failed write is not gitaso's state, its event is read).
+// noteOwnWrites remembers the writes an apply made: applied or deleted
+// ones as gitaso's state (their events are not read back), failed writes
+// as attempts only (a failed write is not gitaso's state, its event is
+// read, but it is not another writer's).
 func (r *Reconciler) noteOwnWrites(res *executor.Result) {
 	if res == nil {
 		return
@@ -99,21 +120,30 @@ func (r *Reconciler) noteOwnWrites(res *executor.Result) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.init()
-	cutoff := time.Now().Add(-maxActivityWindow)
 	for _, rr := range res.Resources {
-		if rr == nil || rr.Resource == nil || rr.Resource.ARMID == "" || rr.StartedAt.IsZero() ||
-			(rr.Outcome != executor.Applied && rr.Outcome != executor.Deleted) {
+		if rr == nil || rr.Resource == nil || rr.Resource.ARMID == "" || rr.StartedAt.IsZero() {
 			continue
 		}
-		id := ownKey(rr.Resource.ARMID)
-		ws := a.own[id][:0:0]
-		for _, w := range a.own[id] {
-			if w.to.After(cutoff) {
-				ws = append(ws, w)
-			}
+		ok := rr.Outcome == executor.Applied || rr.Outcome == executor.Deleted
+		tried := rr.Outcome == executor.Failed && (rr.Resource.Action.Writes() || rr.Resource.Action == planner.Delete)
+		if ok || tried {
+			a.noteWrite(rr.Resource.ARMID, rr.StartedAt, rr.StartedAt.Add(rr.Duration), ok)
 		}
-		a.own[id] = append(ws, window{from: rr.StartedAt, to: rr.StartedAt.Add(rr.Duration)})
 	}
+}
+
+// noteWrite remembers one write of armID between from and to. Caller holds
+// a.mu.
+func (a *activityState) noteWrite(armID string, from, to time.Time, ok bool) {
+	cutoff := time.Now().Add(-maxActivityWindow)
+	id := ownKey(armID)
+	ws := a.own[id][:0:0]
+	for _, w := range a.own[id] {
+		if w.to.After(cutoff) {
+			ws = append(ws, w)
+		}
+	}
+	a.own[id] = append(ws, window{from: from, to: to, ok: ok})
 }
 
 // fullEvery is how many sync periods of n pass between full reads.
@@ -129,8 +159,10 @@ func (r *Reconciler) fullEvery(n *planner.Node) int {
 }
 
 // byActivity splits the due nodes of a periodic resync into those to read
-// and those the Activity Log shows unchanged since their last read.
-func (r *Reconciler) byActivity(ctx context.Context, cf *clientsFor, due []*planner.Node, in planner.Input) (read, unchanged []*planner.Node) {
+// and those the Activity Log shows unchanged since their last read. It
+// records, on the nodes the log judged, whether another writer used
+// gitaso's principal (unless dryRun).
+func (r *Reconciler) byActivity(ctx context.Context, cf *clientsFor, due []*planner.Node, in planner.Input, dryRun bool) (read, unchanged []*planner.Node) {
 	type group struct {
 		cred, sub string
 		nodes     []*planner.Node
@@ -164,6 +196,12 @@ func (r *Reconciler) byActivity(ctx context.Context, cf *clientsFor, due []*plan
 	a.mu.Unlock()
 
 	overlap := max(0, r.cfg.ActivityLogOverlap)
+	others := map[string]*record.OtherWriter{} // node key → what the log showed (nil: none)
+	defer func() {
+		if !dryRun {
+			r.recordOtherWriters(ctx, others, in.Prior)
+		}
+	}()
 	for _, g := range groups {
 		cli, err := cf.client(g.cred)
 		if err != nil {
@@ -187,8 +225,11 @@ func (r *Reconciler) byActivity(ctx context.Context, cf *clientsFor, due []*plan
 			continue
 		}
 		mine := r.principalOf(ctx, cli)
-		// changed: the latest change per lower-cased resource ID.
+		// changed: the latest change per lower-cased resource ID; other:
+		// the writes of another writer with gitaso's principal.
 		changed := map[string]time.Time{}
+		other := map[string]*record.OtherWriter{}
+		now := time.Now().UTC()
 		a.mu.Lock()
 		for _, ev := range events {
 			if !ev.Changes() || ev.ResourceID == "" {
@@ -198,12 +239,24 @@ func (r *Reconciler) byActivity(ctx context.Context, cf *clientsFor, due []*plan
 			if a.isOwn(ownKey(ev.ResourceID), ev, mine) {
 				continue
 			}
+			if a.byOtherWriter(ownKey(ev.ResourceID), ev, mine, r.started, max(0, r.cfg.ActivityLogSkew)) {
+				o := other[id]
+				if o == nil {
+					o = &record.OtherWriter{Caller: ev.Caller, SeenAt: now}
+					other[id] = o
+				}
+				o.Writes++
+				if ev.Time.After(o.At) {
+					o.At, o.Operation = ev.Time.UTC(), ev.Operation
+				}
+			}
 			if t, ok := changed[id]; !ok || ev.Time.After(t) {
 				changed[id] = ev.Time
 			}
 		}
 		a.mu.Unlock()
 		for i, n := range g.nodes {
+			others[n.Key()] = other[strings.ToLower(n.ARMID)]
 			if changedSince(changed, strings.ToLower(n.ARMID), since[i]) {
 				read = append(read, n)
 			} else {
@@ -253,11 +306,72 @@ func (a *activityState) isOwn(id uint64, ev azure.ActivityEvent, mine []string) 
 		return false
 	}
 	for _, w := range a.own[id] {
-		if !ev.Time.Before(w.from) && !ev.Time.After(w.to) {
+		if w.ok && !ev.Time.Before(w.from) && !ev.Time.After(w.to) {
 			return true
 		}
 	}
 	return false
+}
+
+// byOtherWriter reports whether ev is a write that succeeded with gitaso's
+// own principal (mine), after this process started, outside every write
+// this gitaso attempted of that resource, give or take skew: another writer
+// used gitaso's identity. Writes before the start are left out (the windows
+// of the previous process are not known). Caller holds a.mu.
+func (a *activityState) byOtherWriter(id uint64, ev azure.ActivityEvent, mine []string, started time.Time, skew time.Duration) bool {
+	if !strings.EqualFold(ev.Status, "Succeeded") || ev.Time.Before(started.Add(skew)) ||
+		!slices.ContainsFunc(mine, func(m string) bool { return strings.EqualFold(m, ev.Caller) }) {
+		return false
+	}
+	for _, w := range a.own[id] {
+		if !ev.Time.Before(w.from.Add(-skew)) && !ev.Time.After(w.to.Add(skew)) {
+			return false
+		}
+	}
+	return true
+}
+
+// recordOtherWriters records what the log showed of other writers on the
+// resources it judged (others: node key → the writes, nil for none): a
+// warning per resource written by another writer, the resource's
+// OtherWriter set or cleared in state and in prior (which the run records
+// from), and the count of such resources for the metrics.
+func (r *Reconciler) recordOtherWriters(ctx context.Context, others map[string]*record.OtherWriter, prior map[string]record.Resource) {
+	changed := map[string]record.Resource{}
+	for key, o := range others {
+		res, ok := prior[key]
+		if !ok || (o == nil && res.OtherWriter == nil) {
+			continue
+		}
+		if o != nil {
+			r.log.WarnContext(ctx, "another writer uses gitaso's principal: a write to a managed resource that this gitaso did not make "+
+				"(another gitaso with its own state file, or gitaso's credential used elsewhere); gitaso corrects it as drift, the other writer may undo it again",
+				"resource", key, "armId", res.ARMID, "caller", o.Caller, "operation", o.Operation, "at", o.At, "writes", o.Writes)
+		}
+		res.OtherWriter = o
+		res.UpdatedAt = time.Now().UTC()
+		prior[key] = res
+		changed[key] = res
+	}
+	if len(changed) > 0 && r.db != nil {
+		err := r.db.Update(func(w *state.Writer) error {
+			for key, res := range changed {
+				cur, ok, err := w.Resource(key)
+				if err != nil || !ok {
+					continue // gone meanwhile: nothing to mark
+				}
+				cur.OtherWriter, cur.UpdatedAt = res.OtherWriter, res.UpdatedAt
+				if err := w.PutResource(cur); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			r.log.ErrorContext(ctx, "record the other writers seen in the Activity Log", "error", err)
+		}
+	}
+	r.observeOtherWriters(prior)
 }
 
 // principalOf returns the caller names of cli's principal, asked once per

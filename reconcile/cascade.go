@@ -31,6 +31,18 @@ import (
 //     own (singletons such as blobServices/default are entered, not
 //     reported, since ARM creates them).
 //
+//   - per resource group holding a deleted resource (or deleted itself): the
+//     role assignments and management locks that apply there (GET
+//     {group}/providers/Microsoft.Authorization/roleAssignments and .../locks,
+//     one each per group however many of its resources are deleted). ARM
+//     answers with those at, above and below the group; the ones at or below
+//     a deleted resource's ID are the deleted resource's extension
+//     resources: ARM deletes a role assignment with its scope (the access it
+//     granted is lost), and a lock refuses the deletion (ScopeLocked). Role
+//     assignments gitaso manages are not reported. Diagnostic settings are
+//     not read: Azure does not delete them with their resource (they stay,
+//     and apply again to a resource re-created under the same ID).
+//
 // Children ARM creates with their parent are not reported (defaultChildren).
 
 // defaultChildren are children ARM creates with their parent, by lower-cased
@@ -91,6 +103,13 @@ func childTypesOf(armType string) []childType {
 	return childTypes[strings.ToLower(armType)]
 }
 
+// extensionTypes are the extension resources read at the resource group of
+// a deleted resource: collection below {group}/providers/ and api-version.
+var extensionTypes = []struct{ collection, apiVersion string }{
+	{"Microsoft.Authorization/roleAssignments", "2022-04-01"},
+	{"Microsoft.Authorization/locks", "2016-09-01"},
+}
+
 // listing is one collection to read for the unmanaged-children check.
 type listing struct {
 	parentKey  string // the deleted resource it is read for
@@ -98,6 +117,38 @@ type listing struct {
 	path       string
 	apiVersion string
 	child      *childType // nil for a resource group's /resources
+	// scopes are, for a list of extension resources at a resource group,
+	// the deleted resources of that group: an item at or below one of them
+	// is its.
+	scopes []deletedScope
+}
+
+// deletedScope is a deleted resource whose extension resources are looked
+// for.
+type deletedScope struct {
+	key   string // its ID, as unmanagedChildren reports it
+	lower string // its ARM ID, lower-cased
+}
+
+// owner returns the deleted resource an extension resource's ID lies at or
+// below ("" when none).
+func (l listing) owner(lowerID string) string {
+	for _, s := range l.scopes {
+		if strings.HasPrefix(lowerID, s.lower+"/") {
+			return s.key
+		}
+	}
+	return ""
+}
+
+// resourceGroupOf returns the resource group part of an ARM ID
+// ("/subscriptions/s/resourceGroups/g"), "" when the ID is not in one.
+func resourceGroupOf(id string) string {
+	segs := strings.SplitN(strings.TrimPrefix(id, "/"), "/", 5)
+	if len(segs) < 4 || !strings.EqualFold(segs[0], "subscriptions") || !strings.EqualFold(segs[2], "resourceGroups") {
+		return ""
+	}
+	return "/" + strings.Join(segs[:4], "/")
 }
 
 // unmanagedChildren returns, per deleted resource (its ID), the ARM IDs of
@@ -143,6 +194,9 @@ func (r *Reconciler) unmanagedChildren(ctx context.Context, g *planner.Graph, p 
 		byID = append(byID, priorID{strings.ToLower(pr.ARMID), pr})
 	}
 	sort.Slice(byID, func(i, j int) bool { return byID[i].lower < byID[j].lower })
+	// The extension resources of the deleted resources, a list per group.
+	extByGroup := map[string]*listing{}
+	var groups []string
 	for _, d := range p.Resources {
 		if d.Action != planner.Delete || d.DeletedWith != "" || d.DeleteUnmanaged {
 			continue
@@ -150,6 +204,14 @@ func (r *Reconciler) unmanagedChildren(ctx context.Context, g *planner.Graph, p 
 		lower := strings.ToLower(d.ARMID)
 		if d.Kind == "ResourceGroup" {
 			add(listing{parentKey: d.ID(), credential: d.Credential, path: d.ARMID + "/resources", apiVersion: "2021-04-01"})
+		}
+		if rg := resourceGroupOf(d.ARMID); rg != "" {
+			k := strings.ToLower(rg)
+			if extByGroup[k] == nil {
+				extByGroup[k] = &listing{credential: d.Credential, path: rg}
+				groups = append(groups, k)
+			}
+			extByGroup[k].scopes = append(extByGroup[k].scopes, deletedScope{key: d.ID(), lower: lower})
 		}
 		// The deleted resource and the managed resources inside it.
 		for i := sort.Search(len(byID), func(i int) bool { return byID[i].lower >= lower }); i < len(byID) && strings.HasPrefix(byID[i].lower, lower); i++ {
@@ -164,6 +226,14 @@ func (r *Reconciler) unmanagedChildren(ctx context.Context, g *planner.Graph, p 
 			children(d.ID(), d.Credential, pr.ARMID, k.ARMType, 0)
 		}
 	}
+	for _, k := range groups {
+		g := extByGroup[k]
+		// The deepest scope first: an item is its nearest deleted ancestor's.
+		sort.Slice(g.scopes, func(i, j int) bool { return len(g.scopes[i].lower) > len(g.scopes[j].lower) })
+		for _, t := range extensionTypes {
+			add(listing{credential: g.credential, path: g.path + "/providers/" + t.collection, apiVersion: t.apiVersion, scopes: g.scopes})
+		}
+	}
 	if len(todo) == 0 {
 		return nil, nil
 	}
@@ -175,12 +245,25 @@ func (r *Reconciler) unmanagedChildren(ctx context.Context, g *planner.Graph, p 
 		wg    sync.WaitGroup
 		sem   = make(chan struct{}, r.cfg.ReadParallelism)
 	)
-	unmanaged := func(l listing, ids []string) []string {
-		var out []string
+	// unmanaged returns what a listing holds that gitaso does not manage
+	// and a deletion would take with it, by deleted resource.
+	unmanaged := func(l listing, ids []string) map[string][]string {
+		var out map[string][]string
 		for _, id := range ids {
-			if !known[strings.ToLower(id)] && (l.child == nil || !isDefaultChild(l.child.segment, id)) {
-				out = append(out, id)
+			lid := strings.ToLower(id)
+			if known[lid] || l.child != nil && isDefaultChild(l.child.segment, id) {
+				continue
 			}
+			parent := l.parentKey
+			if l.scopes != nil {
+				if parent = l.owner(lid); parent == "" {
+					continue // above the deleted resources, or beside them
+				}
+			}
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[parent] = append(out[parent], id)
 		}
 		return out
 	}
@@ -198,8 +281,8 @@ func (r *Reconciler) unmanagedChildren(ctx context.Context, g *planner.Graph, p 
 				errs = append(errs, fmt.Errorf("list %s: %w", l.path, err))
 				return
 			}
-			if u := unmanaged(l, ids); len(u) > 0 {
-				found[l.parentKey] = append(found[l.parentKey], u...)
+			for parent, u := range unmanaged(l, ids) {
+				found[parent] = append(found[parent], u...)
 			}
 		}()
 	}

@@ -13,7 +13,10 @@
 // resources gitaso does not manage (cascade.go) is held — recorded as a run
 // with outcome held and nothing applied — until ApproveDeletions releases
 // exactly that revision's deletions (or Options.ApproveDeletions for one
-// run). Moves (an ARM ID leaving one key for another) carry state over and
+// run); a held revision a newer one superseded is not approved
+// (SupersededError). A refused revision (invalid: nothing of it applied)
+// stands in state (state.DB.Refused) until a later revision renders; the
+// last good revision is refreshed meanwhile without ending it. Moves (an ARM ID leaving one key for another) carry state over and
 // delete nothing.
 //
 // Loop runs at start, on every new revision (polled), on Trigger (the API's

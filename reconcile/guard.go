@@ -17,10 +17,36 @@ import (
 // revision exists.
 var ErrNotHeld = errors.New("no deletions of that revision are held")
 
+// ErrSuperseded is returned (in a *SupersededError) by ApproveDeletions when
+// the held revision is no longer the newest revision of the source: the
+// daemon plans the newer one, so an approval of the held one would release
+// nothing.
+var ErrSuperseded = errors.New("the held revision is superseded")
+
+// SupersededError names the held revision an approval asked for and the
+// revision that superseded it.
+type SupersededError struct {
+	// Held is the revision of the held run; Current the newest revision
+	// the source had, which the daemon plans instead.
+	Held, Current string
+}
+
+func (e *SupersededError) Error() string {
+	return fmt.Sprintf("%v: revision %s was held, but revision %s is the newest of the source now and is what gitaso plans; "+
+		"approving %s would release nothing (approve %s if it is held, or commit again)",
+		ErrSuperseded, e.Held, e.Current, e.Held, e.Current)
+}
+
+func (e *SupersededError) Unwrap() error { return ErrSuperseded }
+
+// Superseded returns the held and the current revision (the API's 409).
+func (e *SupersededError) Superseded() (held, current string) { return e.Held, e.Current }
+
 // ApproveDeletions releases the held deletions of a revision (a full commit
 // SHA or a unique prefix of at least 7 characters): exactly the resources the
 // held run listed, nothing else. It records the approval and triggers a run;
-// a later revision that still exceeds the guard is held again.
+// a later revision that still exceeds the guard is held again. A held
+// revision that a newer one superseded is not approved: *SupersededError.
 func (r *Reconciler) ApproveDeletions(ctx context.Context, revision string) error {
 	if r.db == nil {
 		return errors.New("approve deletions: no state")
@@ -48,6 +74,13 @@ func (r *Reconciler) ApproveDeletions(ctx context.Context, revision string) erro
 	}
 	if held == nil {
 		return fmt.Errorf("%w: %s", ErrNotHeld, revision)
+	}
+	latest, err := r.db.LatestRevision()
+	if err != nil {
+		return fmt.Errorf("approve deletions: %w", err)
+	}
+	if latest != "" && latest != held.Revision {
+		return &SupersededError{Held: held.Revision, Current: latest}
 	}
 	a := record.Approval{Revision: held.Revision, Keys: held.Held.Keys, ApprovedAt: time.Now().UTC(), By: "api"}
 	if err := r.db.Update(func(w *state.Writer) error { return w.PutApproval(a) }); err != nil {
@@ -108,10 +141,24 @@ func (r *Reconciler) hold(ctx context.Context, g *planner.Graph, p *planner.Plan
 	}
 	sort.Strings(parents)
 	sort.Strings(h.Unmanaged)
-	h.Message += fmt.Sprintf("deleting %s would also delete %d resources gitaso does not manage (ARM deletes a parent's contents with it): "+
-		"delete or move them first, annotate the parent %s: \"true\", or approve",
+	h.Message += fmt.Sprintf("deleting %s would also delete %d resources gitaso does not manage (ARM deletes a parent's contents with it, "+
+		"role assignments at or below it included): delete or move them first, annotate the parent %s: \"true\", or approve",
 		strings.Join(parents, ", "), len(h.Unmanaged), planner.AnnotationDeleteUnmanaged)
+	if n := countLocks(h.Unmanaged); n > 0 {
+		h.Message += fmt.Sprintf("; %d of them are management locks, under which ARM refuses the deletion (ScopeLocked) until they are removed", n)
+	}
 	return h
+}
+
+// countLocks counts the management locks among ARM IDs.
+func countLocks(ids []string) int {
+	n := 0
+	for _, id := range ids {
+		if strings.Contains(strings.ToLower(id), "/providers/microsoft.authorization/locks/") {
+			n++
+		}
+	}
+	return n
 }
 
 // recordHeld records a held revision: its plan (with the hold), a run with
@@ -140,6 +187,7 @@ func (r *Reconciler) recordHeld(ctx context.Context, g *planner.Graph, p *planne
 		}
 	}
 	r.lastErr.Store(h.Message)
+	r.readyWithApplied()
 	if r.reportedHeld != g.Revision {
 		r.reportedHeld = g.Revision
 		r.log.WarnContext(ctx, "revision held: nothing of it is applied until its deletions are approved",

@@ -55,15 +55,47 @@ func (r *Reconciler) Poll(context.Context) error {
 	return nil
 }
 
-// Ready reports nil once a run has completed, or why not.
+// Ready reports nil once a run has completed, or once a run refused or
+// held the newest revision while state holds a revision applied before
+// (by this process or an earlier one: it stays in force, as after a refused
+// revision in a running daemon), unless since then the source has failed to
+// fetch, or the state to be written, for longer than Config.UnreadyAfter
+// (health.go); otherwise it says why not, naming the revision state holds.
 func (r *Reconciler) Ready() error {
 	if r.ready.Load() {
+		if err := r.unready(time.Now()); err != nil {
+			return err
+		}
 		return nil
 	}
-	if s, _ := r.lastErr.Load().(string); s != "" {
-		return errors.New("no revision applied yet: " + s)
+	last, _ := r.lastErr.Load().(string)
+	applied := ""
+	if r.db != nil {
+		var err error
+		if applied, err = r.db.LastGoodRevision(); err != nil {
+			return fmt.Errorf("read the applied revision: %w", err)
+		}
 	}
-	return errors.New("no revision applied yet")
+	switch {
+	case applied == "" && last != "":
+		return errors.New("no revision applied yet: " + last)
+	case applied == "":
+		return errors.New("no revision applied yet: the first run is in progress")
+	case last != "":
+		return fmt.Errorf("revision %s (applied before this start) stays in force, but no run has completed since the start: %s", applied, last)
+	}
+	return fmt.Errorf("revision %s (applied before this start) stays in force; the first run since the start is in progress", applied)
+}
+
+// readyWithApplied marks the reconciler ready when state holds a revision
+// applied before (a refused or held revision leaves it in force).
+func (r *Reconciler) readyWithApplied() {
+	if r.db == nil || r.ready.Load() {
+		return
+	}
+	if applied, err := r.db.LastGoodRevision(); err == nil && applied != "" {
+		r.ready.Store(true)
+	}
 }
 
 // Retry back-off for resources that failed with a retryable error (ASO
@@ -78,8 +110,14 @@ const (
 // then, so that one that already exists shows as adopt), when triggered
 // (coalesced, and no sooner than MinTriggerInterval after the previous run),
 // when resources are due for a refresh (SyncPeriod, per namespace or kind),
-// and after a back-off when a run left resources failed with a retryable
-// error (honouring ARM's Retry-After).
+// after a back-off when a run left resources failed with a retryable
+// error (honouring ARM's Retry-After), and after a back-off when a run
+// could not write the state (a full disk: nothing was applied).
+//
+// Every fetch has a deadline (source.GitOptions.Timeout), so a Git server
+// that never answers fails a poll instead of stopping the loop; a failed
+// fetch, like a state that cannot be written, is shown by Status until it
+// works again.
 func (r *Reconciler) Loop(ctx context.Context) error {
 	if r.cfg.Interval <= 0 {
 		return fmt.Errorf("reconcile loop: interval must be positive")
@@ -135,6 +173,18 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 			r.log.ErrorContext(ctx, "run failed", "error", err)
 		}
 		retry.Stop()
+		if err != nil && isStorageFailure(err) {
+			// Nothing was applied that could not be recorded first: try
+			// again, backing off, rather than at the next sync period.
+			backoff = nextBackoff(backoff)
+			r.noteState(ctx, err, time.Now().Add(backoff))
+			r.log.WarnContext(ctx, "the state cannot be written; retrying", "in", backoff.String(), "error", err)
+			retry.Reset(backoff)
+			return
+		}
+		if rep != nil && rep.Run.Outcome != "" && ctx.Err() == nil {
+			r.noteState(ctx, nil, time.Time{}) // the run recorded
+		}
 		var again bool
 		var after time.Duration
 		for ph := first; ph != nil; ph = ph.Then {
@@ -159,7 +209,11 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 	runIfNew := func(trigger string) {
 		rev, err := r.peekRevision(ctx)
 		if err != nil {
-			r.log.WarnContext(ctx, "poll source", "error", err)
+			if ctx.Err() == nil {
+				src := r.Status().Source
+				r.log.WarnContext(ctx, "poll source", "error", err, "failures", src.ConsecutiveFailures,
+					"failingSince", src.FailingSince)
+			}
 			return
 		}
 		if rev != lastRev {
@@ -217,9 +271,11 @@ func nextBackoff(d time.Duration) time.Duration {
 // peekRevision fetches the source and returns its revision.
 // A revision that cannot be used (refused, or without the source path) is
 // still a new revision: the run records it as refused or held instead of
-// the loop warning about it on every poll.
+// the loop warning about it on every poll. A failed fetch is recorded for
+// Status (health.go).
 func (r *Reconciler) peekRevision(ctx context.Context) (string, error) {
 	snap, err := r.src.Fetch(ctx)
+	r.noteFetch(ctx, snap, err)
 	var revErr *source.RevisionError
 	var missing *source.PathNotFoundError
 	switch {

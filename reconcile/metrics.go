@@ -20,6 +20,29 @@ type Metrics interface {
 	Reconciled(kind, outcome string, terminal bool, d time.Duration)
 }
 
+// OtherWriterMetrics is implemented by a Metrics that also exports how many
+// managed resources another writer wrote with gitaso's own principal
+// (activity.go; record.Resource.OtherWriter). Package metrics implements it.
+type OtherWriterMetrics interface {
+	OtherWriters(resources int)
+}
+
+// observeOtherWriters reports the resources of prior marked written by
+// another writer to the configured Metrics.
+func (r *Reconciler) observeOtherWriters(prior map[string]record.Resource) {
+	m, ok := r.cfg.Metrics.(OtherWriterMetrics)
+	if !ok {
+		return
+	}
+	n := 0
+	for _, res := range prior {
+		if res.OtherWriter != nil {
+			n++
+		}
+	}
+	m.OtherWriters(n)
+}
+
 // observePlan reports a plan to the configured Metrics.
 func (r *Reconciler) observePlan(opts Options, p *planner.Plan) {
 	if r.cfg.Metrics == nil || p == nil {

@@ -45,6 +45,10 @@ type Config struct {
 	NamespacePolicy map[string]string
 	// Interval is how often the source is polled (daemon).
 	Interval time.Duration
+	// UnreadyAfter is how long the source may fail to fetch, or the state
+	// to be written, before Ready reports the daemon not ready (health.go;
+	// DefaultUnreadyAfter; 0: never).
+	UnreadyAfter time.Duration
 	// SyncPeriod is how often Azure is read back to detect drift even
 	// without a commit (ASO's AZURE_SYNC_PERIOD, default 1h; 0 disables).
 	SyncPeriod time.Duration
@@ -62,6 +66,11 @@ type Config struct {
 	// Activity Log is asked from: Azure records events minutes after the
 	// write (default 10m).
 	ActivityLogOverlap time.Duration
+	// ActivityLogSkew is the margin around gitaso's own writes within
+	// which a write with its principal counts as its own when the log is
+	// searched for another writer (activity.go): the log's timestamps and
+	// this host's clock differ (default 1m).
+	ActivityLogSkew time.Duration
 	// Parallelism bounds concurrent ARM operations.
 	Parallelism int
 	// ReadParallelism bounds concurrent reads during a refresh.
@@ -82,7 +91,7 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Interval: time.Minute, SyncPeriod: time.Hour, Parallelism: 16, ReadParallelism: 16, Guard: planner.DefaultGuard(),
-		ActivityLogOverlap: 10 * time.Minute}
+		ActivityLogOverlap: 10 * time.Minute, ActivityLogSkew: time.Minute, UnreadyAfter: DefaultUnreadyAfter}
 }
 
 // Reconciler runs source → planner → executor → state, one run at a time.
@@ -116,6 +125,11 @@ type Reconciler struct {
 	trigger  chan bool
 	ready    atomic.Bool
 	lastErr  atomic.Value // string
+	health   health       // the source's fetches and the state's writes (health.go)
+
+	// started is when the reconciler was made: the Activity Log's writes
+	// before it are not judged for another writer (activity.go).
+	started time.Time
 }
 
 // New returns a reconciler. clients may be nil for offline planning.
@@ -129,7 +143,8 @@ func New(src source.Source, db *state.DB, clients *azure.Clients, cfg Config, lo
 	if cfg.ReadParallelism <= 0 {
 		cfg.ReadParallelism = 16
 	}
-	return &Reconciler{src: src, db: db, clients: clients, cfg: cfg, log: log, trigger: make(chan bool, 1), lastRead: map[string]time.Time{}}
+	return &Reconciler{src: src, db: db, clients: clients, cfg: cfg, log: log, trigger: make(chan bool, 1), lastRead: map[string]time.Time{},
+		started: time.Now()}
 }
 
 // Options for one run.
@@ -149,6 +164,10 @@ type Options struct {
 	// expect is the saved plan ApplySaved applies: the run refuses with
 	// ErrStalePlan unless its plan is that one.
 	expect *SavedPlan
+	// deferredOf is the saved plan whose objects known after apply the
+	// later phases of ApplySaved apply: such a phase refuses with
+	// ErrBeyondSavedPlan when it would change anything else.
+	deferredOf *SavedPlan
 }
 
 // Report is what one run did.
@@ -164,6 +183,9 @@ type Report struct {
 	Then *Report
 
 	observed planner.Observed // what the plan read from Azure
+	// lastGood says the run refreshes the last good revision after a
+	// refused one: it is not the newest revision the source has.
+	lastGood bool
 }
 
 // ErrRefused is returned (wrapped, with the input errors) when a revision is
@@ -183,6 +205,7 @@ func (r *Reconciler) subscription() string {
 // Build fetches the source and builds the graph.
 func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Graph, error) {
 	snap, err := r.src.Fetch(ctx)
+	r.noteFetch(ctx, snap, err) // health.go
 	var revErr *source.RevisionError
 	if errors.As(err, &revErr) {
 		err = r.checkRefused(ctx, revErr)
@@ -294,7 +317,18 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rep, err := r.once(ctx, opts)
-	for cur, phase := rep, 2; err == nil && !opts.DryRun && mayProgress(cur); phase++ {
+	if err == nil && !opts.DryRun {
+		err = r.laterPhases(ctx, rep, opts)
+	}
+	return rep, err
+}
+
+// laterPhases applies, after the phase rep, the objects that were known
+// after apply, phase after phase (Report.Then) as long as each phase makes
+// the values of the next.
+func (r *Reconciler) laterPhases(ctx context.Context, rep *Report, opts Options) error {
+	var err error
+	for cur, phase := rep, 2; err == nil && mayProgress(cur); phase++ {
 		if phase > maxPhases {
 			r.log.WarnContext(ctx, "objects still known after apply after the last phase", "phases", maxPhases, "deferred", len(cur.Graph.Deferred))
 			break
@@ -303,7 +337,7 @@ func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 		cur.Then, err = r.once(ctx, opts)
 		cur = cur.Then
 	}
-	return rep, err
+	return err
 }
 
 // mayProgress reports whether a phase left objects known after apply and
@@ -368,19 +402,34 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 						return err
 					}
 				}
-				return w.PutRun(&rep.Run)
+				if err := w.PutRun(&rep.Run); err != nil {
+					return err
+				}
+				if rep.Run.Outcome != record.OutcomeRefused {
+					return nil
+				}
+				// The refusal stands until a later revision renders: the
+				// refresh of the last good revision below does not end it.
+				return w.SetRefused(&rep.Run)
 			}); werr != nil {
 				r.log.ErrorContext(ctx, "record refused run", "error", werr)
 			}
 		}
+		if rep.Run.Outcome == record.OutcomeRefused && !opts.DryRun {
+			r.readyWithApplied()
+		}
 		if rep.Run.Outcome == record.OutcomeRefused && r.lastGood != nil && opts.Refresh && !opts.DryRun {
 			// Keep the last good revision in force: refresh it.
 			r.log.WarnContext(ctx, "revision refused; refreshing the last good revision", "revision", rep.Run.Revision, "lastGood", r.lastGood.Revision)
-			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}}, opts))
+			again := &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}, lastGood: true}
+			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, again, opts))
 		}
 		return rep, err
 	}
 	rep.Graph = g
+	if !opts.DryRun {
+		r.clearRefused(ctx, snap.Revision)
+	}
 	if snap.Revision != r.reportedIgnored {
 		// Reported once per revision, not on every refresh of it.
 		r.reportedIgnored = snap.Revision
@@ -389,6 +438,28 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	return rep, r.applyGraph(ctx, g, rep, opts)
+}
+
+// clearRefused ends the standing refusal (state.DB.Refused) once a
+// revision renders: rev supersedes the refused one.
+func (r *Reconciler) clearRefused(ctx context.Context, rev string) {
+	if r.db == nil {
+		return
+	}
+	run, ok, err := r.db.Refused()
+	if err == nil && !ok {
+		return
+	}
+	if err == nil {
+		err = r.db.Update(func(w *state.Writer) error { return w.ClearRefused() })
+	}
+	if err != nil {
+		r.log.ErrorContext(ctx, "clear the refused revision", "revision", rev, "error", err)
+		return
+	}
+	if run.Revision != rev {
+		r.log.InfoContext(ctx, "refused revision superseded: a later revision renders", "refused", run.Revision, "revision", rev)
+	}
 }
 
 // applyGraph runs the steps of a reconcile for a built graph:
@@ -407,6 +478,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if err != nil {
 		return err
 	}
+	r.observeOtherWriters(prior) // state's marks, from the first run on (activity.go)
 	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs}, opts)
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
@@ -418,6 +490,12 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	p.Held = r.hold(ctx, g, p, prior, opts)
 	if opts.expect != nil {
 		if err := r.checkSaved(opts.expect, p, prior, rep.observed); err != nil {
+			rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
+			return err
+		}
+	}
+	if opts.deferredOf != nil {
+		if err := onlyDeferred(opts.deferredOf, p); err != nil {
 			rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 			return err
 		}
@@ -435,7 +513,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if p.Held != nil {
 		return r.recordHeld(ctx, g, p, planJSON, rep)
 	}
-	if err := r.recordPlan(g, planJSON); err != nil {
+	if err := r.recordPlan(g, planJSON, !rep.lastGood); err != nil {
 		return err
 	}
 	if r.clients == nil {
@@ -456,6 +534,10 @@ func (r *Reconciler) prior(ctx context.Context, g *planner.Graph, opts Options) 
 	if err != nil {
 		return nil, nil, err
 	}
+	// Role assignments keep the ARM name their state holds (a move to
+	// another namespace included): before operations left in flight are
+	// matched and Azure is read, by ARM ID.
+	g.KeepNames(prior, outputs)
 	if !opts.DryRun && r.clients != nil && r.db != nil {
 		if prior, outputs, err = r.resumeOperations(ctx, g, prior, outputs); err != nil {
 			return nil, nil, fmt.Errorf("resume operations: %w", err)
@@ -473,14 +555,17 @@ func (r *Reconciler) plan(ctx context.Context, g *planner.Graph, in planner.Inpu
 	return g.Plan(in)
 }
 
-// recordPlan records the revision and its plan before anything is sent.
-func (r *Reconciler) recordPlan(g *planner.Graph, planJSON []byte) error {
+// recordPlan records the revision (when it is the newest the source has:
+// latest) and its plan before anything is sent.
+func (r *Reconciler) recordPlan(g *planner.Graph, planJSON []byte, latest bool) error {
 	if r.db == nil {
 		return nil
 	}
 	if err := r.db.Update(func(w *state.Writer) error {
-		if err := w.SetLatestRevision(g.Revision); err != nil {
-			return err
+		if latest {
+			if err := w.SetLatestRevision(g.Revision); err != nil {
+				return err
+			}
 		}
 		return w.SetPlan(planJSON)
 	}); err != nil {
@@ -664,6 +749,13 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 			return err
 		}
 	}
+	// A body recorded before values substituted from Secrets were masked
+	// (an earlier gitaso) is masked now, also as the previous body of a
+	// change, even when nothing else changes.
+	masked, remasked := planner.MaskRecorded(prior.AppliedBody, pr.Sensitive)
+	if remasked {
+		prior.AppliedBody = masked
+	}
 	s := prior
 	s.Namespace, s.Group, s.Version, s.Kind, s.Name = pr.Namespace, pr.Group, pr.Version, pr.Kind, pr.Name
 	s.File, s.Policy, s.Credential = pr.File, pr.Policy, pr.Credential
@@ -687,7 +779,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 			return err
 		}
 		s.ARMID, s.APIVersion = pr.ARMID, pr.APIVersion
-		s.AppliedHash, s.AppliedBody = rr.Hash, rr.Body
+		s.AppliedHash, s.AppliedBody, s.SecretHashes = rr.Hash, rr.Body, rr.SecretHashes
 		s.Revision = rev
 	}
 	if s.ARMID == "" || rr.Outcome == executor.Observed {
@@ -721,7 +813,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 			s.Outputs = nil
 		}
 	}
-	if unchanged(prior, s) {
+	if !remasked && unchanged(prior, s) {
 		return nil // a run writes only the records that changed
 	}
 	return w.PutResource(s)

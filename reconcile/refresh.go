@@ -94,7 +94,7 @@ func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.I
 	// A periodic resync reads what the Activity Log names (activity.go).
 	var unchanged []*planner.Node
 	if !all {
-		due, unchanged = r.byActivity(ctx, cf, due, in)
+		due, unchanged = r.byActivity(ctx, cf, due, in, dryRun)
 	}
 	rows, missing := r.refreshFromGraph(ctx, cf, due)
 	// Resource groups the graph did not return are listed, a subscription at

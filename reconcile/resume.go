@@ -78,6 +78,14 @@ func (r *Reconciler) resumeOperations(ctx context.Context, g *planner.Graph, pri
 		return nil, nil, err
 	}
 	now := time.Now().UTC()
+	// The operations were gitaso's writes: their events in the Activity Log
+	// (an operation's end comes after this start) are no other writer's.
+	r.activity.mu.Lock()
+	r.activity.init()
+	for _, o := range res {
+		r.activity.noteWrite(o.op.ARMID, o.op.StartedAt, now, false)
+	}
+	r.activity.mu.Unlock()
 	if err := r.db.Update(func(w *state.Writer) error {
 		for _, o := range res {
 			if err := r.recordResumed(w, g, prior, outputs, o, now); err != nil {

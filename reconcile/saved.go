@@ -50,6 +50,10 @@ type SavedPlan struct {
 	// own (etag, systemData, provisioningState).
 	Observed map[string]string `json:"observed,omitempty"`
 	Plan     *planner.Plan     `json:"plan"`
+	// Flags are the settings `gitaso plan` was given (flag name → values;
+	// no --substitute values, nothing secret), which `gitaso apply FILE`
+	// takes for those it is not given: the plan names its own source.
+	Flags map[string][]string `json:"flags,omitempty"`
 }
 
 // SavePlan returns the saved form of a dry run's report (PlanOnly).
@@ -122,17 +126,48 @@ func ReadSavedPlan(r io.Reader) (*SavedPlan, error) {
 	return &sp, nil
 }
 
+// ErrBeyondSavedPlan is returned (wrapped, naming the resource) when a
+// later phase of ApplySaved, which applies the objects the saved plan
+// showed as known after apply, would change a resource that is not one of
+// them. The saved plan itself was applied; that phase applies nothing.
+var ErrBeyondSavedPlan = errors.New("beyond the saved plan")
+
 // ApplySaved applies a saved plan: it checks that the branch is still at
 // the plan's revision and the state unchanged, plans again (reading Azure
 // when the plan did) and refuses with ErrStalePlan unless that plan is the
-// saved one; then it applies it. Objects the saved plan lists as known
-// after apply are not applied (they were not in the reviewed plan): plan
-// again for them.
+// saved one; then it applies it. Then, as a normal apply (Once) does, it
+// applies the objects the saved plan showed as known after apply once
+// their values exist, in later phases (Report.Then): the reviewed plan
+// listed them, with what they wait for, as Terraform's shows values known
+// after apply. A later phase applies only those objects: one that would
+// change any other resource is refused (ErrBeyondSavedPlan).
 func (r *Reconciler) ApplySaved(ctx context.Context, sp *SavedPlan, approveDeletions bool) (*Report, error) {
 	opts := Options{Trigger: "saved-plan", Refresh: sp.Refreshed, All: sp.Refreshed, ApproveDeletions: approveDeletions, expect: sp}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.once(ctx, opts)
+	rep, err := r.once(ctx, opts)
+	if err != nil {
+		return rep, err
+	}
+	later := opts
+	later.expect, later.deferredOf = nil, sp
+	return rep, r.laterPhases(ctx, rep, later)
+}
+
+// onlyDeferred checks that a later phase of ApplySaved changes only
+// objects the saved plan showed as known after apply.
+func onlyDeferred(sp *SavedPlan, p *planner.Plan) error {
+	known := make(map[string]bool, len(sp.Plan.Deferred))
+	for _, d := range sp.Plan.Deferred {
+		known[d.Key()] = true
+	}
+	for _, res := range p.Resources {
+		if res.Action != planner.NoOp && res.Action != planner.Observe && !known[res.Key()] {
+			return fmt.Errorf("%w: applying what the saved plan showed as known after apply, %s would be %s, which the saved plan did not show: "+
+				"the saved plan was applied, this is not: plan again", ErrBeyondSavedPlan, res.ID(), res.Action)
+		}
+	}
+	return nil
 }
 
 // stateFingerprint returns the last applied revision and a digest of the

@@ -27,6 +27,10 @@ type Resource struct {
 	AppliedHash string `json:"appliedHash,omitempty"`
 	// AppliedBody is the last applied body with secret values redacted.
 	AppliedBody json.RawMessage `json:"appliedBody,omitempty"`
+	// SecretHashes are the sha256 of each field of the last applied body
+	// that held a value substituted from a Secret, by JSON pointer: a plan
+	// tells which one changed (masked). Never shown by the API.
+	SecretHashes map[string]string `json:"secretHashes,omitempty"`
 	// DesiredHash is the hash of the body the manifest asked for at the last
 	// run (applied or not); Generation increments when it changes.
 	DesiredHash string `json:"desiredHash,omitempty"`
@@ -50,6 +54,9 @@ type Resource struct {
 	// when it was last applied (owner, references, exported values): when
 	// both are deleted, this one goes first.
 	DependsOn []string `json:"dependsOn,omitempty"`
+	// OtherWriter is set while the newest Activity Log read of the resource
+	// showed writes with gitaso's principal that this gitaso did not make.
+	OtherWriter *OtherWriter `json:"otherWriter,omitempty"`
 }
 
 // Key returns the resource's state key, "namespace/group/Kind/name".

@@ -12,10 +12,31 @@ bin=${GITASO_BIN:-$root/bin/gitaso}
 [ -x "$bin" ] || { echo "build first: make build" >&2; exit 1; }
 
 work=${DEMO_DIR:-$root/demo-data}
-rm -rf "$work" && mkdir -p "$work"
 eport=${DEMO_EMULATOR_PORT:-8443}
 aport=${DEMO_API_PORT:-8080}
 api="http://127.0.0.1:$aport"
+
+# Nothing is deleted before every check has passed: a demo still running in $work (its lock file names its
+# process), a directory that is not a demo's, a port in use. A second `make demo` must not delete the first
+# one's repository, state, logs and CA.
+lock="$work/demo.pid"
+mkdir -p "$work"
+running() { # the demo process holding the lock, if it is alive and a demo (any live process without ps)
+  local pid
+  pid=$(cat "$lock" 2>/dev/null) || return 1
+  [[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
+  if command -v ps >/dev/null; then ps -o args= -p "$pid" 2>/dev/null | grep -q demo.sh || return 1; fi
+  echo "$pid"
+}
+if pid=$(running); then
+  echo "a demo (process $pid) is running in $work; stop it first, or start another with its own directory and ports:" >&2
+  echo "  DEMO_DIR=<dir> DEMO_EMULATOR_PORT=<port> DEMO_API_PORT=<port> make demo" >&2
+  exit 1
+fi
+if [ -n "$(ls -A "$work")" ] && [ ! -e "$work/demo.pid" ] && [ ! -e "$work/gitaso.db" ] && [ ! -e "$work/emulator.env" ]; then
+  echo "$work is not empty and holds no demo: not deleting it; choose another DEMO_DIR" >&2
+  exit 1
+fi
 
 # A port something else listens on fails now, naming it, not after minutes of waiting.
 for p in "$eport:DEMO_EMULATOR_PORT:the emulator" "$aport:DEMO_API_PORT:gitaso's API and status page"; do
@@ -26,9 +47,24 @@ for p in "$eport:DEMO_EMULATOR_PORT:the emulator" "$aport:DEMO_API_PORT:gitaso's
   fi
 done
 
+# Take the lock (noclobber: of two starts at once, one wins), then clear what a stopped demo left.
+if [ -e "$lock" ] && ! running >/dev/null; then rm -f "$lock"; fi # a stopped demo's
+if ! (set -o noclobber; echo $$ >"$lock") 2>/dev/null; then
+  echo "another demo is starting in $work; not touching it" >&2
+  exit 1
+fi
+find "$work" -mindepth 1 -maxdepth 1 ! -name demo.pid -exec rm -rf {} +
+
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT INT TERM
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "$(cat "$lock" 2>/dev/null)" = $$ ]; then rm -f "$lock"; fi
+}
+trap cleanup EXIT
+# Ctrl-C (or a TERM) stops the demo: the cleanup above stops the emulator and the daemon; exit 0 so that make does
+# not call it an error.
+trap 'echo; echo "demo stopped; its files stay in $work (the next make demo starts afresh)"; exit 0' INT TERM
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -130,7 +166,7 @@ gitaso is running. Look at:
   $bin plan --dir $work/repo --offline --subscription $AZURE_SUBSCRIPTION_ID --substitute-from platform/platform-vars --substitute-from ConfigMap/platform/team-a-vars --substitute-strict
                                            # the plan as text, without Azure
 Change a manifest and commit; the next poll (2 s) applies exactly that change:
-  cd $work/repo && sed -i 's/maxDeliveryCount: 10/maxDeliveryCount: 5/' team-a/servicebus.yaml && git commit -qam 'fewer retries'
+  cd $work/repo && sed -i 's/maxDeliveryCount: 10/maxDeliveryCount: 5/' team-a/servicebus.yaml && git -c user.name=demo -c user.email=demo@gitaso.local commit -qam 'fewer retries'
 Logs: $work/gitaso.log (daemon), $work/emulator.log. Emulator settings: source $work/emulator.env
 EOF
 

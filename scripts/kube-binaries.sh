@@ -13,7 +13,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 if [ ! -x "$out/kube-apiserver" ]; then
-  echo "building kube-apiserver v$K8S_VERSION (a few minutes, once)" >&2
+  echo "building kube-apiserver v$K8S_VERSION (6–10 minutes on two cores, once)" >&2
   minor=${K8S_VERSION#1.}
   mkdir -p "$work/k8s" && cd "$work/k8s"
   go mod init gitaso.local/kubeapiserver >/dev/null 2>&1

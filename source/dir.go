@@ -42,12 +42,14 @@ func WithLimits(l Limits) DirOption { return func(d *Dir) { d.limits = l } }
 // files are named relative to root. Hidden directories (.git, ...) are
 // skipped.
 //
-// Only regular files inside root are read. A symlink to a regular file
-// inside root is followed; one whose target is outside root (or cannot be
-// resolved), and any *.yaml/*.yml entry that is not a regular file (a
-// device, FIFO, socket or directory), refuses the revision with an error
-// naming it: silently skipping it would drop its objects, which the
-// reconciler would delete. Symlinked directories are not descended into.
+// Only regular files inside root are read. A symlink whose target is
+// inside root is followed, a directory as a directory, and read under the
+// link's name; one whose target is outside root, cannot be resolved or
+// contains the link (a loop), and any *.yaml/*.yml entry that is a device,
+// FIFO or socket, refuses the revision with an error naming it: silently
+// skipping it would drop its objects, which the reconciler would delete.
+// The Git source reads symlinks of a commit the same way (see the package
+// documentation).
 // Files above Limits.MaxFileSize, or beyond Limits.MaxTotalSize together,
 // refuse the revision too.
 func NewDir(root, path string, opts ...DirOption) *Dir {
@@ -127,58 +129,123 @@ func (d *Dir) read(ctx context.Context) (files []File, errs diag.List, err error
 	} else if !st.IsDir() {
 		return nil, nil, &PathNotFoundError{Revision: DirRevision(nil), Path: sub}
 	}
-	var total int64
-	var charts []string // chart directories (ChartFile) walked into, outermost first
-	inChart := func(p string) bool {
-		for _, c := range charts {
-			if strings.HasPrefix(p, c+string(filepath.Separator)) {
-				return true
-			}
-		}
-		return false
-	}
-	err = filepath.WalkDir(start, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if e.IsDir() {
-			if p != start && hiddenDir(e.Name()) {
-				return filepath.SkipDir
-			}
-			if st, err := os.Lstat(filepath.Join(p, ChartFile)); err == nil && st.Mode().IsRegular() && !inChart(p) {
-				charts = append(charts, p)
-			}
-			return nil
-		}
-		if !IsYAMLFile(e.Name()) && !inChart(p) {
-			return nil
-		}
-		rel, err := filepath.Rel(start, p)
-		if err != nil {
-			return err
-		}
-		name := path.Join(sub, filepath.ToSlash(rel))
-		data, size, derr := readRegular(root, p, name, min(lim.MaxFileSize, lim.MaxTotalSize-total), lim.MaxFileSize)
-		if derr != nil {
-			if errors.Is(derr, ErrLimit) && size <= lim.MaxFileSize {
-				// Within the file limit, beyond the total: once, and stop.
-				errs = append(errs, totalSizeError(name, lim.MaxTotalSize))
-				return fs.SkipAll
-			}
-			errs = append(errs, derr)
-			return nil
-		}
-		total += int64(len(data))
-		files = append(files, File{Path: name, Data: data})
-		return nil
-	})
-	if err != nil {
+	w := &dirWalk{ctx: ctx, root: root, lim: lim}
+	if err := w.walk(start, sub, []string{start}, false); err != nil && !errors.Is(err, errStopWalk) {
 		return nil, nil, fmt.Errorf("read directory source %s: %w", start, err)
 	}
-	return sortedFiles(files), errs, nil
+	return sortedFiles(w.files), w.errs, nil
+}
+
+// errStopWalk ends a walk early (the total size is exceeded).
+var errStopWalk = errors.New("stop walking")
+
+// dirWalk is one listing of a directory source: the files read and the
+// entries refused.
+type dirWalk struct {
+	ctx   context.Context
+	root  string // absolute, symlinks resolved
+	lim   Limits
+	total int64
+	files []File
+	errs  diag.List
+}
+
+// walk reads the directory dir (a real path inside root), whose entries are
+// named below name (the path a user sees, through the symlinks followed).
+// real holds the real paths of the directories being walked, outermost
+// first, so that a symlink back to one of them is refused rather than
+// followed for ever. chart is true inside a Helm chart directory.
+func (w *dirWalk) walk(dir, name string, real []string, chart bool) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	if st, err := os.Lstat(filepath.Join(dir, ChartFile)); err == nil && st.Mode().IsRegular() {
+		chart = true
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		n := path.Join(name, e.Name())
+		switch {
+		case e.IsDir():
+			if hiddenDir(e.Name()) {
+				continue
+			}
+			if err := w.walk(p, n, append(real, p), chart); err != nil {
+				return err
+			}
+		case e.Type()&fs.ModeSymlink != 0:
+			if err := w.link(p, n, real, chart); err != nil {
+				return err
+			}
+		case IsYAMLFile(e.Name()) || chart:
+			if err := w.read(p, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// link follows the symlink p (named n) when its target is inside the root:
+// a directory is walked under the link's name, a file read under it. A
+// link that leaves the root, cannot be resolved or leads back to a
+// directory being walked refuses the revision: skipping it would drop its
+// objects, which the reconciler would delete. Hidden links that are not
+// named *.yaml/*.yml are skipped, as hidden directories are.
+func (w *dirWalk) link(p, n string, real []string, chart bool) error {
+	base := filepath.Base(p)
+	if hiddenDir(base) && !IsYAMLFile(base) {
+		return nil
+	}
+	target, _ := os.Readlink(p)
+	t, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		w.errs = append(w.errs, linkRefused(n, target, fmt.Sprintf("cannot be resolved (%v)", pathErr(err))))
+		return nil
+	}
+	if !inside(w.root, t) {
+		w.errs = append(w.errs, linkRefused(n, target, "leads outside the directory source "+w.root))
+		return nil
+	}
+	st, err := os.Stat(t)
+	if err != nil {
+		w.errs = append(w.errs, &diag.Error{File: n, Msg: fmt.Sprintf("cannot read symlink target: %v", err)})
+		return nil
+	}
+	if !st.IsDir() {
+		if IsYAMLFile(base) || chart {
+			return w.read(p, n)
+		}
+		return nil
+	}
+	for _, r := range real {
+		if inside(t, r) {
+			w.errs = append(w.errs, linkRefused(n, target, loopReason(t)))
+			return nil
+		}
+	}
+	return w.walk(t, n, append(real, t), chart)
+}
+
+// read reads the file p as n within the limits (see readRegular).
+func (w *dirWalk) read(p, n string) error {
+	data, size, derr := readRegular(w.root, p, n, min(w.lim.MaxFileSize, w.lim.MaxTotalSize-w.total), w.lim.MaxFileSize)
+	if derr != nil {
+		if errors.Is(derr, ErrLimit) && size <= w.lim.MaxFileSize {
+			// Within the file limit, beyond the total: once, and stop.
+			w.errs = append(w.errs, totalSizeError(n, w.lim.MaxTotalSize))
+			return errStopWalk
+		}
+		w.errs = append(w.errs, derr)
+		return nil
+	}
+	w.total += int64(len(data))
+	w.files = append(w.files, File{Path: n, Data: data})
+	return nil
 }
 
 // readRegular reads the regular file p (named name in errors) inside root:
@@ -198,12 +265,13 @@ func readRegular(root, p, name string, max, fileMax int64) (data []byte, size in
 	}
 	target := p
 	if info.Mode()&fs.ModeSymlink != 0 {
+		link, _ := os.Readlink(p)
 		t, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			return fail("symlink cannot be resolved (%v): refused", errors.Unwrap(err))
+			return nil, 0, linkRefused(name, link, fmt.Sprintf("cannot be resolved (%v)", pathErr(err)))
 		}
 		if !inside(root, t) {
-			return fail("symlink to %s leads outside the directory source %s: refused (gitaso reads nothing outside the root)", t, root)
+			return nil, 0, linkRefused(name, link, "leads outside the directory source "+root)
 		}
 		if info, err = os.Lstat(t); err != nil {
 			return fail("cannot read symlink target: %v", err)
@@ -237,6 +305,15 @@ func readRegular(root, p, name string, max, fileMax int64) (data []byte, size in
 			What: fmt.Sprintf("the file grew to more than %s while it was read", formatSize(max))}}
 	}
 	return data, 0, nil
+}
+
+// pathErr is the cause of a path error (ENOENT, ELOOP), or err.
+func pathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // readAll is io.ReadAll into a buffer sized for the size the file had

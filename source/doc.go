@@ -41,15 +41,29 @@
 // cache is damaged, the cache is replaced by a fresh shallow clone.
 //
 // In directory mode (NewDir) the revision is a content hash, so that an
-// unchanged directory yields an unchanged revision. Only regular files
-// inside the root are read: a symlink is followed only when its target is
-// a regular file inside the root, and a *.yaml/*.yml entry that is a
-// symlink leading out of the root (or that cannot be resolved), a device,
-// a FIFO or a socket refuses the revision with an error naming it. Refusing
-// rather than skipping: a skipped file's objects would look deleted, and
-// the reconciler would delete them in Azure. Files are opened non-blocking
-// and checked again once open, so a FIFO swapped in cannot hang a read. Git
-// mode never follows symlinks (nor submodules): it skips them, as before.
+// unchanged directory yields an unchanged revision.
+//
+// # Symlinks
+//
+// Both modes read the same tree the same way. A symlink whose target is
+// inside the root (the --dir directory, or the repository: in Git mode the
+// link is resolved in the commit's tree, never on disk) is followed and
+// read under the link's own name: a file as that file, a directory walked
+// as a directory, a link to a link followed on, and the source path itself
+// may be one. A symlink that leads out of the root (in Git any absolute
+// target does), cannot be resolved, or leads back to a directory that
+// contains it refuses the revision with an error naming the link, whatever
+// its name; so do *.yaml/*.yml entries that are devices, FIFOs or sockets.
+// Refusing rather than skipping: a skipped entry's objects would look
+// deleted, and the reconciler would delete them in Azure. Hidden links not
+// named *.yaml/*.yml are skipped like hidden directories, links to files
+// that are not manifests are not read, and Git submodules are not read.
+// Files are opened non-blocking and checked again once open, so a FIFO
+// swapped in cannot hang a read. A link that makes one object appear twice
+// (a directory reachable through two names) refuses the revision as any
+// object defined twice does. (Flux's source-controller leaves symlinks out
+// of its artifacts; gitaso follows the ones inside the repository instead,
+// so that moving a manifest behind a link deletes nothing.)
 //
 // A path that does not exist at a revision is a *PathNotFoundError
 // (errors.Is ErrPathNotFound) in both modes, so that a caller can hold the

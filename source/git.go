@@ -50,7 +50,16 @@ var (
 	// ErrPathNotFound is returned (as a *PathNotFoundError) when the
 	// configured path is not a directory in the commit or directory.
 	ErrPathNotFound = errors.New("path not found in commit")
+	// ErrTimeout is returned (wrapped, naming the URL) when the Git server
+	// did not finish answering within GitOptions.Timeout: a server that
+	// accepts the connection and never answers. Retryable.
+	ErrTimeout = errors.New("git server did not answer in time")
 )
+
+// DefaultTimeout bounds one exchange with the Git server (listing its
+// references and fetching what changed) when GitOptions.Timeout is zero:
+// Flux's GitRepository spec.timeout default.
+const DefaultTimeout = time.Minute
 
 // GitOptions configures a Git source.
 type GitOptions struct {
@@ -84,6 +93,12 @@ type GitOptions struct {
 	// Limits bound the files read at a commit (zero fields take their
 	// defaults, see Limits). Blob sizes are checked before a blob is read.
 	Limits Limits
+	// Timeout bounds each network exchange with the server (a fetch, a
+	// listing of references): one that has not finished by then is
+	// abandoned with ErrTimeout, so that a server that accepts and never
+	// answers cannot stop the daemon's polling. 0: DefaultTimeout;
+	// negative: no deadline but the caller's.
+	Timeout time.Duration
 }
 
 // LogValue renders the options without the password.
@@ -167,13 +182,15 @@ func (g *Git) Branch() string { return g.followed() }
 // anything (like git ls-remote).
 func (g *Git) Head(ctx context.Context) (string, error) {
 	r := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{g.url}})
-	refs, err := r.ListContext(ctx, &git.ListOptions{
+	nctx, cancel := g.withTimeout(ctx)
+	defer cancel()
+	refs, err := r.ListContext(nctx, &git.ListOptions{
 		Auth:            g.auth,
 		CABundle:        g.opts.CABundle,
 		InsecureSkipTLS: g.opts.InsecureSkipTLS,
 	})
 	if err != nil {
-		return "", g.wrap("list remote refs of", err)
+		return "", g.wrap("list remote refs of", g.timedOut(ctx, nctx, err))
 	}
 	want := plumbing.ReferenceName(g.remoteRef())
 	for _, ref := range refs {
@@ -294,7 +311,9 @@ func (g *Git) fetch(ctx context.Context) (plumbing.Hash, bool, error) {
 	}
 	// Never fetch with a depth after the first clone: the server would send
 	// the whole tree again instead of what changed.
-	err := g.repo.FetchContext(ctx, &git.FetchOptions{
+	nctx, cancel := g.withTimeout(ctx)
+	defer cancel()
+	err := g.repo.FetchContext(nctx, &git.FetchOptions{
 		RemoteName:      "origin",
 		RefSpecs:        []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", g.remoteRef(), refName))},
 		Depth:           depth,
@@ -305,7 +324,7 @@ func (g *Git) fetch(ctx context.Context) (plumbing.Hash, bool, error) {
 		Force:           true,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return plumbing.ZeroHash, false, g.wrap("fetch", err)
+		return plumbing.ZeroHash, false, g.wrap("fetch", g.timedOut(ctx, nctx, err))
 	}
 	// On shallow repositories Fetch may report nothing when nothing changed
 	// (and vice versa): the ref is the truth.
@@ -314,6 +333,37 @@ func (g *Git) fetch(ctx context.Context) (plumbing.Hash, bool, error) {
 		return plumbing.ZeroHash, false, g.wrap("fetch", ErrBranchNotFound)
 	}
 	return ref.Hash(), ref.Hash() != before, nil
+}
+
+// timeout is the deadline of one network exchange; 0 for none.
+func (g *Git) timeout() time.Duration {
+	switch t := g.opts.Timeout; {
+	case t == 0:
+		return DefaultTimeout
+	case t < 0:
+		return 0
+	default:
+		return t
+	}
+}
+
+// withTimeout returns ctx bounded by the network timeout.
+func (g *Git) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t := g.timeout(); t > 0 {
+		return context.WithTimeout(ctx, t)
+	}
+	return context.WithCancel(ctx)
+}
+
+// timedOut turns err into ErrTimeout when the exchange's own deadline
+// (nctx, derived from ctx) ended it rather than the caller: the error a
+// hung server leaves is otherwise a bare "context deadline exceeded" or
+// an I/O error of the closed connection.
+func (g *Git) timedOut(ctx, nctx context.Context, err error) error {
+	if ctx.Err() == nil && errors.Is(nctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w: no answer within %s: %w", ErrTimeout, g.timeout(), err)
+	}
+	return err
 }
 
 // maxPacks is the number of pack files in the cache above which the cache is
@@ -424,11 +474,10 @@ func cacheKey(u, branch string) string {
 func (g *Git) snapshotAt(ctx context.Context, hash plumbing.Hash) (*manifest.Snapshot, error) {
 	lim := g.opts.Limits.WithDefaults()
 	rev := hash.String()
-	list, err := g.listAt(ctx, hash)
+	list, errs, err := g.listAt(ctx, hash)
 	if err != nil {
 		return nil, err
 	}
-	var errs diag.List
 	var total int64 // bytes of the files so far
 	// read reads a blob within the limits; a *diag.Error refuses the file,
 	// stop is true when the total is exceeded (reported once).
@@ -572,28 +621,40 @@ type treeFile struct {
 
 // listAt lists every *.yaml/*.yml below the path in a commit, and every
 // file of a chart directory (ChartFiles), sorted by path, skipping hidden
-// directories, symlinks and submodules.
-func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) ([]treeFile, error) {
+// directories and submodules. Symlinks inside the repository are followed
+// (see commitTree); the ones that cannot be are refused entries, returned
+// as errs, each naming the link.
+func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) (files []treeFile, errs diag.List, err error) {
 	commit, err := g.repo.CommitObject(hash)
 	if err != nil {
-		return nil, fmt.Errorf("git source %s: read commit %s: %w", g.display, hash, err)
+		return nil, nil, fmt.Errorf("git source %s: read commit %s: %w", g.display, hash, err)
 	}
-	tree, err := commit.Tree()
+	root, err := commit.Tree()
 	if err != nil {
-		return nil, fmt.Errorf("git source %s: read tree of %s: %w", g.display, hash, err)
+		return nil, nil, fmt.Errorf("git source %s: read tree of %s: %w", g.display, hash, err)
 	}
+	ct := &commitTree{repo: g.repo, root: root}
+	tree, real := root, ""
 	if g.path != "" {
-		tree, err = tree.Tree(g.path)
-		if err != nil {
-			if errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
-				return nil, fmt.Errorf("git source %s: %w", g.display, &PathNotFoundError{Revision: hash.String(), Path: g.path})
-			}
-			return nil, fmt.Errorf("git source %s: read %q at %s: %w", g.display, g.path, hash, err)
+		r, err := ct.resolve(g.path)
+		switch {
+		case errors.Is(err, errLinkDangling) || errors.Is(err, errLinkNotDir) || (err == nil && r.mode != filemode.Dir):
+			return nil, nil, fmt.Errorf("git source %s: %w", g.display, &PathNotFoundError{Revision: hash.String(), Path: g.path})
+		case isLinkError(err):
+			return nil, nil, &RevisionError{Revision: hash.String(), Errors: diag.List{{File: g.path,
+				Msg: fmt.Sprintf("the source path, through a symlink, %s: refused", linkReason(err))}}}
+		case err != nil:
+			return nil, nil, fmt.Errorf("git source %s: read %q at %s: %w", g.display, g.path, hash, err)
 		}
+		if tree, err = g.repo.TreeObject(r.hash); err != nil {
+			return nil, nil, fmt.Errorf("git source %s: read %q at %s: %w", g.display, g.path, hash, err)
+		}
+		real = r.real
 	}
-	var files []treeFile
-	var walk func(t *object.Tree, dir string, chart bool) error
-	walk = func(t *object.Tree, dir string, chart bool) error {
+	// walk lists tree t, whose real path is realDir, under the name dir;
+	// reals are the real paths of the directories being walked.
+	var walk func(t *object.Tree, dir string, reals []string, chart bool) error
+	walk = func(t *object.Tree, dir string, reals []string, chart bool) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -601,33 +662,57 @@ func (g *Git) listAt(ctx context.Context, hash plumbing.Hash) ([]treeFile, error
 			e, err := t.FindEntry(ChartFile)
 			chart = err == nil && e.Mode.IsFile()
 		}
+		realDir := reals[len(reals)-1]
 		for _, e := range t.Entries {
 			p := path.Join(dir, e.Name)
-			switch e.Mode {
-			case filemode.Dir:
-				if hiddenDir(e.Name) {
+			mode, h, realP := e.Mode, e.Hash, path.Join(realDir, e.Name)
+			if mode == filemode.Symlink {
+				if hiddenDir(e.Name) && !IsYAMLFile(e.Name) {
+					continue // as a hidden directory
+				}
+				r, err := ct.resolve(realP)
+				if isLinkError(err) {
+					target, _ := ct.linkTarget(e.Hash)
+					errs = append(errs, linkRefused(p, target, linkReason(err)))
+					continue
+				} else if err != nil {
+					return fmt.Errorf("resolve symlink %s: %w", p, err)
+				}
+				if r.mode == filemode.Dir {
+					if slices.ContainsFunc(reals, func(d string) bool { return insideSlash(r.real, d) }) {
+						target, _ := ct.linkTarget(e.Hash)
+						errs = append(errs, linkRefused(p, target, loopReason(r.real)))
+						continue
+					}
+				} else if !IsYAMLFile(e.Name) && !chart {
 					continue
 				}
-				sub, err := g.repo.TreeObject(e.Hash)
+				mode, h, realP = r.mode, r.hash, r.real
+			} else if mode == filemode.Dir && hiddenDir(e.Name) {
+				continue
+			}
+			switch mode {
+			case filemode.Dir:
+				sub, err := g.repo.TreeObject(h)
 				if err != nil {
 					return fmt.Errorf("read tree %s: %w", p, err)
 				}
-				if err := walk(sub, p, chart); err != nil {
+				if err := walk(sub, p, append(reals, realP), chart); err != nil {
 					return err
 				}
 			case filemode.Regular, filemode.Executable, filemode.Deprecated:
 				if IsYAMLFile(e.Name) || chart {
-					files = append(files, treeFile{path: p, hash: e.Hash})
+					files = append(files, treeFile{path: p, hash: h})
 				}
 			}
 		}
 		return nil
 	}
-	if err := walk(tree, g.path, false); err != nil {
-		return nil, fmt.Errorf("git source %s at %s: %w", g.display, hash, err)
+	if err := walk(tree, g.path, []string{real}, false); err != nil {
+		return nil, nil, fmt.Errorf("git source %s at %s: %w", g.display, hash, err)
 	}
 	slices.SortFunc(files, func(a, b treeFile) int { return strings.Compare(a.path, b.path) })
-	return files, nil
+	return files, errs.Sorted(), nil
 }
 
 // readBlob reads the blob of tf when it is within the file limit and max

@@ -8,8 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
-
-	"github.com/gitaso/gitaso/internal/diag"
+	"time"
 )
 
 // Files fetches the branch and returns its head commit and the files below
@@ -23,11 +22,10 @@ func (g *Git) Files(ctx context.Context) (revision string, files []File, err err
 		return "", nil, err
 	}
 	lim := g.opts.Limits.WithDefaults()
-	list, err := g.listAt(ctx, hash)
+	list, errs, err := g.listAt(ctx, hash)
 	if err != nil {
 		return "", nil, err
 	}
-	var errs diag.List
 	var total int64
 	for _, tf := range list {
 		data, derr, err := g.readBlob(tf, lim, lim.MaxTotalSize-total)
@@ -61,6 +59,8 @@ type Repositories struct {
 	CABundle []byte
 	Limits   Limits
 	Logger   *slog.Logger
+	// Timeout bounds each network exchange (GitOptions.Timeout).
+	Timeout time.Duration
 
 	mu    sync.Mutex
 	repos map[string]*Git
@@ -88,7 +88,8 @@ func (rs *Repositories) Files(ctx context.Context, req RepositoryRequest) (strin
 	g := rs.repos[key]
 	if g == nil {
 		opts := GitOptions{URL: req.URL, Branch: req.Branch, Username: req.Username, Password: req.Password,
-			CABundle: append(append([]byte(nil), rs.CABundle...), req.CABundle...), Limits: rs.Limits, Logger: rs.Logger}
+			CABundle: append(append([]byte(nil), rs.CABundle...), req.CABundle...), Limits: rs.Limits, Logger: rs.Logger,
+			Timeout: rs.Timeout}
 		if rs.CacheDir != "" {
 			opts.CacheDir = filepath.Join(rs.CacheDir, key[:16])
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -288,7 +287,6 @@ func TestDirSymlinks(t *testing.T) {
 		{"relative.yaml", "../../" + filepath.Base(outside) + "/secret.yaml", "leads outside the directory source"},
 		{"zero.yaml", "/dev/zero", "leads outside the directory source"},
 		{"dangling.yaml", "nope.yaml", "cannot be resolved"},
-		{"dir.yaml", "../shared", "is a directory, not a regular file"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			guardMemory(t, 256<<20)
@@ -476,46 +474,6 @@ func TestGitLimits(t *testing.T) {
 	repo.Commit(map[string]string{"infra/zz.yaml": manyObjects(100)}, nil, "more")
 	_, err = g.Fetch(t.Context())
 	wantLimit(t, err, "infra/zz.yaml", 0, "total-yaml-nodes")
-}
-
-// TestGitIgnoresSymlinks: a symlink committed to Git is never followed.
-func TestGitIgnoresSymlinks(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
-	outside := t.TempDir()
-	writeFiles(t, outside, map[string]string{"secret.yaml": secretYAML})
-	work := t.TempDir()
-	writeFiles(t, work, map[string]string{"rg.yaml": rgYAML})
-	for _, l := range [][2]string{{filepath.Join(outside, "secret.yaml"), "secret.yaml"}, {"/dev/zero", "zero.yaml"}} {
-		if err := os.Symlink(l[0], filepath.Join(work, l[1])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+work,
-			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git("init", "-q", "-b", "main")
-	git("add", "-A")
-	git("commit", "-q", "-m", "links")
-	g, err := NewGit(GitOptions{URL: work, Branch: "main"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := g.Fetch(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]string{"rg.yaml:1 team-a/ResourceGroup/rg"}, ids(snap.Objects)); diff != "" {
-		t.Errorf("objects (-want +got):\n%s", diff)
-	}
 }
 
 func TestSetLimit(t *testing.T) {

@@ -103,7 +103,7 @@ func parseTextWith(name string, data []byte, lim Limits, generated, fast bool) (
 			if errors.Is(err, io.EOF) {
 				break
 			}
-			e := yamlError(name, data, err)
+			e := yamlError(name, data, err, !generated)
 			if generated {
 				e.Line = 0 // a line of the generated text points nowhere
 			}
@@ -353,19 +353,34 @@ func partialID(o manifest.Object) string {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// yamlError turns a yaml.v3 error into a diag.Error with a line. yaml.v3
-// omits "line N" when the problem is on the first line, and reader errors
-// (bad encoding, control characters) carry no position: find the first
-// offending character then.
-func yamlError(file string, data []byte, err error) *diag.Error {
+// yamlError turns a yaml.v3 error into a diag.Error with a line. The line
+// yaml.v3 puts in its message is often not where the error is: for parser
+// errors it is the line before the construct the parser was in (a 0-based
+// line of the enclosing mapping's start: "did not find expected key" of a
+// mis-indented line 15 reads "line 6"), it omits "line N" on the first
+// line, and alias and reader errors (bad encoding, control characters)
+// carry no position. With locate, the line is found instead (see
+// errorLine): the first line up to which the text fails with the same
+// error. Otherwise, or when that cannot be told, yaml.v3's line is kept,
+// and the first offending character is looked for in reader errors.
+func yamlError(file string, data []byte, err error, locate bool) *diag.Error {
 	msg := err.Error()
+	found := 0
+	if locate {
+		found = errorLine(data, msg)
+	}
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
+		if found > 0 {
+			line = found
+		}
 		return &diag.Error{File: file, Line: line, Msg: "invalid YAML: " + m[2]}
 	}
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	line := 1
 	switch {
+	case found > 0:
+		line = found
 	case strings.Contains(msg, "anchor"):
 		line = 0 // alias errors carry no position
 	case strings.Contains(msg, "UTF"), strings.Contains(msg, "Unicode"), strings.Contains(msg, "octet"),
@@ -373,6 +388,131 @@ func yamlError(file string, data []byte, err error) *diag.Error {
 		line = badCharLine(data)
 	}
 	return &diag.Error{File: file, Line: line, Msg: "invalid YAML: " + msg}
+}
+
+// maxLocateSize bounds the YAML documents whose errors errorLine locates:
+// it parses about log2(lines) prefixes of the document.
+const maxLocateSize = 1 << 20
+
+// errorLine returns the 1-based line where yaml.v3 fails on data with the
+// error message msg: the smallest n such that the text up to the end of
+// line n fails alike (the same construct: yaml.v3's line, or its message
+// when it names no line). yaml.v3 reads a stream in order, so a prefix
+// that holds the offending token fails as the whole does, and one that
+// stops before it does not, or fails in another construct (a multi-line
+// flow collection or quoted string cut short, which names its own line).
+// For an unclosed flow collection or quoted string that is the line where
+// it opens, for a mis-indented key the key's line. Only the document that
+// holds yaml.v3's line is parsed again (from its "---"), so that one error
+// in a file of many documents costs a few parses of one. 0 when it cannot
+// be told (the document is above maxLocateSize, or no prefix fails alike).
+func errorLine(data []byte, msg string) int {
+	ends := lineEnds(data)
+	line := func(n int) []byte { // line n, 1-based
+		if n == 1 {
+			return data[:ends[0]]
+		}
+		return data[ends[n-2]:ends[n-1]]
+	}
+	// The lines [first, last] of the document holding yaml.v3's line
+	// (itself at or before the error), or of the whole stream.
+	first, last, reported := 1, len(ends), 0
+	want := yamlLineRE.FindStringSubmatch(msg)
+	if want != nil {
+		reported, _ = strconv.Atoi(want[1])
+		reported = min(max(reported, 1), len(ends))
+		for first = reported; first > 1 && !isDocumentStart(line(first)); first-- {
+		}
+		for last = reported + 1; last <= len(ends) && !isDocumentStart(line(last)); last++ {
+		}
+		last--
+	}
+	if last < 1 {
+		return 0
+	}
+	from := 0
+	if first > 1 {
+		from = ends[first-2]
+	}
+	if ends[last-1]-from > maxLocateSize {
+		return 0
+	}
+	// With a line in msg, a prefix fails alike when its error names the
+	// same line, whatever it says: cut inside the string or collection
+	// that fails, it fails at its end ("found unexpected end of stream")
+	// where the whole fails at what follows.
+	same := func(n int) bool {
+		err := firstYAMLError(data[from:ends[n-1]])
+		if err == nil {
+			return false
+		}
+		if want == nil {
+			return err.Error() == msg
+		}
+		m := yamlLineRE.FindStringSubmatch(err.Error())
+		if m == nil {
+			return false
+		}
+		l, _ := strconv.Atoi(m[1])
+		return l+first-1 == reported
+	}
+	lo, hi := max(first, reported), last
+	if !same(hi) {
+		return 0
+	}
+	for lo < hi { // same(hi) holds
+		mid := lo + (hi-lo)/2
+		if same(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return hi
+}
+
+// isDocumentStart reports whether a line is a YAML document marker
+// ("---" at the start of a line, alone or followed by a space): outside a
+// quoted string it always starts a document, and inside one it is an
+// error.
+func isDocumentStart(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("---")) && (len(line) == 3 || strings.ContainsRune(" \t\r\n", rune(line[3])))
+}
+
+// lineEnds returns the offset just past each line of data (its newline
+// included).
+func lineEnds(data []byte) []int {
+	var ends []int
+	for i := 0; i < len(data); {
+		j := bytes.IndexByte(data[i:], '\n')
+		if j < 0 {
+			ends = append(ends, len(data))
+			break
+		}
+		i += j + 1
+		ends = append(ends, i)
+	}
+	return ends
+}
+
+// firstYAMLError decodes every document of data into yaml.v3 nodes and
+// returns the first error (nil at the end of the stream).
+func firstYAMLError(data []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cannot parse YAML: %v", r)
+		}
+	}()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // badCharLine returns the 1-based line of the first character YAML does not

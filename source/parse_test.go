@@ -168,7 +168,7 @@ data:
 		{
 			name:    "unknown alias",
 			in:      "a: *nope\n",
-			wantErr: "m.yaml: invalid YAML: unknown anchor 'nope' referenced",
+			wantErr: "m.yaml:1: invalid YAML: unknown anchor 'nope' referenced",
 		},
 		{
 			name:    "infinity is not JSON",

@@ -34,6 +34,11 @@ type File struct {
 	// file and line of the origin comment (OriginComment) before their
 	// document, or else Line 0 (Index is the position in the generated text).
 	Generated bool
+	// Secrets are the values a Renderer took from Secrets and placed in
+	// the file (substitution): each object parsed from it that holds one
+	// records it (manifest.Object.Secrets), so that it is masked wherever
+	// the object is shown or stored.
+	Secrets []manifest.SecretValue
 }
 
 // Renderer is the render stage between reading files and parsing them
@@ -398,6 +403,9 @@ func parseAll(ctx context.Context, files []File, lim Limits, base int64) ([]pars
 					r.objs, r.nodes, r.err = parseFile(f.Path, f.Data, lim)
 				}
 				r.parsed = true
+				if len(f.Secrets) > 0 {
+					attachSecrets(r.objs, f.Secrets)
+				}
 				total.Add(r.nodes)
 			}
 		})

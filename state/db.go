@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,6 +76,9 @@ type DB struct {
 	ready readyIndex // Ready status per resource, for ReadyCounts (ready.go)
 
 	resVersion atomic.Uint64 // ResourcesVersion (walk.go)
+
+	checked *Report                      // the check at Open (check.go); nil for a new file
+	damaged atomic.Pointer[DamagedError] // the first damage a read found (damaged.go)
 }
 
 type options struct {
@@ -113,6 +117,12 @@ func WithoutKeyFile() Option { return func(o *options) { o.noKeyFile = true } }
 // Open opens (creating if needed) the state database at path. A second process
 // opening the same file waits for the lock timeout and then fails with
 // ErrLocked; a file written by a newer schema fails with ErrNewerSchema.
+//
+// An existing file is checked first (Check): a damaged one, a zero-length
+// one included, fails with a *DamagedError (errors.Is(err, ErrDamaged))
+// naming the damage and the ways out; only a missing file is a new state.
+// One damaged meta page is not damage (bbolt uses the other): CheckReport's
+// MetaFallback says so.
 func Open(path string, opts ...Option) (*DB, error) {
 	o := options{maxRuns: DefaultMaxRuns, lockTimeout: DefaultLockTimeout}
 	for _, opt := range opts {
@@ -130,7 +140,14 @@ func Open(path string, opts ...Option) (*DB, error) {
 	if o.keyFile == "" {
 		o.keyFile = path + ".key"
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
+	checked, err := checkExisting(path, o.lockTimeout)
+	if errors.Is(err, ErrDamaged) {
+		return nil, err // it names the file
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state: open %s: %w", path, lockHint(err, o.lockTimeout))
+	}
+	bdb, err := openBolt(path, &bolt.Options{
 		Timeout:      o.lockTimeout,
 		FreelistType: bolt.FreelistMapType,
 	})
@@ -140,7 +157,7 @@ func Open(path string, opts ...Option) (*DB, error) {
 		}
 		return nil, fmt.Errorf("state: open %s: %w", path, err)
 	}
-	db := &DB{bolt: bdb, path: path, opts: o}
+	db := &DB{bolt: bdb, path: path, opts: o, checked: checked}
 	if err := db.init(); err != nil {
 		_ = bdb.Close()
 		return nil, fmt.Errorf("state: open %s: %w", path, err)
@@ -152,7 +169,25 @@ func Open(path string, opts ...Option) (*DB, error) {
 	return db, nil
 }
 
-func (db *DB) init() error {
+// openBolt is bolt.Open with its panics (a damage the check let through)
+// turned into a *DamagedError. The file stays open and locked then: bbolt
+// gives no way to close what it opened before panicking.
+func openBolt(path string, o *bolt.Options) (bdb *bolt.DB, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			where, _ := panicSite()
+			bdb, err = nil, &DamagedError{Path: path, Panic: v, Where: where}
+		}
+	}()
+	return bolt.Open(path, 0o600, o)
+}
+
+// CheckReport is what the check at Open found in the file (nil when Open
+// created it): sound, or sound with one damaged meta page (MetaFallback).
+func (db *DB) CheckReport() *Report { return db.checked }
+
+func (db *DB) init() (err error) {
+	defer db.guard(&err, debug.SetPanicOnFault(true))
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -192,7 +227,8 @@ func (db *DB) Close() error {
 // Update runs fn in one read-write bbolt transaction (one fsync). If fn returns
 // an error nothing it wrote is kept. Write one reconcile's results in one
 // Update: per-key transactions are about 100 times slower.
-func (db *DB) Update(fn func(w *Writer) error) error {
+func (db *DB) Update(fn func(w *Writer) error) (err error) {
+	defer db.guard(&err, debug.SetPanicOnFault(true))
 	return db.bolt.Update(func(tx *bolt.Tx) error {
 		return fn(&Writer{tx: tx, db: db})
 	})
@@ -207,7 +243,13 @@ type Writer struct {
 	resChanged bool // a resource was written: ResourcesVersion changes on commit
 }
 
-func (db *DB) view(fn func(tx *bolt.Tx) error) error { return db.bolt.View(fn) }
+// view runs fn in a read transaction. A panic bbolt raises on a damaged page
+// becomes a *DamagedError (damaged.go), and so does a fault reading the
+// mapping.
+func (db *DB) view(fn func(tx *bolt.Tx) error) (err error) {
+	defer db.guard(&err, debug.SetPanicOnFault(true))
+	return db.bolt.View(fn)
+}
 
 // SetPlan stores the latest plan: JSON as rendered by the planner, or that
 // JSON compressed with gzip (Plan returns it decompressed).

@@ -11,7 +11,7 @@
 //
 //	resources      namespace/group/Kind/name   → Resource (JSON)
 //	runs           big-endian uint64 sequence  → Run (JSON); at most WithMaxRuns (default 500), oldest pruned
-//	meta           schemaVersion, lastGoodRevision, latestRevision, plan, runCounts, secretKeyCheck
+//	meta           schemaVersion, lastGoodRevision, latestRevision, plan, runCounts, secretKeyCheck, refused
 //	operations     key (the resource key)      → Operation (JSON)
 //	exports        namespace/configMapName     → map[key]value (JSON, plain: not secret)
 //	secretExports  namespace/secretName        → {keys, sealed} (values AES-256-GCM encrypted)
@@ -40,6 +40,21 @@
 //
 // Only one process can open the file: Open waits WithLockTimeout (default 1s)
 // for the file lock and then fails with ErrLocked, naming the path.
+//
+// # Damage
+//
+// Open checks an existing file before bbolt maps it (Check, verify.go: the
+// file read with bounded offsets, so no byte of it can panic gitaso): meta
+// pages, length, freelist and every bucket's pages. A damaged file, a
+// zero-length one included, fails with a *DamagedError (errors.Is(err,
+// ErrDamaged)) naming the pages and buckets and the ways out (WaysOut); only
+// a missing file is a new state. One damaged meta page is not damage (bbolt
+// uses the other; CheckReport says so). A page damaged after Open makes the
+// read that meets it return a *DamagedError: every transaction recovers
+// bbolt's panics and, with debug.SetPanicOnFault, faults on the mapping
+// (damaged.go); Damaged returns the first one for /readyz. Rebuild moves a
+// damaged file aside (copying every record when only the freelist is
+// damaged). docs/state.md is the operator's side.
 //
 // # Secret exports
 //

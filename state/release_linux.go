@@ -14,7 +14,7 @@ import (
 // (22 MB of its RSS at 10,000 resources). It runs inside a read
 // transaction, so the mapping cannot move meanwhile.
 func (db *DB) ReleasePages() error {
-	return db.bolt.View(func(tx *bolt.Tx) error { return db.releasePages(tx) })
+	return db.view(func(tx *bolt.Tx) error { return db.releasePages(tx) })
 }
 
 // releasePages is ReleasePages inside tx (any transaction holds the mapping

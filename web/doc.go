@@ -30,7 +30,9 @@
 //     the resources it touched with their action, outcome and error;
 //   - the latest plan, rendered line for line like the CLI's text plan
 //     (planner.RenderText): + ~ - > symbols, before -> after, movedFrom,
-//     "(known after apply)", "(sensitive value)", and why a plan is held;
+//     "(known after apply)", "(sensitive value)" (or "(sensitive value
+//     from Secret ns/name)" for a value substituted from a Secret, from the
+//     resource's sensitive map), and why a plan is held;
 //   - on every view, a banner when the newest finished run is held by the
 //     deletion guard: the revision, the reason and message, how many
 //     deletions of how many managed resources, the first keys, the
@@ -40,6 +42,11 @@
 //   - a banner when the newest finished run refused its revision (a YAML,
 //     rendering or validation error): the revision, its errors, and the
 //     revision that stays applied (GET /api/v1/runs "applied");
+//   - a banner (its own section, #health) while the source cannot be
+//     fetched or the state cannot be written (GET /api/v1/status): the
+//     repository (without credentials), the error, since when, how many
+//     failures in a row, the revision last fetched or the next retry, and
+//     why /readyz answers 503; a fetch or a run that works again removes it;
 //   - a "Sync now" button (POST /api/v1/sync). When the API answers 401 the
 //     page asks for the bearer token and retries the action; the token is
 //     kept in memory only, never in the URL, cookies or web storage. Both

@@ -248,3 +248,47 @@ func TestRunCommand(t *testing.T) {
 		t.Fatalf("RunCommand returned %v", err)
 	}
 }
+
+// TestRunCommandFaults: gitaso emulator --fault-503 1 --fault-methods PUT answers every PUT 503 from the start and
+// leaves reads alone; a share outside [0, 1] is refused before anything listens.
+func TestRunCommandFaults(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out bytes.Buffer
+	ready := make(chan *emulator.Emulator, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- emulator.RunCommand(ctx, emulator.CommandOptions{Addr: "127.0.0.1:0", Dir: dir,
+			Faults:  emulator.Faults{Rate503: 1, Methods: []string{"PUT"}},
+			OnReady: func(e *emulator.Emulator) { ready <- e }}, &out)
+	}()
+	var e *emulator.Emulator
+	select {
+	case e = <-ready:
+	case err := <-errc:
+		t.Fatalf("RunCommand: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunCommand not ready")
+	}
+	sp, ok := e.ServicePrincipalByName(emulator.BootstrapPrincipalName)
+	if !ok {
+		t.Fatal("no bootstrap principal")
+	}
+	c := newClient(t, e, secretCred(t, e, sp), -1)
+	if r := c.do(http.MethodPut, rgPath(e, "faulted"), rgAPI, map[string]any{"location": "westus2"}); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("PUT with --fault-503 1: %d %s", r.status, r.raw)
+	}
+	if r := c.do(http.MethodGet, rgPath(e, "faulted"), rgAPI, nil); r.status != http.StatusNotFound {
+		t.Fatalf("GET is not a faulted method: %d %s", r.status, r.raw)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("RunCommand returned %v", err)
+	}
+	err := emulator.RunCommand(context.Background(), emulator.CommandOptions{Addr: "127.0.0.1:0", Dir: t.TempDir(),
+		Faults: emulator.Faults{Rate429: 1.5}}, &out)
+	if err == nil || !strings.Contains(err.Error(), "fault 429: share 1.5 is not between 0 and 1") {
+		t.Fatalf("a share of 1.5: %v", err)
+	}
+}

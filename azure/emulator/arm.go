@@ -523,8 +523,12 @@ func (e *Emulator) serveList(w http.ResponseWriter, r *http.Request, p armPath, 
 				items = append(items, x)
 			}
 		}
-	case typeKey == raTypeKey:
-		items = e.store.ofType(typeKey, parentKey)
+	case appliesAtScope(typeKey): // authzlist.go
+		if p.ParentType == typeResourceGroup && e.rgMissing(armPath{Sub: p.Sub, RG: p.RG}) {
+			aerr = newARMError(http.StatusNotFound, "ResourceGroupNotFound", "Resource group '%s' could not be found.", p.RG)
+		} else {
+			items, aerr = e.listApplying(r, typeKey, parentKey)
+		}
 	case p.ParentType == typeSubscription && p.Namespace != "":
 		items = e.store.ofType(typeKey, parentKey)
 	default:
@@ -534,9 +538,6 @@ func (e *Emulator) serveList(w http.ResponseWriter, r *http.Request, p armPath, 
 			aerr = newARMError(http.StatusNotFound, "ParentResourceNotFound", "Can not perform requested operation on nested resource. Parent resource '%s' not found.", parentNames(p.Parent))
 		}
 		items = e.store.childrenOf(parentKey, typeKey)
-	}
-	if f := r.URL.Query().Get("$filter"); f != "" && typeKey == raTypeKey {
-		items = filterAssignments(items, f)
 	}
 	if aerr == nil {
 		items, aerr = e.filterList(r, p, c, items, partial) // listfilter.go

@@ -28,7 +28,9 @@ type CommandOptions struct {
 	// Registries are the Azure Container Registries served (WithRegistry), by name; their login servers are
 	// printed.
 	Registries []string
-	Logger     *slog.Logger
+	// Faults are injected from the start (WithFaults); PUT /_admin/faults replaces them while it runs.
+	Faults Faults
+	Logger *slog.Logger
 	// OnReady, when set, is called once the emulator serves and the files are written.
 	OnReady func(*Emulator)
 }
@@ -50,6 +52,9 @@ func RunCommand(ctx context.Context, opts CommandOptions, stdout io.Writer) erro
 	if opts.Dir == "" {
 		opts.Dir = def.Dir
 	}
+	if err := opts.Faults.check(); err != nil {
+		return fmt.Errorf("emulator: %w", err)
+	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {
 		return fmt.Errorf("emulator: resolve dir: %w", err)
@@ -57,7 +62,7 @@ func RunCommand(ctx context.Context, opts CommandOptions, stdout io.Writer) erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("emulator: create dir: %w", err)
 	}
-	eopts := []Option{WithAddr(opts.Addr), WithDefaultLatency(opts.Latency), WithHostnames(opts.Hostnames...)}
+	eopts := []Option{WithAddr(opts.Addr), WithDefaultLatency(opts.Latency), WithHostnames(opts.Hostnames...), WithFaults(opts.Faults)}
 	if opts.Logger != nil {
 		eopts = append(eopts, WithLogger(opts.Logger))
 	}

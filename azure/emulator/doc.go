@@ -15,8 +15,10 @@
 //     tenant-level resources, extension resources under any scope), PUT/PATCH/GET/HEAD/DELETE/list/listKeys, ARM's
 //     error codes (401 token codes, 403 AuthorizationFailed, api-version, parent and location checks), LROs
 //     (Azure-AsyncOperation for PUT, Location for DELETE, Retry-After plus retry-after-ms) with per-type latency,
-//     RBAC against role assignments with built-in roles under their real GUIDs, role assignment rules, throttling
-//     with ARM's token buckets, and a Resource Graph subset.
+//     RBAC against role assignments with built-in roles under their real GUIDs, role assignment rules (one
+//     assignment of a role to a principal at a scope: 409 RoleAssignmentExists), role assignments, locks and
+//     policy assignments listed at a scope as ARM lists them (at, above and below it; $filter=atScope() at or
+//     above; authzlist.go), throttling with ARM's token buckets, and a Resource Graph subset.
 //   - Faults (WithFaults, SetFaults, PUT /_admin/faults): 429/500/503 answers, connection resets before the
 //     request is served and resets after it was served (the write took effect, no response was sent), latency,
 //     provisioning failures.

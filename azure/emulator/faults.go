@@ -85,6 +85,22 @@ type ProvisioningFailure struct {
 	Count   int    `json:"count,omitempty"`   // fail this many times, then succeed (0: always)
 }
 
+// check refuses a share outside [0, 1] or a negative latency.
+func (f Faults) check() error {
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"429", f.Rate429}, {"500", f.Rate500}, {"503", f.Rate503}, {"reset", f.ResetRate}, {"reset-after", f.ResetAfterRate}} {
+		if r.v < 0 || r.v > 1 || r.v != r.v {
+			return fmt.Errorf("fault %s: share %v is not between 0 and 1", r.name, r.v)
+		}
+	}
+	if f.Latency < 0 {
+		return fmt.Errorf("fault latency %s is negative", f.Latency)
+	}
+	return nil
+}
+
 type faultInjector struct {
 	mu  sync.Mutex
 	f   Faults

@@ -57,6 +57,7 @@ type settings struct {
 	ref                               string           // a full Git reference instead of --branch (autoplan: a pull request)
 	repo, branch, path, dir, cacheDir string
 	gitUser, gitPasswordFile, gitCA   string
+	gitTimeout                        time.Duration // --git-timeout
 	stateFile                         string
 	cloudConfig, credentialsDir       string
 	subscription                      string
@@ -91,6 +92,7 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringVar(&s.gitUser, "git-username", "", "username for HTTPS Git")
 	fs.StringVar(&s.gitPasswordFile, "git-password-file", "", "file holding the HTTPS Git password or token")
 	fs.StringVar(&s.gitCA, "git-ca-file", "", "PEM file of extra CAs to trust for HTTPS Git")
+	durationFlag(fs, &s.gitTimeout, "git-timeout", source.DefaultTimeout, "deadline of each exchange with the Git server (a fetch, a listing of its branches): a server that has not answered by then fails the poll, which counts as a source failure (GET /api/v1/status, gitaso_source_consecutive_failures); 0 or less: none")
 	fs.BoolVar(&s.kustomize, "kustomize", true, "build directories holding a kustomization.yaml in memory (remote bases are refused)")
 	fs.BoolVar(&s.flux, "flux", false, "follow the Flux Kustomization objects (kustomize.toolkit.fluxcd.io) found under --path as kustomize-controller does: build each one's spec.path (relative to the repository root, so the whole repository is read) with its patches, targetNamespace and postBuild substitution")
 	fs.StringSliceVar(&s.kustomizeDirs, "kustomize-dir", nil, "build only these kustomization directories (relative to the repository root; repeatable)")
@@ -247,7 +249,8 @@ func (s *settings) source(log *slog.Logger) (source.Source, error) {
 		}
 		return source.NewDir(s.dir, s.readPath(), source.WithRenderer(rnd), source.WithLimits(s.sourceLimits)), nil
 	case s.repo != "":
-		opts := source.GitOptions{URL: s.repo, Branch: s.branch, Ref: s.ref, Path: s.readPath(), CacheDir: s.cacheDir, Username: s.gitUser, Logger: log, Limits: s.sourceLimits}
+		opts := source.GitOptions{URL: s.repo, Branch: s.branch, Ref: s.ref, Path: s.readPath(), CacheDir: s.cacheDir, Username: s.gitUser, Logger: log, Limits: s.sourceLimits,
+			Timeout: s.gitNetTimeout()}
 		if rnd != nil {
 			opts.Renderer = rnd
 		}
@@ -268,6 +271,15 @@ func (s *settings) source(log *slog.Logger) (source.Source, error) {
 		return source.NewGit(opts)
 	}
 	return nil, errors.New("no source: set --repo URL (with --branch and --path) or --dir DIRECTORY")
+}
+
+// gitNetTimeout is --git-timeout as source.GitOptions.Timeout takes it:
+// 0 there is the default, so "none" is negative.
+func (s *settings) gitNetTimeout() time.Duration {
+	if s.gitTimeout <= 0 {
+		return -1
+	}
+	return s.gitTimeout
 }
 
 // readPath is the directory the source reads: --path, or with --flux the
@@ -313,7 +325,7 @@ func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 	}
 	if s.flux {
 		// Kustomizations whose sourceRef is another Git repository.
-		repos := &source.Repositories{Limits: s.sourceLimits, Logger: log}
+		repos := &source.Repositories{Limits: s.sourceLimits, Logger: log, Timeout: s.gitNetTimeout()}
 		if s.cacheDir != "" {
 			repos.CacheDir = filepath.Join(s.cacheDir, "repositories")
 		}
@@ -531,6 +543,10 @@ func (s *settings) openState(e *env, opts ...state.Option) error {
 	}
 	if e.db, err = state.Open(s.stateFile, opts...); err != nil {
 		return err
+	}
+	if rep := e.db.CheckReport(); rep != nil && rep.MetaFallback != "" {
+		e.log.Warn("state file: one meta page is damaged; bbolt uses the other and the next commit rewrites it",
+			"state", s.stateFile, "detail", rep.MetaFallback)
 	}
 	s.exports.db = e.db
 	return s.wireExports(e) // cluster.go

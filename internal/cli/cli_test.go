@@ -150,7 +150,7 @@ spec:
 		`b.yaml:6: my-app/StorageAccount/sa: spec.kind: required field is missing`,
 		`b.yaml:8: my-app/StorageAccount/sa: spec.kindd: unknown field "kindd": did you mean "kind"?`,
 		`b.yaml:12: my-app/StorageAccount/sa: spec.owner.name: owner ResourceGroup "rg2" not found in namespace "my-app" (or in c.yaml, which could not be read)`,
-		`c.yaml:4: invalid YAML`,
+		`c.yaml:5: invalid YAML`,
 		`d.yaml:9: my-app/VirtualNetwork/vnet: spec.owner.name: owner ResourceGroup "rgx" not found`,
 	}
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/gitaso/gitaso/api"
 	"github.com/gitaso/gitaso/azure/emulator"
@@ -61,12 +62,6 @@ line, object and field. Exit code 1 when there is any error.`,
 
 // reportInputErrors prints every input error, one per line, and returns
 // the count (with outcome, what the command did not do, when not "").
-// isChangesPending: plan's exit code 2 is not a failure.
-func isChangesPending(err error) bool {
-	var ee *ExitError
-	return errors.As(err, &ee) && ee.Code == 2
-}
-
 func reportInputErrors(stderr io.Writer, err error, outcome string) error {
 	if l := diag.AsList(err); len(l) > 0 {
 		for _, e := range l.Sorted() {
@@ -117,12 +112,12 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 			}
 			defer e.close()
 			if s.stateCreated {
-				// A plan that fails leaves no state file it made behind.
+				// A plan only reads: it leaves no state file it made behind
+				// (an absent state plans as an empty one, and a saved plan
+				// made so applies against a new one).
 				defer func() {
-					if err != nil && !isChangesPending(err) {
-						e.close()
-						_ = os.Remove(s.stateFile)
-					}
+					e.close()
+					_ = os.Remove(s.stateFile)
 				}()
 			}
 			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
@@ -134,7 +129,7 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 				if offline {
 					return errors.New("--out: an offline plan cannot be applied; plan with Azure and the state")
 				}
-				if err := savePlan(r, rep, refresh, outFile); err != nil {
+				if err := savePlan(r, rep, refresh, outFile, cmd.Flags()); err != nil {
 					return err
 				}
 			}
@@ -179,11 +174,27 @@ the deletion guard held the revision (nothing applied; --approve-deletions relea
 With SAVED-PLAN (a file of 'gitaso plan --out'), apply applies exactly that plan and nothing else: it
 checks that the branch is still at the plan's revision and the state unchanged, plans again (reading
 Azure when the saved plan did) and refuses with exit code 4, applying nothing, unless that plan is the
-saved one. Give it the same repository, branch and state flags as the plan. Objects the saved plan
-showed as known after apply are not applied by it: plan again for them.`,
+saved one. The saved plan carries the flags 'gitaso plan' was given (repository, branch, path, state,
+rendering; relative paths made absolute; no value of a flag named for a secret), and apply takes those it
+is not given, saying which: 'gitaso apply FILE' alone applies it. Objects the saved plan
+showed as known after apply are then applied as a plain apply applies them, once their values exist
+(Terraform's rule: the reviewed plan listed them): that phase refuses, with exit code 1, to change any
+other resource. Exit code 0 means the whole saved plan was applied, those objects included.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var printedPlan *planner.Plan
+			var sp *reconcile.SavedPlan
+			if len(args) == 1 {
+				var err error
+				if sp, err = readSavedPlan(args[0]); err != nil {
+					return err
+				}
+				// The plan names its source and settings: flags not given
+				// here are taken from it.
+				if err := restoreSavedFlags(cmd.Flags(), sp.Flags, stderr); err != nil {
+					return err
+				}
+			}
 			s.reach = true
 			e, err := s.setup(cmd, stderr, false, true)
 			if err != nil {
@@ -192,11 +203,7 @@ showed as known after apply are not applied by it: plan again for them.`,
 			defer e.close()
 			r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
 			var first *reconcile.Report
-			if len(args) == 1 {
-				sp, rerr := readSavedPlan(args[0])
-				if rerr != nil {
-					return rerr
-				}
+			if sp != nil {
 				first, err = r.ApplySaved(cmd.Context(), sp, approveDeletions)
 				if errors.Is(err, reconcile.ErrStalePlan) {
 					return &ExitError{Code: 4, Err: err}
@@ -234,6 +241,9 @@ showed as known after apply are not applied by it: plan again for them.`,
 				}
 				last = rep
 			}
+			if errors.Is(err, reconcile.ErrBeyondSavedPlan) {
+				return &ExitError{Code: 1, Err: err}
+			}
 			if err != nil {
 				return reportInputErrors(stderr, err, "nothing was applied")
 			}
@@ -260,11 +270,12 @@ showed as known after apply are not applied by it: plan again for them.`,
 
 // savePlan writes a dry run's plan for 'gitaso apply FILE', readable by
 // its owner only.
-func savePlan(r *reconcile.Reconciler, rep *reconcile.Report, refreshed bool, file string) error {
+func savePlan(r *reconcile.Reconciler, rep *reconcile.Report, refreshed bool, file string, fs *pflag.FlagSet) error {
 	sp, err := r.SavePlan(rep, refreshed, Version)
 	if err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	sp.Flags = savedFlags(fs)
 	tmp := file + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -317,7 +328,7 @@ func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{persistCharts: true}
 	ha := &haSettings{} // --leader-elect, --shards (ha.go)
 	var listen, tokenFile, webhookSecretFile, pprofListen string
-	var interval, syncPeriod time.Duration
+	var interval, syncPeriod, unreadyAfter time.Duration
 	var fullResyncEvery int
 	var nsPeriods, kindPeriods, allowedHosts []string
 	cmd := &cobra.Command{
@@ -331,6 +342,7 @@ written since the last read, and everything once every --full-resync-every perio
   GET  /api/v1/resources/{namespace}/{kind}/{name}
   GET  /api/v1/runs                                  run history with revisions
   GET  /api/v1/plan                                  the latest plan (JSON interface)
+  GET  /api/v1/status                                readiness, the source's fetches, the state's writes
   POST /api/v1/sync                                  reconcile now (with a refresh)
   POST /api/v1/approve {"revision":"<sha>"}          release the deletions the deletion guard held for a revision
   POST /api/v1/webhook                               a Git host's push notification (--webhook-secret-file)
@@ -385,7 +397,7 @@ and --state. See docs/ha.md.`,
 			if err := apiOpts.Validate(); err != nil {
 				return err
 			}
-			e.cfg.Interval, e.cfg.SyncPeriod = interval, syncPeriod
+			e.cfg.Interval, e.cfg.SyncPeriod, e.cfg.UnreadyAfter = interval, syncPeriod, unreadyAfter
 			if fullResyncEvery < 0 {
 				return fmt.Errorf("--full-resync-every %d: want 0 (once a day) or a number of sync periods", fullResyncEvery)
 			}
@@ -454,6 +466,7 @@ and --state. See docs/ha.md.`,
 	cmd.Flags().StringSliceVar(&allowedHosts, "api-allowed-hosts", nil, "further Host names the API answers besides loopback, localhost and the --listen address, e.g. a reverse proxy's gitaso.example.com; .example.com for a domain and its subdomains, * for any (repeatable)")
 	cmd.Flags().StringVar(&webhookSecretFile, "webhook-secret-file", "", "file with the secret of POST /api/v1/webhook (GitHub HMAC signature, GitLab token or bearer token): a push fetches the branch at once")
 	durationFlag(cmd.Flags(), &interval, "interval", time.Minute, "how often the branch is polled")
+	durationFlag(cmd.Flags(), &unreadyAfter, "unready-after", reconcile.DefaultUnreadyAfter, "/readyz answers 503 once the source has failed to fetch, or the state to be written, for this long (shown at once by the status page, GET /api/v1/status and /metrics); 0: never")
 	durationFlag(cmd.Flags(), &syncPeriod, "sync-period", time.Hour, "how often Azure is read back to correct drift (0 disables); reads are bulk Resource Graph queries, writes only where a field differs")
 	cmd.Flags().StringSliceVar(&nsPeriods, "namespace-sync-period", nil, "sync period for one namespace, NAMESPACE=DURATION (repeatable; 0 disables)")
 	cmd.Flags().StringSliceVar(&kindPeriods, "kind-sync-period", nil, "sync period for one kind, Kind=DURATION or group/Kind=DURATION (repeatable; wins over the namespace)")
@@ -470,7 +483,22 @@ func emulatorCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `emulator starts gitaso's ARM + Entra ID emulator on loopback, writes its CA certificate and a cloud
 configuration file, creates a bootstrap service principal with Owner on the default subscription and
 prints the environment a client needs (eval "$(gitaso emulator ... )" style lines). It runs until
-interrupted. State is in memory unless --data is given.`,
+interrupted. State is in memory unless --data is given.
+
+Faults. The --fault-* flags inject failures from the start, e.g. a fifth of writes throttled:
+
+  gitaso emulator --fault-429 0.2 --fault-methods PUT,DELETE
+
+While it runs, the admin API (loopback only, the token it prints as GITASO_EMULATOR_ADMIN_TOKEN) replaces them,
+adds provisioning failures and forced answers, and shows what was asked:
+
+  curl -s --cacert "$GITASO_CA_FILE" -X PUT "$GITASO_ARM_ENDPOINT/_admin/faults" -H "X-Admin-Token: $GITASO_EMULATOR_ADMIN_TOKEN" \
+    -d '{"rate503":0.1,"resetAfterRate":0.05,"latency":"250ms",
+         "provisioningFailures":[{"match":"/resourceGroups/rg-demo/","code":"Conflict"}]}'
+  curl -s --cacert "$GITASO_CA_FILE" -X PUT "$GITASO_ARM_ENDPOINT/_admin/faults" -H "X-Admin-Token: $GITASO_EMULATOR_ADMIN_TOKEN" -d '{}'   # none
+  curl -s --cacert "$GITASO_CA_FILE" "$GITASO_ARM_ENDPOINT/_admin/requests?limit=20" -H "X-Admin-Token: $GITASO_EMULATOR_ADMIN_TOKEN"
+
+azure/emulator/admin.go lists the admin API; azure/emulator/faults.go the fault fields.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnvAndConfig(cmd.Flags()); err != nil {

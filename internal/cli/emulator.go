@@ -31,6 +31,13 @@ func registerEmulatorFlags(cmd *cobra.Command, o *emulator.CommandOptions) {
 	fs.StringVar(&o.TenantID, "tenant", "", "tenant ID")
 	fs.StringSliceVar(&o.Hostnames, "hostname", nil, "extra host names for the serving certificate (repeatable)")
 	fs.StringArrayVar(&o.Registries, "registry", nil, "serve an Azure Container Registry `NAME` (5 to 50 letters and digits): an OCI registry behind ACR's token exchange and AcrPull/AcrPush roles on its own HTTPS port; its login server is printed (repeatable)")
+	fs.Float64Var(&o.Faults.Rate429, "fault-429", 0, "share of ARM requests answered 429 SubscriptionRequestsThrottled with Retry-After: 1 (0 to 1)")
+	fs.Float64Var(&o.Faults.Rate500, "fault-500", 0, "share of ARM requests answered 500 InternalServerError (0 to 1)")
+	fs.Float64Var(&o.Faults.Rate503, "fault-503", 0, "share of ARM requests answered 503 ServiceUnavailable (0 to 1)")
+	fs.Float64Var(&o.Faults.ResetRate, "fault-reset", 0, "share of ARM requests whose connection is reset before they are served (0 to 1)")
+	fs.Float64Var(&o.Faults.ResetAfterRate, "fault-reset-after", 0, "share of ARM requests served in full whose connection is then reset before the answer (0 to 1)")
+	fs.DurationVar(&o.Faults.Latency, "fault-latency", 0, "latency added to every ARM request (e.g. 200ms)")
+	fs.StringSliceVar(&o.Faults.Methods, "fault-methods", nil, "limit the --fault-* shares to these HTTP methods (e.g. PUT,DELETE; default all)")
 	ft := &federatedToken{}
 	fs.StringVar(&ft.file, "federated-token-file", "", "write a service-account token here (renewed hourly) for workload identity, as a cluster's OIDC issuer would")
 	fs.StringVar(&ft.issuer, "federated-issuer", "https://oidc.gitaso.local/cluster-01/", "issuer of the federated token")

@@ -45,8 +45,35 @@ type Server struct {
 	password string
 	plain    bool
 
-	mu   sync.Mutex
-	reqs []Request
+	mu    sync.Mutex
+	reqs  []Request
+	fault Fault
+	// released is closed when the test ends: requests held by FaultHang
+	// return then, so that the server can close.
+	released chan struct{}
+}
+
+// Fault is how the server misbehaves (SetFault).
+type Fault int
+
+const (
+	// FaultNone serves normally.
+	FaultNone Fault = iota
+	// FaultRefuse answers every request 503 Service Unavailable, as a Git
+	// host in an outage does.
+	FaultRefuse
+	// FaultHang accepts every request and never answers it: each is held
+	// until its client gives up or the test ends (clearing the fault
+	// serves the requests that come after).
+	FaultHang
+)
+
+// SetFault makes the server misbehave from the next request on; FaultNone
+// serves normally again.
+func (s *Server) SetFault(f Fault) {
+	s.mu.Lock()
+	s.fault = f
+	s.mu.Unlock()
 }
 
 // Option configures a Server.
@@ -76,7 +103,7 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 	if _, err := os.Stat(backend); err != nil {
 		t.Skipf("git-http-backend not found: %v", err)
 	}
-	s := &Server{t: t, git: gitBin, root: t.TempDir(), home: t.TempDir()}
+	s := &Server{t: t, git: gitBin, root: t.TempDir(), home: t.TempDir(), released: make(chan struct{})}
 	for _, o := range opts {
 		o(s)
 	}
@@ -104,6 +131,20 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 				body = body[:64<<10]
 			}
 		}
+		s.mu.Lock()
+		fault := s.fault
+		s.mu.Unlock()
+		switch fault {
+		case FaultHang:
+			select {
+			case <-r.Context().Done():
+			case <-s.released:
+			}
+			return
+		case FaultRefuse:
+			http.Error(w, "service unavailable", http.StatusServiceUnavailable)
+			return
+		}
 		cw := &countingWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			s.mu.Lock()
@@ -127,7 +168,45 @@ func NewServer(t testing.TB, opts ...Option) *Server {
 		s.srv = httptest.NewTLSServer(h)
 	}
 	t.Cleanup(s.srv.Close)
+	t.Cleanup(func() { close(s.released) }) // first: Close waits for held requests
 	return s
+}
+
+// Silent is a TCP server that accepts connections and never answers: not
+// a byte, not a close. It returns its address ("127.0.0.1:40123"), to be
+// used as http://ADDR/x.git or git://ADDR/x.git; it stops when the test
+// ends.
+func Silent(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("gittest: %v", err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
 }
 
 type countingWriter struct {
@@ -209,6 +288,26 @@ func (r *Repo) Dir() string { return r.bare }
 
 // Branch is the branch Commit pushes to.
 func (r *Repo) Branch() string { return r.branch }
+
+// Work is the work clone's directory, which Commit commits from (a
+// directory source can read it).
+func (r *Repo) Work() string { return r.work }
+
+// Link makes the slash path link of the work clone a symlink to target,
+// replacing what was there; the next Commit commits it.
+func (r *Repo) Link(link, target string) {
+	r.s.t.Helper()
+	full := filepath.Join(r.work, filepath.FromSlash(link))
+	if err := os.RemoveAll(full); err != nil {
+		r.s.t.Fatalf("gittest: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		r.s.t.Fatalf("gittest: %v", err)
+	}
+	if err := os.Symlink(target, full); err != nil {
+		r.s.t.Fatalf("gittest: %v", err)
+	}
+}
 
 // Commit writes files (slash paths relative to the repository root), deletes
 // the paths in deleted, commits everything with msg, pushes to the bare

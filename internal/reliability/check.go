@@ -79,7 +79,13 @@ func Inventory(ctx context.Context, c *azure.Client, sub, prefix string) ([]Azur
 		if err != nil && !errors.Is(err, azure.ErrNotFound) {
 			return nil, err
 		}
-		out = append(out, ras...)
+		// ARM lists the assignments that apply at the group: those above it
+		// (the subscription's) too, which are not the group's.
+		for _, ra := range ras {
+			if strings.HasPrefix(strings.ToLower(ra.ID), strings.ToLower(rg.ID)+"/") {
+				out = append(out, ra)
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return strings.ToLower(out[i].ID) < strings.ToLower(out[j].ID) })
 	return out, nil
@@ -163,6 +169,15 @@ func ReadState(path string) (StateView, error) {
 	var v StateView
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return v, nil
+	}
+	// gitaso's own check first: bbolt's tx.Check follows page numbers through its memory map and can kill the
+	// process with a fault no recover() catches on a truncated file or a garbage page number.
+	rep, err := state.Check(path)
+	if err != nil {
+		return v, fmt.Errorf("%w: check: %v", ErrCorrupted, err)
+	}
+	if !rep.OK() {
+		return v, fmt.Errorf("%w: check: %d problems on pages %v", ErrCorrupted, rep.Total, rep.DamagedPages())
 	}
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {

@@ -297,6 +297,20 @@ func TestCorruptedState(t *testing.T) {
 	if _, err := ReadState(bad); !errors.Is(err, ErrCorrupted) || !strings.Contains(err.Error(), "ResourceGroup/x") {
 		t.Errorf("undecodable record: %v, want ErrCorrupted naming it", err)
 	}
+	// A truncated file is reported, not a fault that kills the harness (bbolt's tx.Check read past its map).
+	sound := filepath.Join(dir, "sound.db")
+	writeState(t, sound, NewFleet("rel-u4", "sub").Decls())
+	b, err := os.ReadFile(sound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truncated := filepath.Join(dir, "truncated.db")
+	if err := os.WriteFile(truncated, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadState(truncated); !errors.Is(err, ErrCorrupted) {
+		t.Errorf("truncated file: %v, want ErrCorrupted", err)
+	}
 }
 
 // TestFleetVariants: the move keeps every ARM ID, the delete drops four resources.

@@ -22,7 +22,7 @@ var ErrFindings = errors.New("the harness found problems (see the tables)")
 // Options configure Run.
 type Options struct {
 	Gitaso     string        // the binary under test
-	Parts      string        // comma-separated: kill, soak, hostile
+	Parts      string        // comma-separated: kill, soak, hostile, dataloss
 	Work       string        // work directory ("" = a new temporary directory)
 	Keep       bool          // keep the work directory
 	Verbose    bool          // one line per trial, soak phase and case while running
@@ -35,18 +35,21 @@ type Options struct {
 	Kill             KillOptions
 	Soak             SoakOptions
 	Hostile          HostileOptions
+	// DataLoss names the dataloss cases to run (comma-separated); empty runs them all.
+	DataLoss string
 }
 
 // DefaultOptions returns the defaults of `make reliability` (about 10 minutes on two cores).
 func DefaultOptions() Options {
-	return Options{Gitaso: "bin/gitaso", Parts: "kill,soak,hostile", LROLatency: 300 * time.Millisecond, Only: -1, ApproveDeletions: true,
+	return Options{Gitaso: "bin/gitaso", Parts: "kill,soak,hostile,dataloss", LROLatency: 300 * time.Millisecond, Only: -1, ApproveDeletions: true,
 		Kill: DefaultKillOptions(), Soak: DefaultSoakOptions(), Hostile: DefaultHostileOptions()}
 }
 
 // Register adds the options' flags to fs.
 func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Gitaso, "gitaso", o.Gitaso, "gitaso binary under test (make build)")
-	fs.StringVar(&o.Parts, "parts", o.Parts, "parts to run: kill, soak, hostile (comma-separated)")
+	fs.StringVar(&o.Parts, "parts", o.Parts, "parts to run: kill, soak, hostile, dataloss (comma-separated)")
+	fs.StringVar(&o.DataLoss, "dataloss", o.DataLoss, "dataloss: run only these cases (comma-separated names; default all)")
 	fs.StringVar(&o.Work, "work", o.Work, "work directory (default: a new temporary directory)")
 	fs.BoolVar(&o.Keep, "keep", o.Keep, "keep the work directory (repositories, state files) for inspection")
 	fs.BoolVar(&o.Verbose, "v", o.Verbose, "print a line per trial, soak phase and hostile case as they finish")
@@ -81,11 +84,11 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 	parts := map[string]bool{}
 	for _, p := range strings.Split(o.Parts, ",") {
 		switch p = strings.TrimSpace(p); p {
-		case "kill", "soak", "hostile":
+		case "kill", "soak", "hostile", "dataloss":
 			parts[p] = true
 		case "":
 		default:
-			return fmt.Errorf("reliability: unknown part %q (kill, soak, hostile)", p)
+			return fmt.Errorf("reliability: unknown part %q (kill, soak, hostile, dataloss)", p)
 		}
 	}
 	bin, err := filepath.Abs(o.Gitaso)
@@ -124,7 +127,7 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 		fmt.Fprintln(w, "note: gitaso apply has no --approve-deletions flag; the delete scenario runs without it")
 	}
 	findings := 0
-	if parts["kill"] || parts["soak"] {
+	if parts["kill"] || parts["soak"] || parts["dataloss"] {
 		env, err := NewEnv(EnvOptions{Dir: filepath.Join(o.Work, "env"), Gitaso: bin, LROLatency: o.LROLatency, Seed: o.Kill.Seed})
 		if err != nil {
 			return err
@@ -151,6 +154,21 @@ func Run(ctx context.Context, o Options, w io.Writer) error {
 				100*f.Rate429, 100*f.Rate500, 100*f.Rate503, 100*f.ResetRate, 100*f.ResetAfterRate)
 			phases, err := RunSoak(ctx, env, o.Soak, o.Kill)
 			findings += PrintSoakReport(w, phases, o.Soak.MaxRuns, time.Since(start))
+			if err != nil {
+				return err
+			}
+		}
+		if parts["dataloss"] {
+			start := time.Now()
+			only := map[string]bool{}
+			for _, n := range strings.Split(o.DataLoss, ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					only[n] = true
+				}
+			}
+			fmt.Fprintf(w, "\n== Part 4: data-loss cases (issue 24's situations that once deleted or disabled live resources)\n")
+			cases, err := RunDataLoss(ctx, env, filepath.Join(o.Work, "dataloss"), only, progress)
+			findings += PrintDataLossReport(w, cases, time.Since(start))
 			if err != nil {
 				return err
 			}

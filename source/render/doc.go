@@ -57,6 +57,19 @@
 // (ErrUnsetVariable). An object annotated or labelled
 // kustomize.toolkit.fluxcd.io/substitute: disabled is left as it is.
 //
+// A value taken from a Secret (of the repository, decrypted or not, exported
+// or read from the cluster; not one an inline variable overrides) is
+// recorded with each file it was substituted into (source.File.Secrets), and
+// by the parser with each object of the file that holds it
+// (manifest.Object.Secrets): the planner masks every field holding it (see
+// manifest.SecretValue). A HelmRelease's objects carry those of its file,
+// and the string values its valuesFrom takes from a Secret (numbers and
+// booleans are left out: masking every field holding "3" would hide the
+// plan).
+// The record is by value: another field of the object holding the same text
+// is masked too (never shown where it should not be), so a short or common
+// secret value masks more than its own field.
+//
 // Differences from Flux: Flux substitutes each object after serialising it
 // (JSON to YAML, keys sorted, comments dropped, quotes as the serialiser
 // chooses); gitaso substitutes the document as written for files outside

@@ -207,9 +207,11 @@ type fluxWalk struct {
 	homes    []string               // this repository's normalised URLs (--repo, flux-system's GitRepository)
 	stack    []*fluxKustomization
 	out      map[string][]string // output file → documents
-	order    []string
-	errs     diag.List
-	count    int
+	// secrets are the values from Secrets substituted into an output file.
+	secrets map[string][]manifest.SecretValue
+	order   []string
+	errs    diag.List
+	count   int
 	// soft are unset variables under strict substitution: reported, their
 	// documents rendered leniently so that the rest is checked too;
 	// reported are their "file:line" (source.PartialRenderError).
@@ -380,12 +382,13 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 		for i := range out {
 			if out[i].Path == p && out[i].Generated {
 				out[i].Data = append(append(bytes.Clone(out[i].Data), "---\n"...), data...)
+				out[i].Secrets = appendSecrets(slices.Clone(out[i].Secrets), w.secrets[p]...)
 				merged = true
 				break
 			}
 		}
 		if !merged {
-			out = append(out, source.File{Path: p, Data: data, Generated: true})
+			out = append(out, source.File{Path: p, Data: data, Generated: true, Secrets: w.secrets[p]})
 		}
 	}
 	r.logger.Debug("rendered Flux Kustomizations", "entry", entry, "kustomizations", len(w.done), "objects", w.count, "duration", time.Since(start))
@@ -546,6 +549,12 @@ func (w *fluxWalk) visit(ctx context.Context, k *fluxKustomization) {
 	var children []*fluxKustomization
 	for _, d := range docs {
 		w.out[file] = append(w.out[file], d.text)
+		if len(d.secrets) > 0 {
+			if w.secrets == nil {
+				w.secrets = map[string][]manifest.SecretValue{}
+			}
+			w.secrets[file] = appendSecrets(w.secrets[file], d.secrets...)
+		}
 		w.built = append(w.built, candidate{file: file, generated: true, text: d.text})
 		ks, es := findKustomizations(file, true, []byte(d.text))
 		w.errs = append(w.errs, es...)
@@ -565,6 +574,8 @@ type fluxDoc struct {
 	file string
 	line int
 	text string
+	// secrets are the values from Secrets substituted into it.
+	secrets []manifest.SecretValue
 }
 
 // build renders one Kustomization as kustomize-controller does: kustomize
@@ -693,6 +704,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 	}
 
 	var vars Vars
+	var secret map[string]string // variables from Secrets (loadVars)
 	var errs diag.List
 	deferring := false // a substituteFrom source is pending: unset variables are known after apply
 	if pb := s.PostBuild; pb != nil {
@@ -713,7 +725,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 			inline[n] = v
 		}
 		var pending []Ref
-		vs, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline, w.exported, w.pendingOut(&pending))
+		vs, sec, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline, w.exported, w.pendingOut(&pending))
 		for _, p := range pending {
 			w.report(pendingExternal(p, "Flux Kustomization "+k.id+" ("+k.obj.File+")"))
 		}
@@ -725,7 +737,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 			}
 		}
 		errs = append(errs, es...)
-		vars = vs
+		vars, secret = vs, sec
 	}
 	if len(errs) > 0 {
 		return nil, errs
@@ -739,7 +751,9 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 		if file == "" || (!exists && file == kf) {
 			file, line = k.obj.File, 0
 		}
+		var secrets []manifest.SecretValue
 		if s.PostBuild != nil && !disabled(text) {
+			secrets = secretsUsed(text, vars, secret)
 			sub, err := substitute(k.obj.File, 0, text, vars, w.r.opts.Strict, deferring)
 			if err != nil {
 				de := err.(*diag.Error)
@@ -778,7 +792,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 			errs = append(errs, &diag.Error{File: k.obj.File, Object: o.id, Msg: "after substitution (Flux Kustomization " + k.id + ")", Err: err})
 			continue
 		}
-		docs = append(docs, fluxDoc{file: file, line: line, text: annotated})
+		docs = append(docs, fluxDoc{file: file, line: line, text: annotated, secrets: secrets})
 	}
 	if len(errs) > 0 {
 		return nil, errs

@@ -201,7 +201,8 @@ type helmRelease struct {
 	fi, di int            // file index in the output, document index in it
 
 	// Results.
-	docs    []string // rendered objects' YAML, origin comment first
+	docs    []string               // rendered objects' YAML, origin comment first
+	secrets []manifest.SecretValue // values valuesFrom took from Secrets
 	uses    []ChartUse
 	errs    diag.List
 	version string // chart@version
@@ -525,8 +526,15 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 	for fi, hs := range byFile {
 		f := out[fi]
 		repl := map[int][]string{} // document index → objects rendered in its place
+		// Values from Secrets, substituted into the file or given by
+		// valuesFrom, pass to the chart's objects.
+		secrets := slices.Clone(f.Secrets)
 		for _, h := range hs {
 			repl[h.di] = append(repl[h.di], h.docs...) // a List of HelmReleases: all of them
+			secrets = appendSecrets(secrets, h.secrets...)
+		}
+		if f.Generated {
+			out[fi].Secrets = secrets
 		}
 		var b strings.Builder
 		var gen []string
@@ -553,7 +561,7 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 		}
 		out[fi].Data = []byte(b.String())
 		if len(gen) > 0 {
-			added = append(added, source.File{Path: f.Path, Generated: true, Data: []byte(strings.Join(gen, "---\n"))})
+			added = append(added, source.File{Path: f.Path, Generated: true, Data: []byte(strings.Join(gen, "---\n")), Secrets: secrets})
 		}
 	}
 	out = append(out, added...)

@@ -698,8 +698,13 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := field(findID(t, snap.Objects, "platform/ConfigMap/p-rendered"), "data", "clientId"); got != "00000000-0000-0000-0000-0000000000aa" {
+	cm := findID(t, snap.Objects, "platform/ConfigMap/p-rendered")
+	if got := field(cm, "data", "clientId"); got != "00000000-0000-0000-0000-0000000000aa" {
 		t.Errorf("clientId from the decrypted Secret = %v", got)
+	}
+	// A value from a Secret is secret in the chart's objects too.
+	if d := cmp.Diff([]string{"Secret platform/aso-credential=00000000-0000-0000-0000-0000000000aa"}, froms(cm)); d != "" {
+		t.Errorf("secret values of the rendered ConfigMap (-want +got):\n%s", d)
 	}
 }
 

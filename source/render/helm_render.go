@@ -124,15 +124,22 @@ func (run *helmRun) values(h *helmRelease) (map[string]any, *diag.Error) {
 			}
 			return nil, h.err(field+".valuesKey", ErrHelmValues, "%s %s/%s (%s:%d) has no key %q", ref.Kind, ns, ref.Name, o.File, o.Line, key)
 		}
+		from := "Secret " + ns + "/" + ref.Name
 		if ref.TargetPath != "" {
 			if err := replacePathValue(result, ref.TargetPath, v); err != nil {
 				return nil, h.err(field+".targetPath", ErrHelmValues, "%q: %v", ref.TargetPath, err)
+			}
+			if ref.Kind == "Secret" && v != "" {
+				h.secrets = appendSecrets(h.secrets, manifest.NewSecretValue(strings.Trim(v, `"'`), from))
 			}
 			continue
 		}
 		vals, err := chartutil.ReadValues([]byte(v))
 		if err != nil {
 			return nil, h.err(field, ErrHelmValues, "%s %s/%s key %q: %v", ref.Kind, ns, ref.Name, key, err)
+		}
+		if ref.Kind == "Secret" {
+			h.secrets = appendSecrets(h.secrets, valueLeaves(vals, from)...)
 		}
 		result = mergeMaps(result, vals)
 	}
@@ -649,4 +656,36 @@ func postRenderKustomize(texts []string, pr *kustomizePostRenderer) ([]string, e
 		out = append(out, string(y))
 	}
 	return out, nil
+}
+
+// valueLeaves returns the string values of a values document as secret
+// values from from (a Secret's values.yaml: every string in it is secret).
+func valueLeaves(v any, from string) []manifest.SecretValue {
+	var out []manifest.SecretValue
+	var walk func(any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for _, e := range t {
+				walk(e)
+			}
+		case chartutil.Values:
+			for _, e := range t {
+				walk(e)
+			}
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		case string:
+			if t != "" {
+				out = append(out, manifest.NewSecretValue(t, from))
+			}
+		}
+		// Numbers and booleans (replicas: 3, enabled: true) are left
+		// out: masking every field holding "3" would hide the plan, and
+		// they are hardly secrets.
+	}
+	walk(v)
+	return out
 }

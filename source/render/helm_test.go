@@ -369,6 +369,16 @@ func TestHelmRelease(t *testing.T) {
 	if diff := cmp.Diff(wantData, values.Content["data"]); diff != "" {
 		t.Errorf("rendered values (-want +got):\n%s", diff)
 	}
+	// The values valuesFrom took from the Secret are secret in the chart's
+	// objects: masked wherever they land, the others not.
+	masked, _ := manifest.Mask(values.Content, values.Secrets)
+	data := masked.(map[string]any)["data"].(map[string]any)
+	for k, v := range data {
+		hidden := manifest.IsSecretLabel(v.(string))
+		if want := k == "fromSecret" || k == "nested" || k == "clientId"; hidden != want {
+			t.Errorf("data.%s = %q: masked %v, want %v", k, v, hidden, want)
+		}
+	}
 	// Chart defaults only (a v2beta1 release without values).
 	c := findID(t, snap.Objects, "team-c-prod/ConfigMap/team-c-prod-c-rendered")
 	if got := field(c, "data", "fromFile"); got != "default" {

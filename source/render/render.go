@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -196,6 +197,8 @@ type unit struct {
 	// reported are the "file:line" of the document's unset variables,
 	// reported; it was rendered leniently so that the rest can be checked.
 	reported []string
+	// secrets are the values from Secrets substituted into it.
+	secrets []manifest.SecretValue
 }
 
 // Render implements source.Renderer: it builds kustomizations, substitutes
@@ -318,7 +321,7 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 	if report == nil {
 		pendingOut = nil // nobody would hear of it: a missing source stays an error
 	}
-	vars, es := loadVars(r.opts.SubstituteFrom, cands, r.vars, r.exportedFor(ctx), pendingOut)
+	vars, secret, es := loadVars(r.opts.SubstituteFrom, cands, r.vars, r.exportedFor(ctx), pendingOut)
 	errs = append(errs, es...)
 	for _, p := range pending {
 		report(pendingExternal(p, "--substitute-from"))
@@ -346,6 +349,7 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 					if disabled(u.text) {
 						continue
 					}
+					u.secrets = secretsUsed(u.text, vars, secret)
 					s, err := substitute(u.file, u.line, u.text, vars, r.opts.Strict, deferring)
 					if err != nil {
 						de := err.(*diag.Error)
@@ -399,6 +403,7 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 		}
 		for _, u := range groups[i] {
 			reported = append(reported, u.reported...)
+			out[i].Secrets = appendSecrets(out[i].Secrets, u.secrets...)
 		}
 	}
 	if len(errs) > 0 {
@@ -408,6 +413,16 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 	r.logger.Debug("rendered", "files", len(files), "kustomizations", len(roots), "built", built,
 		"variables", len(vars), "decrypted", decrypted, "duration", time.Since(start))
 	return out, nil
+}
+
+// appendSecrets adds the secret values of add that dst does not hold yet.
+func appendSecrets(dst []manifest.SecretValue, add ...manifest.SecretValue) []manifest.SecretValue {
+	for _, a := range add {
+		if !slices.Contains(dst, a) {
+			dst = append(dst, a)
+		}
+	}
+	return dst
 }
 
 // join concatenates units back into one file: raw documents carry their own

@@ -273,6 +273,10 @@ func TestRenderDecrypts(t *testing.T) {
 	if tags["tenant"] != "00000000-0000-0000-0000-0000000000aa" {
 		t.Errorf("substitution from the decrypted Secret: tenant=%v", tags["tenant"])
 	}
+	// The value came from a Secret: it is secret wherever it lands.
+	if d := cmp.Diff([]string{"Secret platform/aso-credential=00000000-0000-0000-0000-0000000000aa"}, froms(find(t, snap, "platform/ResourceGroup/rg"))); d != "" {
+		t.Errorf("secret values of the decrypted Secret (-want +got):\n%s", d)
+	}
 
 	// Without identities: an error naming the file and the sops line.
 	_, err = fetch(t, dir, "", Options{})

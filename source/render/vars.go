@@ -108,8 +108,12 @@ type candidate struct {
 // When it is not there either and pending is not nil, the ref is pending
 // rather than an error: a resource of the revision may export it once
 // applied, which the planner checks (manifest.PendingValue).
-func loadVars(refs []Ref, docs []candidate, inline Vars, exported ExportedData, pending *[]Ref) (vars Vars, errs diag.List) {
-	vars = Vars{}
+//
+// secret maps each variable whose value came from a Secret (of the
+// repository, decrypted or not, exported, or read from the cluster) to
+// "Secret namespace/name"; an inline variable overriding one is not.
+func loadVars(refs []Ref, docs []candidate, inline Vars, exported ExportedData, pending *[]Ref) (vars Vars, secret map[string]string, errs diag.List) {
+	vars, secret = Vars{}, map[string]string{}
 	for _, r := range refs {
 		var found []manifest.Object
 		for _, d := range docs {
@@ -131,10 +135,11 @@ func loadVars(refs []Ref, docs []candidate, inline Vars, exported ExportedData, 
 			}
 		}
 		if len(found) == 0 && exported != nil {
-			if data, ok := lookupExported(exported, r); ok {
+			if data, isSecret, ok := lookupExported(exported, r); ok {
 				for _, k := range sortedKeys(data) {
 					if ValidName(k) {
 						vars[k] = cleanValue(data[k])
+						setSecret(secret, k, isSecret, r.ns(), r.Name)
 					}
 				}
 				continue
@@ -184,12 +189,41 @@ func loadVars(refs []Ref, docs []candidate, inline Vars, exported ExportedData, 
 				continue
 			}
 			vars[k] = cleanValue(data[k])
+			setSecret(secret, k, o.IsSecret(), o.Namespace(), o.Name())
 		}
 	}
 	for k, v := range inline {
 		vars[k] = cleanValue(v)
+		delete(secret, k)
 	}
-	return vars, errs
+	return vars, secret, errs
+}
+
+// setSecret records (isSecret) or forgets (a later ConfigMap overrides it)
+// that variable k came from the Secret namespace/name.
+func setSecret(secret map[string]string, k string, isSecret bool, namespace, name string) {
+	if isSecret {
+		secret[k] = "Secret " + namespace + "/" + name
+	} else {
+		delete(secret, k)
+	}
+}
+
+// secretsUsed returns the values of the variables from Secrets (secret, see
+// loadVars) that the expressions of text name, nil when none does. A name
+// that only starts like one counts too: the value is then masked where it
+// is not needed, never shown where it is.
+func secretsUsed(text string, vars Vars, secret map[string]string) []manifest.SecretValue {
+	if len(secret) == 0 || !strings.Contains(text, "${") {
+		return nil
+	}
+	var out []manifest.SecretValue
+	for _, k := range sortedKeys(secret) {
+		if v := vars[k]; v != "" && strings.Contains(text, "${"+k) {
+			out = append(out, manifest.NewSecretValue(v, secret[k]))
+		}
+	}
+	return out
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -219,17 +253,18 @@ func pendingExternal(r Ref, user string) manifest.External {
 	return manifest.External{Kind: kind, User: r.ns() + "/" + r.Name, Name: r.Name, URL: user}
 }
 
-// lookupExported finds the ConfigMap or Secret of r among the exports.
-func lookupExported(exported ExportedData, r Ref) (map[string]string, bool) {
+// lookupExported finds the ConfigMap or Secret of r among the exports;
+// secret says which it found.
+func lookupExported(exported ExportedData, r Ref) (data map[string]string, secret, ok bool) {
 	if r.Kind == "" || r.Kind == "ConfigMap" {
 		if d, ok := exported(false, r.ns(), r.Name); ok {
-			return d, true
+			return d, false, true
 		}
 	}
 	if r.Kind == "" || r.Kind == "Secret" {
 		if d, ok := exported(true, r.ns(), r.Name); ok {
-			return d, true
+			return d, true, true
 		}
 	}
-	return nil, false
+	return nil, false, false
 }

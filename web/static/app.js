@@ -233,8 +233,21 @@
 
   function show(v, r, path) {
     if ((r.knownAfterApply || []).includes(path)) return KNOWN_AFTER_APPLY;
-    if (v === REDACTED) return REDACTED;
+    if (isSecretLabel(v)) return v;
+    if (r.sensitive && Object.hasOwn(r.sensitive, path)) return sensitiveLabel(r, path);
     return goJSON(v);
+  }
+
+  // isSecretLabel is manifest.IsSecretLabel: "(sensitive value)" or
+  // "(sensitive value from Secret namespace/name)".
+  function isSecretLabel(v) {
+    return typeof v === 'string' && (v === REDACTED || (v.startsWith('(sensitive value from ') && v.endsWith(')')));
+  }
+
+  // sensitiveLabel is planner's: the Secret a substituted value came from.
+  function sensitiveLabel(r, path) {
+    if (r.sensitive && Object.hasOwn(r.sensitive, path)) return '(sensitive value from ' + r.sensitive[path] + ')';
+    return REDACTED;
   }
 
   // originText reads a plan resource's origin as the CLI prints it.
@@ -273,7 +286,7 @@
         if (req) L.push('      PUT ' + req.path);
         const changes = r.changes || [];
         for (const c of changes) {
-          if (c.sensitive) L.push('      ~ ' + c.path + ' = ' + REDACTED);
+          if (c.sensitive) L.push('      ~ ' + c.path + ' = ' + sensitiveLabel(r, c.path));
           else if (c.op === 'add') L.push('      + ' + c.path + ' = ' + show(c.after, r, c.path));
           else if (c.op === 'remove') L.push('      - ' + c.path + ' = ' + show(c.before, r, c.path));
           else L.push('      ~ ' + c.path + ' = ' + show(c.before, r, c.path) + ' -> ' + show(c.after, r, c.path));
@@ -353,11 +366,11 @@
     const frag = document.createDocumentFragment();
     for (const line of lines) {
       const span = el('span', { class: ('pl ' + lineClass(line)).trim() });
-      // Mark "(known after apply)" and "(sensitive value)" inside the line.
-      const parts = line.split(/(\(known after apply\)|\(sensitive value\))/);
+      // Mark "(known after apply)" and "(sensitive value[ from Secret ns/name])" inside the line.
+      const parts = line.split(/(\(known after apply\)|\(sensitive value(?: from Secret [^()\s]+)?\))/);
       for (const part of parts) {
         if (part === KNOWN_AFTER_APPLY) span.append(el('span', { class: 'kaa', text: part }));
-        else if (part === REDACTED) span.append(el('span', { class: 'redacted', text: part }));
+        else if (part === REDACTED || /^\(sensitive value from Secret [^()\s]+\)$/.test(part)) span.append(el('span', { class: 'redacted', text: part }));
         else if (part) span.append(part);
       }
       span.append('\n');
@@ -539,6 +552,7 @@
     const readyCell = el('td', { class: 'ready' }, readyBadge(c));
     if (c.reason) readyCell.append(' ', el('span', { class: 'reason', text: c.reason }));
     if (c.message) readyCell.append(el('div', { class: 'message', text: c.message }));
+    if (r.otherWriter) readyCell.append(el('div', { class: 'other-writer', text: 'Another writer uses gitaso\'s principal' }));
     return el('tr', { class: 'row-' + st.toLowerCase(), 'data-key': r.namespace + '/' + r.group + '/' + r.kind + '/' + r.name },
       el('td', { text: r.namespace }),
       el('td', { title: r.group + '/' + r.version }, r.kind, el('div', { class: 'group', text: r.group })),
@@ -547,6 +561,21 @@
       el('td', { class: 'armid' }, r.armId ? el('code', { text: r.armId }) : el('span', { class: 'muted', text: '—' })),
       el('td', { class: 'rev', title: r.revision || '' }, el('code', { text: shortRev(r.revision) })),
       el('td', { class: 'time' }, timeEl(r.updatedAt)));
+  }
+
+  // otherWriterSection says that the Activity Log showed writes to the
+  // resource with gitaso's own principal that this gitaso did not make.
+  function otherWriterSection(o) {
+    return el('section', { class: 'card other-writer-card', id: 'other-writer', 'aria-labelledby': 'h-other-writer' },
+      el('h3', { id: 'h-other-writer', text: 'Another writer uses gitaso\'s principal' }),
+      el('p', null, 'The Activity Log shows ' + (o.writes === 1 ? 'a write' : o.writes + ' writes') + ' to this resource by ',
+        el('code', { text: o.caller || '' }), ', gitaso\'s own principal, that this gitaso did not make: another gitaso with its own state file, ' +
+        'or gitaso\'s credential used elsewhere. gitaso corrects the change as drift; the other writer may undo it again.'),
+      dl([
+        ['Operation', o.operation ? el('code', { text: o.operation }) : ''],
+        ['Newest write', validTime(o.at) ? timeEl(o.at) : ''],
+        ['Seen', validTime(o.seenAt) ? timeEl(o.seenAt) : ''],
+      ]));
   }
 
   async function loadDetail() {
@@ -599,6 +628,7 @@
         ['Last transition', validTime(c.lastTransitionTime) ? timeEl(c.lastTransitionTime) : ''],
       ]));
     body.push(cond);
+    if (r.otherWriter) body.push(otherWriterSection(r.otherWriter));
     const lastErr = (r.runs || []).find((x) => x.error);
     if (lastErr && !(readyStatus(c) === 'False' && c.message === lastErr.error)) {
       cond.append(el('p', { class: 'lasterror' }, 'Last error, in run ', el('a', { href: '#run/' + lastErr.run, text: '#' + lastErr.run }), ': ',
@@ -782,7 +812,10 @@
   async function loadRuns() {
     const text = await api('api/v1/runs?limit=' + RUNS_LIMIT);
     cache.runsText = text;
-    cache.runs = JSON.parse(text).items || [];
+    const doc = JSON.parse(text);
+    cache.runs = doc.items || [];
+    cache.applied = doc.applied || '';
+    cache.refused = doc.refused || null;
     renderRuns();
   }
 
@@ -869,11 +902,13 @@
 
   // ---- refused revision banner ------------------------------------------
 
-  // renderRefused shows the banner when the newest finished run refused its
-  // revision: which revision, its errors, and the revision that stays applied.
-  function renderRefused(finished, applied) {
+  // renderRefused shows the banner while the newest revision is refused
+  // (standing: the API's refused run, or else the newest finished run when
+  // it refused): which revision, its errors, and the revision that stays
+  // applied.
+  function renderRefused(finished, applied, standing) {
     const box = $('refused');
-    const refused = finished && finished.outcome === 'refused' ? finished : null;
+    const refused = standing || (finished && finished.outcome === 'refused' ? finished : null);
     const sig = refused ? JSON.stringify([refused.id, refused.revision, refused.error, applied]) : '';
     if (sig === cache.refusedText) return;
     cache.refusedText = sig;
@@ -895,6 +930,70 @@
         : el('span', { text: 'No revision has been applied yet.' })),
       ul,
       el('p', { class: 'muted', text: 'Fix the errors and commit; the next poll plans the new revision.' }));
+    box.hidden = false;
+  }
+
+  // ---- source and state health banner ------------------------------------
+
+  // loadStatus reads api/v1/status: whether the source can be fetched and
+  // the state written. null when the API does not answer it (an older
+  // gitaso): the banner stays hidden.
+  async function loadStatus() {
+    try {
+      return JSON.parse(await api('api/v1/status'));
+    } catch (_) {
+      return null;
+    }
+  }
+
+  // since says when a failure started, as a time element and how long ago.
+  function since(s) {
+    const d = validTime(s);
+    return d ? el('time', { datetime: d.toISOString(), title: d.toISOString(), text: d.toLocaleString() + ' (' + ago(d) + ')' }) : '—';
+  }
+
+  // at is a time to come (a retry) as a time element.
+  function at(s) {
+    const d = validTime(s);
+    return el('time', { datetime: d.toISOString(), title: d.toISOString(), text: d.toLocaleTimeString() });
+  }
+
+  // renderHealth shows the banner while the source cannot be fetched or the
+  // state cannot be written: the error, since when, how many times, and what
+  // happens meanwhile. A fetch or a run that works again takes it away.
+  function renderHealth(h) {
+    const box = $('health');
+    const src = h && h.source && h.source.failing ? h.source : null;
+    const st = h && h.state && h.state.failing ? h.state : null;
+    const sig = src || st ? JSON.stringify([src, st, h.ready, h.reason]) : '';
+    if (sig === cache.healthText) return;
+    cache.healthText = sig;
+    if (!src && !st) {
+      box.hidden = true;
+      box.replaceChildren();
+      return;
+    }
+    const parts = [];
+    if (src) {
+      const what = src.url ? el('span', null, el('code', { text: src.url }), src.branch ? ' (branch ' + src.branch + ')' : '') : 'The source';
+      parts.push(el('div', { class: 'health-source' },
+        el('h2', { id: 'health-title' }, 'The source cannot be fetched'),
+        el('p', null, what, ' has failed ', plural(src.consecutiveFailures || 0, 'time', 'times'), ' in a row since ', since(src.failingSince), '.'),
+        el('p', { class: 'health-error' }, el('code', { text: src.error || '' })),
+        el('p', null, src.lastSuccessAt
+          ? el('span', null, 'Last fetched ', since(src.lastSuccessAt), src.revision ? el('span', null, ' at ', el('code', { title: src.revision, text: shortRev(src.revision) })) : '', '. Nothing new is applied until a fetch works; what was applied is still reconciled.')
+          : el('span', { text: 'The source has not been fetched since gitaso started: nothing is applied until a fetch works.' }))));
+    }
+    if (st) {
+      parts.push(el('div', { class: 'health-state' },
+        el('h2', { id: src ? 'health-state-title' : 'health-title' }, 'The state cannot be written'),
+        el('p', null, plural(st.consecutiveFailures || 0, 'run', 'runs'), ' could not record since ', since(st.failingSince),
+          '; nothing of them was applied.', validTime(st.nextRetryAt) ? el('span', null, ' Next try at ', at(st.nextRetryAt), '.') : ''),
+        el('p', { class: 'health-error' }, el('code', { text: st.error || '' })),
+        el('p', { class: 'muted', text: 'Free space on the state file\'s volume (or make it writable); the retry needs no restart.' })));
+    }
+    if (h.ready === false && h.reason) parts.push(el('p', { class: 'muted' }, '/readyz answers 503: ', el('code', { text: h.reason })));
+    box.replaceChildren(...parts);
     box.hidden = false;
   }
 
@@ -980,12 +1079,17 @@
   async function loadLastRuns() {
     let runs = route.view === 'runs' && cache.runs ? cache.runs : null;
     let applied = cache.applied || '';
+    let refused = cache.refused || null;
     if (!runs) {
       const doc = JSON.parse(await api('api/v1/runs?limit=2'));
       runs = doc.items || [];
       applied = cache.applied = doc.applied || '';
+      refused = cache.refused = doc.refused || null;
     }
-    return { newest: runs[0], finished: runs.find((r) => r.outcome), applied };
+    // refused is the standing refusal: the run that refused the newest
+    // revision, which the refreshes of the applied revision after it do
+    // not end.
+    return { newest: runs[0], finished: runs.find((r) => r.outcome), applied, refused };
   }
 
   // ---- dependency graph ----------------------------------------------------
@@ -1401,10 +1505,11 @@
     if (route.view === 'graph') jobs.push(loadGraph());
     if (route.view === 'plan') jobs.push(loadPlan());
     await Promise.all(jobs);
+    renderHealth(await loadStatus());
     const runs = await loadLastRuns();
     const last = runs.newest;
     renderHeld(runs.finished, runs.newest);
-    renderRefused(runs.finished, runs.applied);
+    renderRefused(runs.finished, runs.applied, runs.refused);
     lastOK = new Date();
     const r = $('refreshed');
     r.replaceChildren('Updated ' + lastOK.toLocaleTimeString());
