@@ -108,19 +108,24 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 	sort.Slice(p.Deferred, func(i, j int) bool { return p.Deferred[i].Key() < p.Deferred[j].Key() })
 	// Children of a resource being deleted go with it (ARM cascades nested
 	// and extension resources), unless the parent is only detached.
+	// The parent is the deletion whose ARM ID is the shortest one above
+	// (the first in key order among equals), found by cutting the ID at
+	// each "/" rather than by comparing every pair.
+	deleting := make(map[string]*Resource, len(dels))
+	for _, q := range dels {
+		if l := strings.ToLower(q.ARMID); q.Action == Delete && deleting[l] == nil {
+			deleting[l] = q
+		}
+	}
 	for _, r := range dels {
 		if r.Action != Delete {
 			continue
 		}
 		lower := strings.ToLower(r.ARMID)
 		var best *Resource
-		for _, q := range dels {
-			if q == r || q.Action != Delete {
-				continue
-			}
-			ql := strings.ToLower(q.ARMID)
-			if strings.HasPrefix(lower, ql+"/") && (best == nil || len(ql) < len(best.ARMID)) {
-				best = q
+		for k := 0; k < len(lower) && best == nil; k++ {
+			if lower[k] == '/' {
+				best = deleting[lower[:k]]
 			}
 		}
 		if best != nil {

@@ -3,7 +3,6 @@ package planner
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/gitaso/gitaso/aso"
@@ -326,107 +325,6 @@ func (p *Plan) Get(key string) *Resource {
 		}
 	}
 	return nil
-}
-
-// orderDeletes orders the deletions for apply and sets each one's
-// DeleteAfter: a resource is deleted after those that depended on it when
-// they were applied (their recorded DependsOn, from prior) and after those
-// below its ARM ID, so in reverse dependency order. A resource ARM deletes
-// with its parent (DeletedWith) is settled after the parent. Edges that
-// would close a cycle (stale records) are dropped in favour of the ARM-ID
-// depth order, deepest first.
-func orderDeletes(rs []*Resource, prior map[string]record.Resource) {
-	byKey := make(map[string]*Resource, len(rs))
-	for _, r := range rs {
-		byKey[r.Key()] = r
-	}
-	after := map[string]map[string]bool{} // key → keys to finish first
-	edge := func(first, then string) {
-		if first == then {
-			return
-		}
-		if after[then] == nil {
-			after[then] = map[string]bool{}
-		}
-		after[then][first] = true
-	}
-	// root is the deletion that removes r from Azure: its own, or that of
-	// the parent ARM deletes it with.
-	root := func(r *Resource) string {
-		if r.DeletedWith != "" && byKey[r.DeletedWith] != nil {
-			return r.DeletedWith
-		}
-		return r.Key()
-	}
-	for _, y := range rs {
-		for _, d := range prior[y.Key()].DependsOn {
-			if x := byKey[d]; x != nil {
-				edge(root(y), root(x)) // y depended on x: y goes first
-			}
-		}
-		if y.DeletedWith != "" {
-			edge(y.DeletedWith, y.Key())
-			continue
-		}
-		ly := strings.ToLower(y.ARMID)
-		for _, x := range rs {
-			lx := strings.ToLower(x.ARMID)
-			if x != y && lx != "" && strings.HasPrefix(ly, lx+"/") {
-				edge(y.Key(), x.Key()) // y lies below x
-			}
-		}
-	}
-	// Kahn's algorithm; among the ready ones (and to break a cycle) the
-	// deepest ARM ID first, then by key.
-	less := func(a, b *Resource) bool {
-		if da, db := depth(a.ARMID), depth(b.ARMID); da != db {
-			return da > db
-		}
-		return a.Key() < b.Key()
-	}
-	done := map[string]bool{}
-	order := make([]*Resource, 0, len(rs))
-	for len(order) < len(rs) {
-		var next *Resource
-		for _, r := range rs {
-			if done[r.Key()] {
-				continue
-			}
-			ready := true
-			for k := range after[r.Key()] {
-				if !done[k] {
-					ready = false
-					break
-				}
-			}
-			if ready && (next == nil || less(r, next)) {
-				next = r
-			}
-		}
-		if next == nil { // a cycle: the deepest remaining goes
-			for _, r := range rs {
-				if !done[r.Key()] && (next == nil || less(r, next)) {
-					next = r
-				}
-			}
-		}
-		done[next.Key()] = true
-		order = append(order, next)
-	}
-	pos := make(map[string]int, len(order))
-	for i, r := range order {
-		pos[r.Key()] = i
-	}
-	for _, r := range order {
-		r.DeleteAfter = nil
-		for k := range after[r.Key()] {
-			if pos[k] < pos[r.Key()] {
-				r.DeleteAfter = append(r.DeleteAfter, k)
-			}
-		}
-		sort.Strings(r.DeleteAfter)
-	}
-	copy(rs, order)
 }
 
 func depth(id string) int { return strings.Count(id, "/") }

@@ -153,7 +153,9 @@ func resourceGroupOf(id string) string {
 
 // unmanagedChildren returns, per deleted resource (its ID), the ARM IDs of
 // resources gitaso does not manage that its deletion would take with it.
-func (r *Reconciler) unmanagedChildren(ctx context.Context, g *planner.Graph, p *planner.Plan, prior map[string]record.Resource) (map[string][]string, error) {
+// Listings recorded by an earlier run of the revision stand in for reading
+// the collection again when lc allows it (listings.go).
+func (r *Reconciler) unmanagedChildren(ctx context.Context, g *planner.Graph, p *planner.Plan, prior map[string]record.Resource, lc *listingCache) (map[string][]string, error) {
 	known := map[string]bool{}
 	for _, pr := range prior {
 		known[strings.ToLower(pr.ARMID)] = true
@@ -243,31 +245,44 @@ func (r *Reconciler) unmanagedChildren(ctx context.Context, g *planner.Graph, p 
 		wg    sync.WaitGroup
 		sem   = make(chan struct{}, r.cfg.ReadParallelism)
 	)
+	// unmanaged returns what a listing holds that gitaso does not manage
+	// and a deletion would take with it, by deleted resource.
+	unmanaged := func(l listing, ids []string) map[string][]string {
+		var out map[string][]string
+		for _, id := range ids {
+			lid := strings.ToLower(id)
+			if known[lid] || l.child != nil && isDefaultChild(l.child.segment, id) {
+				continue
+			}
+			parent := l.parentKey
+			if l.scopes != nil {
+				if parent = l.owner(lid); parent == "" {
+					continue // above the deleted resources, or beside them
+				}
+			}
+			if out == nil {
+				out = map[string][]string{}
+			}
+			out[parent] = append(out[parent], id)
+		}
+		return out
+	}
 	for _, l := range todo {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			ids, err := r.listIDs(ctx, cf, l)
+			ids, err := lc.list(l, func(ids []string) bool { return len(unmanaged(l, ids)) == 0 },
+				func() ([]string, error) { return r.listIDs(ctx, cf, l) })
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				errs = append(errs, fmt.Errorf("list %s: %w", l.path, err))
 				return
 			}
-			for _, id := range ids {
-				lid := strings.ToLower(id)
-				if known[lid] || l.child != nil && isDefaultChild(l.child.segment, id) {
-					continue
-				}
-				parent := l.parentKey
-				if l.scopes != nil {
-					if parent = l.owner(lid); parent == "" {
-						continue // above the deleted resources, or beside them
-					}
-				}
-				found[parent] = append(found[parent], id)
+			for parent, u := range unmanaged(l, ids) {
+				found[parent] = append(found[parent], u...)
 			}
 		}()
 	}

@@ -119,7 +119,9 @@ func (r *Reconciler) hold(ctx context.Context, g *planner.Graph, p *planner.Plan
 	}
 	// One hold names every problem: the unmanaged contents are read even
 	// when the guard holds the revision already.
-	found, err := r.unmanagedChildren(ctx, g, p, prior)
+	lc := r.listingsFor(ctx, p.Revision, opts.DryRun)
+	found, err := r.unmanagedChildren(ctx, g, p, prior, lc)
+	lc.close(ctx)
 	if err == nil && len(found) == 0 {
 		return h
 	}

@@ -94,10 +94,25 @@ type recorder struct {
 	touched []record.Touched
 	done    chan struct{}
 	wg      sync.WaitGroup
+
+	// deletedWith lists, per resource the plan deletes with a DELETE, the
+	// resources ARM deletes with it (planner.Resource.DeletedWith): their
+	// records go in the transaction that records the parent's deletion.
+	// The executor reports them a little later (after every deletion ahead
+	// of them in its queue, which ARM's throttling can make seconds): a
+	// crash in between used to leave their records, and the next run sent
+	// each of them a DELETE of its own for a resource already gone (half
+	// the DELETEs of a restart, with 900 identities killed every 13 s).
+	deletedWith map[string][]string
 }
 
-func newRecorder(r *Reconciler, prior map[string]record.Resource, rev string) *recorder {
-	rec := &recorder{r: r, prior: prior, rev: rev, done: make(chan struct{})}
+func newRecorder(r *Reconciler, prior map[string]record.Resource, p *planner.Plan) *recorder {
+	rec := &recorder{r: r, prior: prior, rev: p.Revision, done: make(chan struct{}), deletedWith: map[string][]string{}}
+	for _, pr := range p.Resources {
+		if pr.Action == planner.Delete && pr.DeletedWith != "" {
+			rec.deletedWith[pr.DeletedWith] = append(rec.deletedWith[pr.DeletedWith], pr.Key())
+		}
+	}
 	if r.db == nil {
 		return rec
 	}
@@ -200,6 +215,11 @@ func (rec *recorder) write(w *state.Writer) error {
 		if err := recordOne(w, rr, prior, rec.rev, now); err != nil {
 			return err
 		}
+		if rr.Outcome == executor.Deleted {
+			if err := rec.forgetDeletedWith(w, rr.Key); err != nil {
+				return err
+			}
+		}
 		if t, ok := touchedOf(rr); ok {
 			rec.touched = append(rec.touched, t)
 		}
@@ -210,6 +230,27 @@ func (rec *recorder) write(w *state.Writer) error {
 	// to the end of the run before: 100 MB at 100,000).
 	for _, rr := range batch {
 		rr.Body, rr.Response, rr.Outputs, rr.Secrets, rr.Hash = nil, nil, nil, nil, ""
+	}
+	return nil
+}
+
+// forgetDeletedWith forgets the records of the resources ARM deleted with
+// the resource under key (see recorder.deletedWith).
+func (rec *recorder) forgetDeletedWith(w *state.Writer, key string) error {
+	for _, k := range rec.deletedWith[key] {
+		s, ok, err := w.Resource(k)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if err := w.DeleteChange(k); err != nil {
+			return err
+		}
+		if err := forget(w, k, s); err != nil {
+			return err
+		}
 	}
 	return nil
 }

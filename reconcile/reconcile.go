@@ -597,7 +597,7 @@ func (r *Reconciler) apply(ctx context.Context, g *planner.Graph, p *planner.Pla
 	if err := r.markInProgress(p, prior); err != nil {
 		return nil, fmt.Errorf("record progress: %w", err)
 	}
-	rec := newRecorder(r, prior, p.Revision)
+	rec := newRecorder(r, prior, p)
 	ex := executor.New(&clientsFor{r: r, g: g}, executor.Options{Parallelism: r.cfg.Parallelism, Logger: r.log,
 		OnResult: r.observeResult(rec.add), OnOperation: rec.operation})
 	res, applyErr := ex.Apply(ctx, p, planner.Values{Outputs: outputs, Secrets: g})
@@ -719,6 +719,13 @@ func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *record.Run) err
 		}
 		if run.Outcome == record.OutcomeSucceeded || run.Outcome == record.OutcomePartial {
 			if err := w.SetLastGoodRevision(p.Revision); err != nil {
+				return err
+			}
+		}
+		if run.Outcome == record.OutcomeSucceeded {
+			// Every deletion is done: no run needs the child listings
+			// recorded for them (listings.go).
+			if _, err := w.DeleteListings("", time.Time{}); err != nil {
 				return err
 			}
 		}

@@ -131,6 +131,9 @@ type KillPoint struct {
 	// Writes: as soon as the emulator has answered this many ARM writes (PUT, PATCH, DELETE) since its stats
 	// were last reset (polled every millisecond).
 	Writes int64
+	// AfterARM: this long after the emulator answered the process's first ARM request (tokens excluded), so that
+	// a slow start on a loaded machine does not eat the time the run has to work.
+	AfterARM time.Duration
 }
 
 func (k KillPoint) String() string {
@@ -139,6 +142,8 @@ func (k KillPoint) String() string {
 		return fmt.Sprintf("after write %d", k.Writes)
 	case k.After > 0:
 		return "at " + k.After.Round(time.Millisecond).String()
+	case k.AfterARM > 0:
+		return k.AfterARM.Round(time.Millisecond).String() + " after the first ARM request"
 	}
 	return "never"
 }
@@ -147,6 +152,13 @@ func (k KillPoint) String() string {
 func (e *Env) armWrites() int64 {
 	s := e.Emu.Stats()
 	return s.ByMethod["PUT"] + s.ByMethod["PATCH"] + s.ByMethod["DELETE"]
+}
+
+// armRequests counts the ARM requests the emulator answered since its stats were reset (tokens and the admin API
+// excluded).
+func (e *Env) armRequests() int64 {
+	s := e.Emu.Stats()
+	return s.Requests - s.ByType["identity"] - s.ByType["admin"]
 }
 
 // gitasoApply runs `gitaso apply` against repo with the state file and cache under dir, sends SIGKILL (to the
@@ -175,7 +187,7 @@ func (e *Env) gitasoApply(ctx context.Context, repoURL, dir string, kp KillPoint
 		defer t.Stop()
 		killC = t.C
 	}
-	if kp.Writes > 0 {
+	if kp.Writes > 0 || kp.AfterARM > 0 {
 		t := time.NewTicker(time.Millisecond)
 		defer t.Stop()
 		pollC = t.C
@@ -194,6 +206,14 @@ wait:
 			kill()
 			killC = nil
 		case <-pollC:
+			if kp.AfterARM > 0 {
+				if e.armRequests() > 0 {
+					t := time.NewTimer(kp.AfterARM)
+					defer t.Stop()
+					killC, pollC = t.C, nil
+				}
+				continue
+			}
 			if e.armWrites() >= kp.Writes {
 				r.Killed = true
 				kill()
