@@ -181,6 +181,16 @@ func (r *Reconciler) recordHeld(ctx context.Context, g *planner.Graph, p *planne
 			if err := w.SetPlan(planJSON); err != nil {
 				return err
 			}
+			if ctx.Err() == nil {
+				// A hold is an answer, not an interruption: whoever
+				// approves it (or changes Azure meanwhile: a lock, a role
+				// assignment added) gets a run that reads every collection
+				// again. Only a run stopped half way resumes from its
+				// listings (listings.go).
+				if _, err := w.DeleteListings("", time.Time{}); err != nil {
+					return err
+				}
+			}
 			return w.PutRun(&rep.Run)
 		}); err != nil {
 			return fmt.Errorf("record held run: %w", err)

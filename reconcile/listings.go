@@ -43,6 +43,10 @@ import (
 // collections are read again before anything is deleted. Dry runs (gitaso
 // plan) neither use nor record listings.
 //
+// A run that ends held forgets every listing (guard.go recordHeld): a hold is
+// an answer people act on (they remove a lock, approve), and the run after
+// it reads everything again. Only a run stopped half way resumes.
+//
 // What else a stopped deletion run leaves is resumed by other means: a
 // long-running DELETE in flight is recorded as an operation and polled to
 // its end (resume.go); a DELETE ARM accepted is recorded with the next

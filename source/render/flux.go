@@ -351,6 +351,14 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	w.repos = gitRepositories(append(slices.Clone(w.built), w.raw...))
 	if u := normRepoURL(r.opts.RepositoryURL); u != "" {
 		w.homes = append(w.homes, u)
+		if strings.HasPrefix(u, "local:") {
+			// A local clone (--repo /srv/git/fleet) of a bootstrapped
+			// repository: Flux's own GitRepository flux-system/flux-system
+			// names the repository it was installed from, which the clone is.
+			if fs, ok := w.repos["flux-system/flux-system"]; ok {
+				w.homes = append(w.homes, fs)
+			}
+		}
 	}
 	for _, k := range roots {
 		if cleanFluxPath(k.spec.Path) == entry {

@@ -51,6 +51,18 @@ func TestFluxLocalRepoIsOnlyItself(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "GitRepository flux-system/team is git.other.example/team, another repository than the one gitaso reads") {
 		t.Errorf("ssh:// on another host: %v", err)
 	}
+
+	// Flux's own flux-system/flux-system names the repository it was bootstrapped from: a local clone of it is
+	// that repository, whatever URL it names.
+	writeAt(t, root, "clusters/c/src.yaml", gitRepositoryDoc("flux-system", "ssh://git@github.example/org/fleet.git")+"---\n"+gitRepositoryDoc("self", "file://"+root))
+	writeAt(t, root, "clusters/c/ks.yaml", kustomizationFrom("apps", "./apps", "flux-system")+"---\n"+kustomizationFrom("self", "./mine", "self"))
+	snap, err = fluxFetch(t, root, "clusters/c", Options{RepositoryURL: root})
+	if err != nil {
+		t.Fatalf("flux-system/flux-system with a local clone: %v", err)
+	}
+	if diff := cmp.Diff([]string{"default/ResourceGroup/local-copy", "default/ResourceGroup/mine"}, ids(snap.Objects)); diff != "" {
+		t.Errorf("flux-system/flux-system objects (-want +got):\n%s", diff)
+	}
 }
 
 func writeAt(t *testing.T, root, rel, content string) {
