@@ -84,11 +84,11 @@ const (
 	Observed  Outcome = "observed"
 	// Adopted: an adoption without a write (planner.Resource.NoWrite):
 	// Azure held what the manifest sets, read and recorded as applied.
-	Adopted Outcome = "adopted"
-	Deleted   Outcome = "deleted"
-	Detached  Outcome = "detached"
-	Failed    Outcome = "failed"
-	Skipped   Outcome = "skipped" // a dependency failed
+	Adopted  Outcome = "adopted"
+	Deleted  Outcome = "deleted"
+	Detached Outcome = "detached"
+	Failed   Outcome = "failed"
+	Skipped  Outcome = "skipped" // a dependency failed
 )
 
 // ResourceResult is the result for one plan entry.
