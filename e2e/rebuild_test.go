@@ -148,7 +148,7 @@ func checkRebuiltPlan(t *testing.T, p *planner.Plan) {
 			}
 			continue
 		}
-		if !r.NoWrite || r.Request != nil || len(r.Changes) != 0 || r.Reason != planner.ReasonAdoptNoWrite {
+		if !r.NoWrite || r.Request != nil || len(r.Changes) != 0 || r.Reason != planner.ReasonAdoptNoWrite("state rebuilt") {
 			t.Errorf("%s planned noWrite %v, request %v, changes %+v (%s), want an adoption without a write", r.ID(), r.NoWrite, r.Request, r.Changes, r.Reason)
 		}
 	}
@@ -158,5 +158,85 @@ func checkRebuiltPlan(t *testing.T, p *planner.Plan) {
 	}
 	if n := strings.Count(b.String(), "without a write (state rebuilt)"); n != 4 {
 		t.Errorf("the plan's text names %d adoptions without a write, want 4:\n%s", n, b.String())
+	}
+}
+
+// TestImportAdoptsWithoutWrite: `gitaso state import` marks a state so that
+// an estate that exists in Azure as declared is taken over without a write;
+// the mark ends with the run.
+func TestImportAdoptsWithoutWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	t.Parallel()
+	e := newEnv(t)
+	rgID := e.rgID("legacy-rg")
+	e.mustPut(rgID, rgAPI, `{"location":"westeurope","tags":{"owner":"platform","cost":"ops"}}`)
+	uaiID := rgID + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/legacy-identity"
+	principal := principalIDOf(t, e.mustPut(uaiID, uaiAPI, `{"location":"westeurope"}`))
+	e.commit("import", map[string]string{"legacy.yaml": `
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: legacy-rg
+  namespace: platform
+spec:
+  location: westeurope
+  tags:
+    owner: platform
+---
+apiVersion: managedidentity.azure.com/v1api20230131
+kind: UserAssignedIdentity
+metadata:
+  name: legacy-identity
+  namespace: platform
+spec:
+  location: westeurope
+  owner:
+    name: legacy-rg
+  operatorSpec:
+    configMaps:
+      principalId: {name: legacy-identity-settings, key: principalId}
+`})
+	if err := e.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := state.MarkImport(e.dbPath, time.Now()); err != nil || !m.Import {
+		t.Fatalf("mark import: %+v, %v", m, err)
+	}
+	e.reopen()
+	e.emu.ResetStats()
+	rep, err := e.rec.Once(t.Context(), reconcile.Options{Trigger: "test", Refresh: true, All: true})
+	if err != nil || rep.Run.Outcome != record.OutcomeSucceeded {
+		t.Fatalf("run: %v, %s: %s", err, rep.Run.Outcome, rep.Run.Error)
+	}
+	for _, r := range rep.Plan.Resources {
+		if r.Action != planner.Adopt || !r.NoWrite || r.Reason != planner.ReasonAdoptNoWrite("import") {
+			t.Errorf("%s planned %s noWrite %v (%s), want an adoption without a write (import)", r.ID(), r.Action, r.NoWrite, r.Reason)
+		}
+	}
+	if w := e.armRequests("PUT", "PATCH", "DELETE", "POST"); len(w) != 0 {
+		t.Errorf("an import of what Azure holds as declared wrote %v", w)
+	}
+	if !strings.HasPrefix(rep.Run.Rebuilt, "import ") || !strings.Contains(rep.Run.Rebuilt, "2 resource(s) adopted without a write, 0 adopted with a PUT") {
+		t.Errorf("run record says %q", rep.Run.Rebuilt)
+	}
+	if cm, ok, err := e.db.Exports("platform", "legacy-identity-settings"); err != nil || !ok || cm["principalId"] != principal {
+		t.Errorf("ConfigMap legacy-identity-settings: %v (found %v, %v), want principalId %s", cm, ok, err, principal)
+	}
+	if m, err := e.db.Rebuilt(); err != nil || m != nil {
+		t.Errorf("import marker after the run: %+v, %v", m, err)
+	}
+	// The tag the manifest does not set stays Azure's.
+	if body := mustGet(t, e, rgID, rgAPI); !strings.Contains(string(body), `"cost":"ops"`) {
+		t.Errorf("the group lost a tag the manifest does not set: %s", body)
+	}
+	e.emu.ResetStats()
+	rep, err = e.rec.Once(t.Context(), reconcile.Options{Trigger: "test", Refresh: true, All: true})
+	if err != nil || rep.Plan.HasChanges() {
+		t.Errorf("the run after the import: %v, planned %v", err, rep.Plan.Summary())
+	}
+	if w := e.armRequests("PUT", "PATCH", "DELETE", "POST"); len(w) != 0 {
+		t.Errorf("the run after the import wrote %v", w)
 	}
 }

@@ -32,11 +32,12 @@ type Input struct {
 	Observed Observed
 	// Outputs are exported values known from earlier applies.
 	Outputs Outputs
-	// AdoptWithoutWrite is set while the state is a rebuilt one (the
-	// state's rebuilt marker, written by `gitaso state rebuild`): a
-	// resource to adopt whose Azure object already holds every field its
-	// manifest sets is adopted without a PUT (Resource.NoWrite).
-	AdoptWithoutWrite bool
+	// AdoptWithoutWrite is set, to why ("state rebuilt", "import"), while
+	// the state carries the marker `gitaso state rebuild` or `gitaso state
+	// import` writes: a resource to adopt whose Azure object already holds
+	// every field its manifest sets is adopted without a PUT
+	// (Resource.NoWrite). "" adopts with a PUT, as ASO does.
+	AdoptWithoutWrite string
 }
 
 // Plan decides an action for every resource of the graph and for every
@@ -342,8 +343,8 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 				diffSubset(od, desiredDoc(), "", skip, &r.Changes)
 				sensitiveDrift(od, body.JSON, r.Sensitive, &r.Changes)
 			}
-			if in.AdoptWithoutWrite {
-				r.adoptWithoutWrite(noWriteBlocker(od, err, r, body))
+			if in.AdoptWithoutWrite != "" {
+				r.adoptWithoutWrite(in.AdoptWithoutWrite, noWriteBlocker(od, err, r, body))
 			}
 		default:
 			r.Action, r.Reason = Create, ""
@@ -441,20 +442,20 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	return r, nil
 }
 
-// Reasons of an adoption while the state is rebuilt.
-const (
-	ReasonAdoptNoWrite = "without a write (state rebuilt): Azure holds every field the manifest sets; recorded as applied"
-	reasonAdoptPut     = "state rebuilt, but %s: its manifest is PUT over it"
-)
+// ReasonAdoptNoWrite is the reason of an adoption without a write, why
+// being Input.AdoptWithoutWrite.
+func ReasonAdoptNoWrite(why string) string {
+	return "without a write (" + why + "): Azure holds every field the manifest sets; recorded as applied"
+}
 
 // adoptWithoutWrite makes r an adoption without a write when nothing blocks
 // it (blocker ""), or says why its manifest is PUT.
-func (r *Resource) adoptWithoutWrite(blocker string) {
+func (r *Resource) adoptWithoutWrite(why, blocker string) {
 	if blocker != "" {
-		r.Reason = fmt.Sprintf(reasonAdoptPut, blocker)
+		r.Reason = why + ", but " + blocker + ": its manifest is PUT over it"
 		return
 	}
-	r.NoWrite, r.Reason, r.Request = true, ReasonAdoptNoWrite, nil
+	r.NoWrite, r.Reason, r.Request = true, ReasonAdoptNoWrite(why), nil
 }
 
 // noWriteBlocker says why a resource to adopt cannot be recorded without a

@@ -45,15 +45,15 @@ func (r *Reconciler) noteRebuilt(p *planner.Plan, rep *Report) bool {
 		}
 	}
 	done := rep.Run.Outcome == record.OutcomeSucceeded && p.Held == nil && len(p.Deferred) == 0
-	note := fmt.Sprintf("state rebuilt %s: %d resource(s) adopted without a write, %d adopted with a PUT (Azure differed from the manifest)",
-		m.At.Format("2006-01-02T15:04:05Z"), noWrite, put)
+	note := fmt.Sprintf("%s %s: %d resource(s) adopted without a write, %d adopted with a PUT (Azure differed from the manifest)",
+		m.Why(), m.At.Format("2006-01-02T15:04:05Z"), noWrite, put)
 	if done {
 		note += "; every resource of the revision is recorded: adoption without a write ends"
 	} else {
 		note += "; not every resource is recorded yet: the next run adopts without a write too"
 	}
 	rep.Run.Rebuilt = note
-	r.log.Info("rebuilt state", slog.Int("adoptedWithoutWrite", noWrite), slog.Int("adoptedWithPut", put),
+	r.log.Info("adoption without a write", slog.String("why", m.Why()), slog.Int("adoptedWithoutWrite", noWrite), slog.Int("adoptedWithPut", put),
 		slog.Bool("markerCleared", done), slog.String("note", note))
 	return done
 }

@@ -485,7 +485,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if rep.rebuilt, err = r.rebuiltMark(); err != nil {
 		return err
 	}
-	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: rep.rebuilt != nil}, opts)
+	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: rep.rebuilt.Why()}, opts)
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 		return fmt.Errorf("%w: %w", ErrRefused, err)

@@ -20,9 +20,45 @@ var metaRebuilt = []byte("rebuilt")
 type RebuiltMark struct {
 	// At is when the state was rebuilt (UTC).
 	At time.Time `json:"at"`
-	// Aside is where the damaged file went, "" when the marker was set
-	// otherwise.
+	// Aside is where the damaged file went, "" for an import.
 	Aside string `json:"aside,omitempty"`
+	// Import says that `gitaso state import` set the marker, to take over
+	// an estate that exists in Azure, rather than a rebuild.
+	Import bool `json:"import,omitempty"`
+}
+
+// Why is what the marker is for, as plans and logs say it: "state rebuilt"
+// or "import".
+func (m *RebuiltMark) Why() string {
+	switch {
+	case m == nil:
+		return ""
+	case m.Import:
+		return "import"
+	}
+	return "state rebuilt"
+}
+
+// MarkImport opens (creating when missing) the state file at path and sets
+// the marker for an import: until a run records every resource of its
+// revision, resources found in Azure as declared are adopted without a
+// write. It returns the marker the file carries now (an existing one is
+// kept: a rebuilt state stays rebuilt).
+func MarkImport(path string, now time.Time, opts ...Option) (*RebuiltMark, error) {
+	db, err := Open(path, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	m, err := db.Rebuilt()
+	if err != nil || m != nil {
+		return m, err
+	}
+	m = &RebuiltMark{At: now.UTC(), Import: true}
+	if err := db.Update(func(w *Writer) error { return w.SetRebuilt(*m) }); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // SetRebuilt sets the marker of a rebuilt state.

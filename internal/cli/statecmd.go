@@ -42,7 +42,7 @@ A damaged file is refused as it is (see 'gitaso state check').`,
 		},
 	}
 	compact.Flags().StringVar(&file, "state", "gitaso.db", "bbolt state file")
-	cmd.AddCommand(compact, stateCheckCmd(stdout), stateRebuildCmd(stdout))
+	cmd.AddCommand(compact, stateCheckCmd(stdout), stateRebuildCmd(stdout), stateImportCmd(stdout))
 	return cmd
 }
 
@@ -165,4 +165,29 @@ Prefer restoring a backup of the file when there is one: it keeps the history.`,
 	rebuild.Flags().StringVar(&file, "state", "gitaso.db", "bbolt state file")
 	rebuild.Flags().BoolVar(&force, "force", false, "rebuild a file the check finds sound (its history is lost)")
 	return rebuild
+}
+
+func stateImportCmd(stdout io.Writer) *cobra.Command {
+	var file string
+	imp := &cobra.Command{
+		Use:   "import",
+		Short: "Mark the state so that resources Azure holds as declared are adopted without a write (stop gitaso serve first)",
+		Long: `import marks the state file (creating it when missing) for taking over resources that exist in Azure:
+until a run has recorded every resource of its revision, a resource to adopt whose Azure object already
+holds every field its manifest sets is recorded as applied without a PUT (its exports computed from what
+Azure holds); one that differs is adopted with a PUT of its manifest, as ASO adopts. 'gitaso plan' shows
+which is which. 'gitaso state rebuild' sets the same mark on the state it starts. See docs/state.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := state.MarkImport(file, time.Now())
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(stdout, "%s: marked (%s, %s): the next runs adopt what Azure holds as declared without a write,\n"+
+				"until one records every resource of its revision.\n", file, m.Why(), m.At.Format(time.RFC3339))
+			return err
+		},
+	}
+	imp.Flags().StringVar(&file, "state", "gitaso.db", "bbolt state file")
+	return imp
 }
