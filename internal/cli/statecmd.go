@@ -18,7 +18,7 @@ const ExitDamaged = 5
 func stateCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
-		Short: "Maintain the state file (check, rebuild, compact)",
+		Short: "Maintain the state file (check, rebuild, import, compact)",
 		Args:  cobra.NoArgs,
 	}
 	var file string

@@ -97,3 +97,24 @@ func TestStateCheckAndRebuild(t *testing.T) {
 		t.Errorf("the new state's rebuilt marker: %+v, %v; want one naming %s", m, err, asides[0])
 	}
 }
+
+// `gitaso state import` marks a new state (the file created) for adoption
+// without a write, and says so.
+func TestStateImport(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "gitaso.db")
+	out, stderr, err := run(t, "state", "import", "--state", file)
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "marked (import") || !strings.Contains(out, "without a write") {
+		t.Errorf("import says:\n%s", out)
+	}
+	db, err := state.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if m, err := db.Rebuilt(); err != nil || m == nil || !m.Import || m.Why() != "import" {
+		t.Errorf("marker: %+v, %v; want an import", m, err)
+	}
+}
