@@ -28,6 +28,10 @@ type env struct {
 	cli   *azure.Client // the platform's own client, for changes behind gitaso's back
 	sub   string
 	files map[string]string
+	// dbPath is the state file's; reopen opens it again (after e.db was
+	// closed) with a new reconciler, as a restarted gitaso does.
+	dbPath string
+	reopen func()
 }
 
 func newEnv(t *testing.T) *env { return newEnvWith(t, envOptions{}) }

@@ -52,7 +52,8 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	if o.dir {
 		from = source.NewDir(repo.Work(), "clusters/snd")
 	}
-	db, err := state.Open(filepath.Join(dir, "gitaso.db"))
+	dbPath := filepath.Join(dir, "gitaso.db")
+	db, err := state.Open(dbPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,17 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 		o.config(&cfg)
 	}
 	rec := reconcile.New(from, db, em.Clients, cfg, o.log)
-	return &env{t: t, emu: em.Emu, repo: repo, db: db, rec: rec, cli: em.Client, sub: em.Sub, files: map[string]string{}}
+	e := &env{t: t, emu: em.Emu, repo: repo, db: db, rec: rec, cli: em.Client, sub: em.Sub, files: map[string]string{}, dbPath: dbPath}
+	e.reopen = func() {
+		t.Helper()
+		db, err := state.Open(dbPath)
+		if err != nil {
+			t.Fatalf("open the state again: %v", err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		e.db, e.rec = db, reconcile.New(from, db, em.Clients, cfg, o.log)
+	}
+	return e
 }
 
 // lookup returns a resource from state and whether it is there.

@@ -82,10 +82,13 @@ const (
 	Applied   Outcome = "applied"
 	Unchanged Outcome = "unchanged"
 	Observed  Outcome = "observed"
-	Deleted   Outcome = "deleted"
-	Detached  Outcome = "detached"
-	Failed    Outcome = "failed"
-	Skipped   Outcome = "skipped" // a dependency failed
+	// Adopted: an adoption without a write (planner.Resource.NoWrite):
+	// Azure held what the manifest sets, read and recorded as applied.
+	Adopted  Outcome = "adopted"
+	Deleted  Outcome = "deleted"
+	Detached Outcome = "detached"
+	Failed   Outcome = "failed"
+	Skipped  Outcome = "skipped" // a dependency failed
 )
 
 // ResourceResult is the result for one plan entry.
@@ -599,6 +602,15 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 		return fail(&statusError{reason: reason, severity: record.SeverityWarning, msg: msg})
 	}
 	secretValues = planner.ValuesAt(body.JSON, body.Secrets)
+	if r.Action == planner.Adopt && r.NoWrite {
+		done, err := w.adoptWithoutWrite(ctx, cli, r, rr, body)
+		if err != nil {
+			return fail(err)
+		}
+		if done {
+			return rr
+		}
+	}
 	sent := body.JSON
 	if sent, err = w.beforePut(ctx, cli, r, rr, sent); err != nil {
 		return fail(err)
@@ -624,6 +636,50 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 		w.export(ctx, cli, r, rr)
 	}
 	return rr
+}
+
+// adoptWithoutWrite records r, an adoption without a write, from what Azure
+// holds: it reads the object again and, when it still holds every field the
+// body sets (planner.AdoptChanges) and is provisioned, records the body's
+// hash as applied, Ready from the provisioningState and ASO's post-reconcile
+// check, and the exports computed from the read, as the observe path does.
+// It reports false, with no error, when the object is gone or differs now:
+// the caller PUTs the manifest as any adoption.
+func (w *walk) adoptWithoutWrite(ctx context.Context, cli ARM, r *planner.Resource, rr *ResourceResult, body *aso.Body) (bool, error) {
+	rr.Requests++
+	observed, err := cli.Get(ctx, r.ARMID, r.APIVersion)
+	if isNotFound(err) {
+		w.e.opts.Logger.InfoContext(ctx, "adopting with a PUT: gone from Azure since the plan", "resource", r.ID())
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	changes, err := planner.AdoptChanges(r, body, observed)
+	if err != nil {
+		return false, err
+	}
+	if len(changes) > 0 {
+		w.e.opts.Logger.InfoContext(ctx, "adopting with a PUT: Azure differs from the manifest", "resource", r.ID(), "fields", len(changes))
+		return false, nil
+	}
+	if st := planner.ProvisioningState(observed); st != "" && !strings.EqualFold(st, "Succeeded") {
+		w.e.opts.Logger.InfoContext(ctx, "adopting with a PUT: not provisioned in Azure", "resource", r.ID(), "provisioningState", st)
+		return false, nil
+	}
+	red, err := r.Redact(body.JSON, body.Secrets)
+	if err != nil {
+		return false, err
+	}
+	rr.Outcome, rr.Response, rr.Ready = Adopted, observed, readyCondition()
+	rr.Hash = planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON)
+	rr.Body = red
+	rr.SecretHashes = planner.SecretHashes(body.JSON, r.Sensitive)
+	w.e.opts.Logger.InfoContext(ctx, "adopted without a write (state rebuilt)", "resource", r.ID(), "armId", r.ARMID)
+	if w.afterPut(ctx, cli, r, rr) {
+		w.export(ctx, cli, r, rr)
+	}
+	return true, nil
 }
 
 // track returns the context to send r's write or delete with, reporting a

@@ -32,6 +32,12 @@ type Input struct {
 	Observed Observed
 	// Outputs are exported values known from earlier applies.
 	Outputs Outputs
+	// AdoptWithoutWrite is set, to why ("state rebuilt", "import"), while
+	// the state carries the marker `gitaso state rebuild` or `gitaso state
+	// import` writes: a resource to adopt whose Azure object already holds
+	// every field its manifest sets is adopted without a PUT
+	// (Resource.NoWrite). "" adopts with a PUT, as ASO does.
+	AdoptWithoutWrite string
 }
 
 // Plan decides an action for every resource of the graph and for every
@@ -342,6 +348,9 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 				diffSubset(od, desiredDoc(), "", skip, &r.Changes)
 				sensitiveDrift(od, body.JSON, r.Sensitive, &r.Changes)
 			}
+			if in.AdoptWithoutWrite != "" {
+				r.adoptWithoutWrite(in.AdoptWithoutWrite, noWriteBlocker(od, err, r, body))
+			}
 		default:
 			r.Action, r.Reason = Create, ""
 			if hasPrior {
@@ -436,6 +445,100 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 		r.Request = nil
 	}
 	return r, nil
+}
+
+// ReasonAdoptNoWrite is the reason of an adoption without a write, why
+// being Input.AdoptWithoutWrite.
+func ReasonAdoptNoWrite(why string) string {
+	return "without a write (" + why + "): Azure holds every field the manifest sets; recorded as applied"
+}
+
+// adoptWithoutWrite makes r an adoption without a write when nothing blocks
+// it (blocker ""), or says why its manifest is PUT.
+func (r *Resource) adoptWithoutWrite(why, blocker string) {
+	if blocker != "" {
+		r.Reason = why + ", but " + blocker + ": its manifest is PUT over it"
+		return
+	}
+	r.NoWrite, r.Reason, r.Request = true, ReasonAdoptNoWrite(why), nil
+}
+
+// noWriteBlocker says why a resource to adopt cannot be recorded without a
+// write: Azure's object differs from the manifest (the adopt diff, in
+// r.Changes), could not be decoded (err), is not provisioned, or the
+// manifest sets write-only secret values ARM does not return. "" when
+// nothing does. Values known after apply are compared by the executor, once
+// it knows them.
+func noWriteBlocker(observed any, err error, r *Resource, body *aso.Body) string {
+	switch {
+	case err != nil:
+		return "Azure's object could not be read (" + err.Error() + ")"
+	case len(r.Changes) == 1:
+		return "Azure differs from the manifest in 1 field"
+	case len(r.Changes) > 1:
+		return fmt.Sprintf("Azure differs from the manifest in %d fields", len(r.Changes))
+	}
+	if st := provisioningStateOf(observed); st != "" && !strings.EqualFold(st, "Succeeded") {
+		return "Azure's provisioningState is " + st
+	}
+	for _, s := range body.Secrets {
+		if _, fromSecret := r.Sensitive[s]; !fromSecret {
+			return "the manifest sets a write-only secret value Azure does not return (" + s + ")"
+		}
+	}
+	return ""
+}
+
+// provisioningStateOf is properties.provisioningState of an ARM object, ""
+// when it has none.
+func provisioningStateOf(doc any) string {
+	m, _ := doc.(map[string]any)
+	props, _ := m["properties"].(map[string]any)
+	st, _ := props["provisioningState"].(string)
+	return st
+}
+
+// ProvisioningState is properties.provisioningState of an ARM object's
+// JSON, "" when it has none or is not JSON.
+func ProvisioningState(obj json.RawMessage) string {
+	doc, err := decode(obj)
+	if err != nil {
+		return ""
+	}
+	return provisioningStateOf(doc)
+}
+
+// AdoptChanges compares the body gitaso would PUT for r (resolved: every
+// value known) with what Azure holds, as the plan's adopt diff does: the
+// fields the body sets that observed lacks or holds otherwise, secret values
+// from Secrets masked, write-only values and ARM's instructions skipped.
+func AdoptChanges(r *Resource, body *aso.Body, observed json.RawMessage) ([]Change, error) {
+	od, err := decode(observed)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", r.ARMID, err)
+	}
+	red, err := redactLabeled(body.JSON, body.Secrets, r.Sensitive)
+	if err != nil {
+		return nil, fmt.Errorf("redact body: %w", err)
+	}
+	planned, err := aso.PlanPayload(r.Group, r.Kind, red, true)
+	if err != nil {
+		return nil, err
+	}
+	desired, err := decode(planned.JSON)
+	if err != nil {
+		return nil, fmt.Errorf("decode body: %w", err)
+	}
+	skip := map[string]bool{}
+	for _, l := range [][]string{body.Secrets, body.Unknown, planned.Unknown, planned.Instructions} {
+		for _, s := range l {
+			skip[s] = true
+		}
+	}
+	var cs []Change
+	diffSubset(od, desired, "", skip, &cs)
+	sensitiveDrift(od, body.JSON, r.Sensitive, &cs)
+	return cs, nil
 }
 
 func isReady(r record.Resource) bool { return r.Ready.Status == "True" }

@@ -206,6 +206,12 @@ type Resource struct {
 	DeletedWith string `json:"deletedWith,omitempty"`
 	// MovedFrom is the state key the resource's ARM ID leaves (action move).
 	MovedFrom string `json:"movedFrom,omitempty"`
+	// NoWrite marks an adoption without a write (action adopt, the state
+	// rebuilt: Input.AdoptWithoutWrite): Azure already holds what the
+	// manifest sets, so the executor reads it and records it as applied
+	// instead of sending a PUT (it does send the PUT when its read finds
+	// the object changed since the plan).
+	NoWrite bool `json:"noWrite,omitempty"`
 	// DeleteUnmanaged is the manifest's opt-in (annotation
 	// gitaso.io/delete-unmanaged-children: "true") to delete it even when
 	// ARM's cascade takes resources gitaso does not manage with it.

@@ -485,3 +485,44 @@ func TestPlanExportsChanged(t *testing.T) {
 		}
 	}
 }
+
+// While the state is rebuilt (Input.AdoptWithoutWrite), an adoption whose
+// Azure object holds the manifest is planned without a request; one that
+// differs, or is not provisioned, keeps its PUT and says why.
+func TestAdoptWithoutWrite(t *testing.T) {
+	g := build(t, map[string]string{"platform/team-a.yaml": onboarding})
+	sa := g.Node(planner.Key("platform", "storage.azure.com", "StorageAccount", "teamastorage"))
+	rg := g.Node(planner.Key("platform", "resources.azure.com", "ResourceGroup", "team-a-rg"))
+	rgBody := func(state string) json.RawMessage {
+		return json.RawMessage(`{"id":"` + rg.ARMID + `","name":"team-a-rg","location":"westeurope","properties":{"provisioningState":"` + state + `"}}`)
+	}
+	observed := planner.Observed{
+		strings.ToLower(sa.ARMID): json.RawMessage(`{"id":"` + sa.ARMID + `","name":"teamastorage","kind":"StorageV2","location":"westeurope","sku":{"name":"Standard_GRS"},"properties":{"provisioningState":"Succeeded"}}`),
+		strings.ToLower(rg.ARMID): rgBody("Succeeded"),
+	}
+	for _, why := range []string{"", "state rebuilt"} {
+		p, err := g.Plan(planner.Input{Observed: observed, AdoptWithoutWrite: why})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := p.Get(rg.Key())
+		if got := r.Action == planner.Adopt && r.NoWrite && r.Request == nil && r.Reason == planner.ReasonAdoptNoWrite(why); got != (why != "") {
+			t.Errorf("marker %q: resource group planned %s, noWrite %v, request %v (%s)", why, r.Action, r.NoWrite, r.Request != nil, r.Reason)
+		}
+		s := p.Get(sa.Key())
+		if s.Action != planner.Adopt || s.NoWrite || s.Request == nil || len(s.Changes) != 1 {
+			t.Errorf("marker %q: storage account (sku differs) planned %s, noWrite %v, changes %v", why, s.Action, s.NoWrite, s.Changes)
+		}
+		if why != "" && s.Reason != "state rebuilt, but Azure differs from the manifest in 1 field: its manifest is PUT over it" {
+			t.Errorf("storage account's reason: %q", s.Reason)
+		}
+	}
+	observed[strings.ToLower(rg.ARMID)] = rgBody("Failed")
+	p, err := g.Plan(planner.Input{Observed: observed, AdoptWithoutWrite: "state rebuilt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.Get(rg.Key()); r.NoWrite || r.Request == nil || !strings.Contains(r.Reason, "provisioningState is Failed") {
+		t.Errorf("a failed resource group planned noWrite %v (%s), want a PUT", r.NoWrite, r.Reason)
+	}
+}

@@ -125,7 +125,7 @@ func (r *Reconciler) noteOwnWrites(res *executor.Result) {
 			continue
 		}
 		ok := rr.Outcome == executor.Applied || rr.Outcome == executor.Deleted
-		tried := rr.Outcome == executor.Failed && (rr.Resource.Action.Writes() || rr.Resource.Action == planner.Delete)
+		tried := rr.Outcome == executor.Failed && ((rr.Resource.Action.Writes() && !rr.Resource.NoWrite) || rr.Resource.Action == planner.Delete)
 		if ok || tried {
 			a.noteWrite(rr.Resource.ARMID, rr.StartedAt, rr.StartedAt.Add(rr.Duration), ok)
 		}

@@ -186,6 +186,9 @@ type Report struct {
 	Then *Report
 
 	observed planner.Observed // what the plan read from Azure
+	// rebuilt is the state's rebuilt marker when it has one: resources
+	// found in Azure as declared are adopted without a write.
+	rebuilt *state.RebuiltMark
 	// lastGood says the run refreshes the last good revision after a
 	// refused one: it is not the newest revision the source has.
 	lastGood bool
@@ -495,7 +498,10 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		return err
 	}
 	r.observeOtherWriters(prior) // state's marks, from the first run on (activity.go)
-	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs}, opts)
+	if rep.rebuilt, err = r.rebuiltMark(); err != nil {
+		return err
+	}
+	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: rep.rebuilt.Why()}, opts)
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 		return fmt.Errorf("%w: %w", ErrRefused, err)
@@ -641,7 +647,8 @@ func (r *Reconciler) finish(g *planner.Graph, p *planner.Plan, rec *recorder, re
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeFailed, applyErr.Error()
 	}
 	rep.Run.FinishedAt = time.Now().UTC()
-	if err := r.record(p, rec, &rep.Run); err != nil {
+	endRebuilt := r.noteRebuilt(p, rep)
+	if err := r.record(p, rec, &rep.Run, endRebuilt); err != nil {
 		return fmt.Errorf("record results: %w", err)
 	}
 	r.lastGood = g
@@ -709,13 +716,18 @@ func (r *Reconciler) priorState() (map[string]record.Resource, planner.Outputs, 
 
 // record writes the results not yet recorded and the run, in one
 // transaction.
-func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *record.Run) error {
+func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *record.Run, clearRebuilt bool) error {
 	if r.db == nil {
 		return nil
 	}
 	return r.db.Update(func(w *state.Writer) error {
 		if err := rec.write(w); err != nil {
 			return err
+		}
+		if clearRebuilt {
+			if err := w.ClearRebuilt(); err != nil {
+				return err
+			}
 		}
 		if run.Outcome == record.OutcomeSucceeded || run.Outcome == record.OutcomePartial {
 			if err := w.SetLastGoodRevision(p.Revision); err != nil {

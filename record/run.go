@@ -34,4 +34,8 @@ type Run struct {
 	// held), or which deletions were held back in an otherwise applied run
 	// (a parent holding resources gitaso does not manage).
 	Held *Hold `json:"held,omitempty"`
+	// Rebuilt says what a run over a rebuilt state (`gitaso state
+	// rebuild`) did: how many resources it adopted without a write and
+	// with a PUT, and whether the state's rebuilt marker ends with it.
+	Rebuilt string `json:"rebuilt,omitempty"`
 }

@@ -11,7 +11,7 @@
 //
 //	resources      namespace/group/Kind/name   → Resource (JSON)
 //	runs           big-endian uint64 sequence  → Run (JSON); at most WithMaxRuns (default 500), oldest pruned
-//	meta           schemaVersion, lastGoodRevision, latestRevision, plan, runCounts, secretKeyCheck, refused
+//	meta           schemaVersion, lastGoodRevision, latestRevision, plan, runCounts, secretKeyCheck, refused, rebuilt (RebuiltMark: set by Rebuild, cleared by the first run that records every resource)
 //	operations     key (the resource key)      → Operation (JSON)
 //	exports        namespace/configMapName     → map[key]value (JSON, plain: not secret)
 //	secretExports  namespace/secretName        → {keys, sealed} (values AES-256-GCM encrypted)

@@ -33,10 +33,11 @@ type Rebuilt struct {
 //
 // When only the freelist is damaged (Report.DataIntact) every record is
 // copied into the new file and nothing is lost. Otherwise the file is only
-// moved aside, so that the next gitaso starts a new state there: its first
-// run finds every declared resource that exists in Azure and adopts it (a
-// PUT of its manifest, as ASO adopts; nothing is deleted or re-created), and
-// the run history, the last applied bodies, the held approvals and the
+// moved aside and a new state is written there, carrying the rebuilt marker
+// (RebuiltMark): its first run finds every declared resource that exists in
+// Azure and records the ones that match their manifest as applied without a
+// write (the others are adopted with a PUT of their manifest, as ASO adopts;
+// nothing is deleted or re-created), and the run history, the last applied bodies, the held approvals and the
 // exported values are lost. The encryption key file stays: the new state
 // uses it.
 //
@@ -74,6 +75,14 @@ func Rebuild(path string, force bool, now time.Time) (*Rebuilt, error) {
 			out.SalvageErr = err
 		} else {
 			out.Salvaged = true
+		}
+	}
+	if !out.Salvaged {
+		// The new state starts marked: its first runs adopt what Azure
+		// holds as declared without a write.
+		if err := createRebuilt(path, RebuiltMark{At: now.UTC(), Aside: out.Aside}); err != nil {
+			syncDir(path)
+			return nil, fmt.Errorf("state: rebuild %s (the old file is at %s): %w", path, out.Aside, err)
 		}
 	}
 	syncDir(path)

@@ -320,8 +320,12 @@ func printResult(w io.Writer, res *executor.Result) {
 		fmt.Fprintln(w, line)
 	}
 	c := res.Counts()
-	fmt.Fprintf(w, "%d applied, %d unchanged, %d deleted, %d detached, %d observed, %d failed, %d skipped.\n",
-		c["applied"], c["unchanged"], c["deleted"], c["detached"], c["observed"], c["failed"], c["skipped"])
+	adopted := ""
+	if n := c[string(executor.Adopted)]; n > 0 {
+		adopted = fmt.Sprintf("%d adopted without a write (state rebuilt), ", n)
+	}
+	fmt.Fprintf(w, "%d applied, %s%d unchanged, %d deleted, %d detached, %d observed, %d failed, %d skipped.\n",
+		c["applied"], adopted, c["unchanged"], c["deleted"], c["detached"], c["observed"], c["failed"], c["skipped"])
 }
 
 func serveCmd(stdout, stderr io.Writer) *cobra.Command {

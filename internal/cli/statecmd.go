@@ -18,7 +18,7 @@ const ExitDamaged = 5
 func stateCmd(stdout io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "state",
-		Short: "Maintain the state file (check, rebuild, compact)",
+		Short: "Maintain the state file (check, rebuild, import, compact)",
 		Args:  cobra.NoArgs,
 	}
 	var file string
@@ -42,7 +42,7 @@ A damaged file is refused as it is (see 'gitaso state check').`,
 		},
 	}
 	compact.Flags().StringVar(&file, "state", "gitaso.db", "bbolt state file")
-	cmd.AddCommand(compact, stateCheckCmd(stdout), stateRebuildCmd(stdout))
+	cmd.AddCommand(compact, stateCheckCmd(stdout), stateRebuildCmd(stdout), stateImportCmd(stdout))
 	return cmd
 }
 
@@ -127,9 +127,11 @@ func stateRebuildCmd(stdout io.Writer) *cobra.Command {
 		Short: "Move a damaged state file aside so that gitaso starts a new state (stop gitaso serve first)",
 		Long: `rebuild moves the state file aside (to FILE.damaged-<time>; it is never deleted). When only the
 freelist (bbolt's list of free pages) is damaged, every record is copied into a new FILE and nothing is
-lost. Otherwise the next gitaso command starts a new state file. Its first run reads Azure for every declared resource and adopts
-those that exist (a PUT of the manifest, as ASO adopts: nothing is deleted or re-created; 'gitaso plan'
-shows it first). What the old file held is lost: the run history, the last applied bodies and their
+lost. Otherwise a new state file is written there, marked as rebuilt. Its first run reads Azure for every
+declared resource: one that exists as its manifest declares it is recorded as applied without a write (its
+exports computed from what Azure holds), one that differs is adopted with a PUT of its manifest (as ASO
+adopts), and the others are created; nothing is deleted or re-created ('gitaso plan' shows it first).
+The mark ends once a run has recorded every resource of its revision. What the old file held is lost: the run history, the last applied bodies and their
 diffs, held deletion approvals, and the exported values (re-exported as their resources are applied).
 Resources removed from Git while the state was lost are not deleted from Azure: gitaso no longer knows
 them. The encryption key file stays and is used by the new state. A sound file is refused unless --force.
@@ -153,8 +155,9 @@ Prefer restoring a backup of the file when there is one: it keeps the history.`,
 				fmt.Fprintf(stdout, "copying the records failed (%v); the file is moved aside instead.\n", res.SalvageErr)
 			}
 			_, err = fmt.Fprintf(stdout, "%s (%s) moved to %s; nothing was deleted.\n"+
-				"The next gitaso command starts a new state there: the run history and the last applied bodies are lost,\n"+
-				"and its first run adopts every declared resource that exists in Azure (run 'gitaso plan' first to see it).\n",
+				"A new state marked as rebuilt is there: the run history and the last applied bodies are lost. Its first run\n"+
+				"records every declared resource that Azure holds as declared without a write, and adopts with a PUT the ones\n"+
+				"that differ (run 'gitaso plan' first to see which).\n",
 				file, what, res.Aside)
 			return err
 		},
@@ -162,4 +165,29 @@ Prefer restoring a backup of the file when there is one: it keeps the history.`,
 	rebuild.Flags().StringVar(&file, "state", "gitaso.db", "bbolt state file")
 	rebuild.Flags().BoolVar(&force, "force", false, "rebuild a file the check finds sound (its history is lost)")
 	return rebuild
+}
+
+func stateImportCmd(stdout io.Writer) *cobra.Command {
+	var file string
+	imp := &cobra.Command{
+		Use:   "import",
+		Short: "Mark the state so that resources Azure holds as declared are adopted without a write (stop gitaso serve first)",
+		Long: `import marks the state file (creating it when missing) for taking over resources that exist in Azure:
+until a run has recorded every resource of its revision, a resource to adopt whose Azure object already
+holds every field its manifest sets is recorded as applied without a PUT (its exports computed from what
+Azure holds); one that differs is adopted with a PUT of its manifest, as ASO adopts. 'gitaso plan' shows
+which is which. 'gitaso state rebuild' sets the same mark on the state it starts. See docs/state.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			m, err := state.MarkImport(file, time.Now())
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(stdout, "%s: marked (%s, %s): the next runs adopt what Azure holds as declared without a write,\n"+
+				"until one records every resource of its revision.\n", file, m.Why(), m.At.Format(time.RFC3339))
+			return err
+		},
+	}
+	imp.Flags().StringVar(&file, "state", "gitaso.db", "bbolt state file")
+	return imp
 }

@@ -81,11 +81,9 @@ func TestStateCheckAndRebuild(t *testing.T) {
 			t.Errorf("rebuild does not say %q:\n%s", want, out)
 		}
 	}
-	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("after rebuild %s: %v, want it gone (a new state starts there)", file, err)
-	}
-	if _, _, err := run(t, "state", "check", "--state", file); exitCode(err) != 1 {
-		t.Errorf("check of a missing file: exit %d (%v), want 1", exitCode(err), err)
+	// A new state marked as rebuilt takes its place: sound, empty.
+	if _, _, err := run(t, "state", "check", "--state", file); err != nil {
+		t.Errorf("check of the new state: %v, want sound", err)
 	}
 	db, err = state.Open(file, state.WithoutKeyFile())
 	if err != nil {
@@ -94,5 +92,29 @@ func TestStateCheckAndRebuild(t *testing.T) {
 	defer db.Close()
 	if rs, err := db.Resources(record.Filter{}); err != nil || len(rs) != 0 {
 		t.Errorf("the new state holds %d resources (%v), want none", len(rs), err)
+	}
+	if m, err := db.Rebuilt(); err != nil || m == nil || m.Aside != asides[0] {
+		t.Errorf("the new state's rebuilt marker: %+v, %v; want one naming %s", m, err, asides[0])
+	}
+}
+
+// `gitaso state import` marks a new state (the file created) for adoption
+// without a write, and says so.
+func TestStateImport(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "gitaso.db")
+	out, stderr, err := run(t, "state", "import", "--state", file)
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "marked (import") || !strings.Contains(out, "without a write") {
+		t.Errorf("import says:\n%s", out)
+	}
+	db, err := state.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if m, err := db.Rebuilt(); err != nil || m == nil || !m.Import || m.Why() != "import" {
+		t.Errorf("marker: %+v, %v; want an import", m, err)
 	}
 }
