@@ -34,4 +34,10 @@ type Run struct {
 	// held), or which deletions were held back in an otherwise applied run
 	// (a parent holding resources gitaso does not manage).
 	Held *Hold `json:"held,omitempty"`
+	// Phase is the run's phase when it is a later phase (2, 3, ...) of a
+	// reconcile that applied in phases (objects known after apply applied
+	// once their values exist); PhaseOf is then the ID of its first phase.
+	// Zero for a first (or only) phase.
+	Phase   int    `json:"phase,omitempty"`
+	PhaseOf uint64 `json:"phaseOf,omitempty"`
 }

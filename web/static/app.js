@@ -835,12 +835,38 @@
       }
       throw e;
     }
-    if (text === cache.runText) {
+    const plan = await runPlan(JSON.parse(text).run);
+    const sig = text + '|' + (plan ? plan.text.length + plan.text.slice(-64) : '');
+    if (sig === cache.runText) {
       for (const t of $('run-body').querySelectorAll('time')) t.textContent = ago(new Date(t.getAttribute('datetime')));
       return;
     }
-    cache.runText = text;
-    renderRun(JSON.parse(text), false);
+    cache.runText = sig;
+    const doc = JSON.parse(text);
+    doc.plan = plan;
+    renderRun(doc, false);
+  }
+
+  // runPlan is the plan of run r when gitaso keeps it: an earlier phase's
+  // (api/v1/runs/{id}/plan), or the latest plan when r is the newest run
+  // and planned it. Null otherwise.
+  async function runPlan(r) {
+    try {
+      const t = await api('api/v1/runs/' + r.id + '/plan');
+      return { text: t, plan: parseJSON(t) };
+    } catch (e) {
+      if (!(e instanceof APIError && e.status === 404)) throw e;
+    }
+    const newest = (JSON.parse(await api('api/v1/runs?limit=' + MAX_PHASES)).items || []).find((x) => x.outcome && x.outcome !== 'refused');
+    if (!newest || newest.id !== r.id) return null;
+    try {
+      const t = await api('api/v1/plan');
+      const p = parseJSON(t);
+      return p.revision === r.revision ? { text: t, plan: p } : null;
+    } catch (e) {
+      if (e instanceof APIError && e.status === 404) return null;
+      throw e;
+    }
   }
 
   function renderRun(doc, all) {
@@ -852,6 +878,8 @@
         ['Outcome', el('span', { class: 'badge outcome ' + (r.outcome || 'running'), text: r.outcome || 'running' })],
         ['Revision', r.revision ? el('code', { title: r.revision, text: r.revision }) : ''],
         ['Trigger', r.trigger],
+        ['Phase', r.phase ? el('span', null, r.phase + ' of run ', el('a', { href: '#run/' + r.phaseOf, text: '#' + r.phaseOf }),
+          ' (objects known after apply, applied once their values existed)') : ''],
         ['Started', timeEl(r.startedAt)],
         ['Duration', duration(r.startedAt, r.finishedAt)],
         ['Counts', countsText(r.counts)],
@@ -885,6 +913,16 @@
       }
     }
     parts.push(sec);
+    const planSec = el('section', { class: 'card wide', 'aria-labelledby': 'h-runplan' }, el('h3', { id: 'h-runplan', text: 'Plan of this run' }));
+    if (doc.plan) {
+      const pre = el('pre', { class: 'plan', id: 'run-plan', tabindex: '0', 'aria-label': 'Plan of this run, as gitaso plan prints it' });
+      fillPlan(pre, planLines(doc.plan.plan, false));
+      planSec.append(pre);
+    } else {
+      planSec.append(el('p', { class: 'muted', text: 'Not kept: gitaso keeps the plan of the latest run (all its phases) only; ' +
+        'the resources this run touched are listed above.' }));
+    }
+    parts.push(planSec);
     $('run-body').replaceChildren(...parts);
   }
 
@@ -908,7 +946,7 @@
     $('runs-body').replaceChildren(...runs.map((r) => el('tr', { class: 'outcome-' + (r.outcome || 'running') },
       el('th', { scope: 'row' }, el('a', { href: '#run/' + r.id, text: String(r.id) })),
       el('td', { title: r.revision }, el('code', { text: shortRev(r.revision) })),
-      el('td', { text: r.trigger || '' }),
+      el('td', null, r.trigger || '', r.phase ? el('div', { class: 'muted' }, 'phase ' + r.phase + ' of ', el('a', { href: '#run/' + r.phaseOf, text: '#' + r.phaseOf })) : null),
       el('td', null, timeEl(r.startedAt)),
       el('td', { text: duration(r.startedAt, r.finishedAt) }),
       el('td', null, el('span', { class: 'badge outcome ' + (r.outcome || 'running'), text: r.outcome || 'running' })),
@@ -1116,6 +1154,7 @@
       if (e instanceof APIError && e.status === 404) {
         cache.plan = null;
         cache.planText = '';
+        cache.phases = [];
         return;
       }
       throw e;
@@ -1124,6 +1163,41 @@
       cache.planText = text;
       cache.plan = parseJSON(text);
     }
+    await loadPhasePlans();
+  }
+
+  // MAX_PHASES is reconcile's maxPhases: the runs of one reconcile.
+  const MAX_PHASES = 8;
+
+  // loadPhasePlans finds the phases of the latest run. A reconcile whose
+  // objects wait for values its resources export applies in phases, each a
+  // run (phase and phaseOf say which): api/v1/plan is the last phase's plan,
+  // api/v1/runs/{id}/plan those of the earlier phases. cache.phases lists
+  // them, first phase first, as { run, plan, text }; the last is the latest
+  // plan (its run null when it is not the newest run's).
+  async function loadPhasePlans() {
+    const runs = JSON.parse(await api('api/v1/runs?limit=' + MAX_PHASES)).items || [];
+    const newest = runs.find((r) => r.outcome && r.outcome !== 'refused');
+    // The latest plan is the newest run's when their revisions agree (a
+    // run that failed before planning recorded none).
+    const own = !!(newest && cache.plan && newest.revision === cache.plan.revision);
+    const phases = [];
+    if (own && newest.phaseOf) {
+      const group = runs.filter((r) => r.id === newest.phaseOf || r.phaseOf === newest.phaseOf).sort((a, b) => a.id - b.id);
+      for (const r of group) {
+        if (r.id >= newest.id) break;
+        const old = (cache.phases || []).find((x) => x.run && x.run.id === r.id && x.text);
+        if (old) { phases.push(Object.assign({}, old, { run: r })); continue; }
+        try {
+          const t = await api('api/v1/runs/' + r.id + '/plan');
+          phases.push({ run: r, plan: parseJSON(t), text: t });
+        } catch (e) {
+          if (!(e instanceof APIError && e.status === 404)) throw e; // not kept: not shown
+        }
+      }
+    }
+    phases.push({ run: own ? newest : null, plan: cache.plan, text: cache.planText });
+    cache.phases = phases;
   }
 
   let renderedPlan = '';
@@ -1144,14 +1218,40 @@
       renderedPlan = '';
       return;
     }
-    const sig = cache.planText + '|' + $('plan-unchanged').checked;
-    const changes = (p.resources || []).filter((r) => r.action !== 'no-op' && r.action !== 'observe').length;
+    const phases = cache.phases && cache.phases.length ? cache.phases : [{ run: null, plan: p, text: cache.planText }];
+    const sig = phases.map((x) => (x.run ? x.run.id : '') + ':' + x.text.length + ':' + x.text.slice(-64)).join('|') + '|' +
+      cache.planText + '|' + $('plan-unchanged').checked;
+    let changes = 0;
+    for (const x of phases) changes += (x.plan.resources || []).filter((r) => r.action !== 'no-op' && r.action !== 'observe').length;
     $('count-plan').textContent = changes ? String(changes) : '';
     pre.hidden = false;
     empty.hidden = true;
     if (sig === renderedPlan) return;
     renderedPlan = sig;
-    fillPlan(pre, planLines(p, $('plan-unchanged').checked));
+    const unchanged = $('plan-unchanged').checked;
+    const box = $('plan-phases');
+    const last = phases[phases.length - 1];
+    const head = $('plan-last-head');
+    if (phases.length === 1) {
+      $('h-plan').textContent = last.run ? 'Plan of run #' + last.run.id : 'Latest plan';
+      box.replaceChildren();
+      box.hidden = true;
+      head.hidden = true;
+    } else {
+      // Every phase of the run, each as `gitaso plan` prints it.
+      $('h-plan').textContent = 'Plan of run #' + phases[0].run.id + ', in ' + phases.length + ' phases';
+      box.replaceChildren(...phases.slice(0, -1).map((x, i) => {
+        const pp = el('pre', { class: 'plan phase-plan', tabindex: '0', 'data-run': x.run.id, 'aria-label': 'Plan of phase ' + (i + 1) });
+        fillPlan(pp, planLines(x.plan, unchanged));
+        return el('section', { class: 'phase', 'aria-labelledby': 'h-phase-' + x.run.id },
+          el('h3', { id: 'h-phase-' + x.run.id }, 'Phase ' + (i + 1) + ': ', el('a', { href: '#run/' + x.run.id, text: 'run #' + x.run.id })), pp);
+      }));
+      box.hidden = false;
+      head.replaceChildren('Phase ' + phases.length + ' (objects known after apply, applied once their values existed): ',
+        el('a', { href: '#run/' + last.run.id, text: 'run #' + last.run.id }));
+      head.hidden = false;
+    }
+    fillPlan(pre, planLines(p, unchanged));
   }
 
   // loadLastRuns returns the newest run and the newest finished one (one
