@@ -226,3 +226,51 @@ func TestPlanAnswerFollowsTheState(t *testing.T) {
 		}
 	}
 }
+
+// GET /api/v1/runs/{id}/plan serves the kept plans of the earlier phases of
+// the latest run (as stored, like /api/v1/plan), 404 for any other run and
+// 400 for a bad id; a new first phase drops them.
+func TestRunPlanOfEarlierPhase(t *testing.T) {
+	f := newPages(t)
+	plan1 := []byte(`{"revision":"rev","resources":[{"namespace":"ns","kind":"ResourceGroup","name":"rg","action":"create"}]}`)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(plan1)
+	_ = zw.Close()
+	plan2 := []byte(`{"revision":"rev","resources":[{"namespace":"ns","kind":"RoleAssignment","name":"ra","action":"create"}]}`)
+	err := f.db.Update(func(w *state.Writer) error {
+		if err := w.ClearPhasePlans(); err != nil {
+			return err
+		}
+		if err := w.SetPlan(gz.Bytes()); err != nil {
+			return err
+		}
+		if err := w.KeepPhasePlan(7); err != nil { // phase 2 of run 7 begins
+			return err
+		}
+		return w.SetPlan(plan2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, enc := range []string{"", "gzip"} {
+		code, h, body := f.rawGet(t, "/api/v1/runs/7/plan", enc)
+		if code != http.StatusOK || !bytes.Equal(body, plan1) || (h.Get("Content-Encoding") == "gzip") != (enc == "gzip") {
+			t.Errorf("run 7's plan, Accept-Encoding %q: %d %q %.80s; want phase 1's plan", enc, code, h.Get("Content-Encoding"), body)
+		}
+	}
+	if code, _, body := f.rawGet(t, "/api/v1/plan", ""); code != http.StatusOK || !bytes.Equal(body, plan2) {
+		t.Errorf("latest plan: %d %.80s; want phase 2's", code, body)
+	}
+	for path, want := range map[string]int{"/api/v1/runs/8/plan": http.StatusNotFound, "/api/v1/runs/x/plan": http.StatusBadRequest, "/api/v1/runs/0/plan": http.StatusBadRequest} {
+		if code, _, _ := f.rawGet(t, path, ""); code != want {
+			t.Errorf("GET %s: %d, want %d", path, code, want)
+		}
+	}
+	if err := f.db.Update(func(w *state.Writer) error { return w.ClearPhasePlans() }); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := f.rawGet(t, "/api/v1/runs/7/plan", ""); code != http.StatusNotFound {
+		t.Errorf("run 7's plan after a new first phase: %d, want 404", code)
+	}
+}

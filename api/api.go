@@ -220,6 +220,7 @@ func newServer(db *state.DB, opts Options) (*server, http.Handler) {
 	v1.Handle("/resources/{namespace}/{group}/{kind}/{name}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.getResource)}))
 	v1.Handle("/runs", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.listRuns)}))
 	v1.Handle("/runs/{id}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.getRun)}))
+	v1.Handle("/runs/{id}/plan", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.runPlan)}))
 	v1.Handle("/graph", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.graph)}))
 	v1.Handle("/summary", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.summary)}))
 	v1.Handle("/status", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.status)}))
@@ -345,12 +346,33 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) {
 	// with no copy kept (16 MB of JSON at 10,000 resources, plus a
 	// compressed copy, rebuilt on every state commit of a run).
 	b, gzipped, err := s.db.PlanStored()
+	s.sendPlan(w, r, b, gzipped, err, "no plan yet: the first reconcile has not finished planning")
+}
+
+// runPlan is GET /api/v1/runs/{id}/plan: the plan of an earlier phase of the
+// latest run that applied in phases (the latest phase's plan is
+// GET /api/v1/plan). The plans of other runs are not kept.
+func (s *server) runPlan(w http.ResponseWriter, r *http.Request) {
+	raw := mux.Vars(r)["id"]
+	id, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil || id == 0 {
+		s.writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("run id %q: want a positive integer", raw))
+		return
+	}
+	b, gzipped, err := s.db.PhasePlanStored(id)
+	s.sendPlan(w, r, b, gzipped, err, fmt.Sprintf("the plan of run %d is not kept: gitaso keeps the latest plan "+
+		"(GET /api/v1/plan) and the plans of the earlier phases of the latest run", id))
+}
+
+// sendPlan writes a stored plan (b, gzip compressed when gzipped), or the
+// error of reading it, or notFound when none is stored.
+func (s *server) sendPlan(w http.ResponseWriter, r *http.Request, b []byte, gzipped bool, err error, notFound string) {
 	switch {
 	case err != nil:
 		s.internal(w, r, err)
 		return
 	case b == nil:
-		s.writeError(w, http.StatusNotFound, CodeNotFound, "no plan yet: the first reconcile has not finished planning")
+		s.writeError(w, http.StatusNotFound, CodeNotFound, notFound)
 		return
 	}
 	jsonHeaders(w)

@@ -34,6 +34,10 @@
 //	                                                    applied revision that follow it do not end it)
 //	GET  /api/v1/runs/{id}                              {"run":Run,"resources":[Touched...],"applied"}: the run and the
 //	                                                    resources it touched; 404 when unknown or pruned, 400 for a bad id
+//	GET  /api/v1/runs/{id}/plan                         the plan of run id, an earlier phase of the latest run (a run
+//	                                                    applies objects known after apply in later phases, each a run
+//	                                                    with phase and phaseOf; the last phase's plan is /api/v1/plan);
+//	                                                    404 not_found for any other run: their plans are not kept
 //	GET  /api/v1/graph                                  Graph: every resource and its owner/reference edges
 //	GET  /api/v1/summary                                {"total","ready":{"True","False","Unknown"},"namespaces":[...],
 //	                                                    "kinds":["group/Kind"...]}
@@ -126,10 +130,14 @@
 // Run:
 //
 //	{"id","revision","trigger","startedAt","finishedAt","outcome":"succeeded|failed|refused|partial|held",
-//	 "error","counts":{"create":1,...},"summary",
+//	 "error","counts":{"create":1,...},"summary","phase":2,"phaseOf":7,
 //	 "held":{"reason","message","deletions","managed","keys":[...],"unmanaged":[...]}}   when deletions wait for
 //	                                                  an approval (outcome held), or were held back in an applied run
 //	                                                  (a parent whose cascade would take unmanaged resources)
+//
+// phase and phaseOf are set on a later phase of a reconcile (2, 3, ...; the
+// first phase's run ID): its objects were known after apply and were
+// applied once the earlier phase's resources exported their values.
 //
 // trigger is startup, interval, refresh, retry, api (POST /api/v1/sync or an
 // approval) or webhook.

@@ -2,6 +2,10 @@ package e2e_test
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +16,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gitaso/gitaso/record"
+	"github.com/gitaso/gitaso/state"
 )
 
 // TestDemo runs `make demo`'s script once through (DEMO_ONESHOT=1): the
@@ -51,6 +58,62 @@ func TestDemo(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(dir, "demo", "gitaso.log"))
 	if !strings.Contains(string(log), `msg="applying the objects whose values exist now" phase=2`) {
 		t.Errorf("the startup run had no second phase:\n%s", log)
+	}
+	checkPhasePlans(t, filepath.Join(dir, "demo", "gitaso.db"))
+}
+
+// checkPhasePlans: the startup run's second phase is recorded as such
+// (phase 2 of the first run), and the first phase's plan is kept beside the
+// latest (the status page shows the run's whole plan, issue 26).
+func checkPhasePlans(t *testing.T, path string) {
+	t.Helper()
+	db, err := state.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Runs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var second *record.Run
+	for i := range runs {
+		if runs[i].Phase == 2 {
+			second = &runs[i]
+		}
+	}
+	if second == nil || second.PhaseOf == 0 {
+		t.Fatalf("no run is recorded as phase 2 of another: %+v", runs)
+	}
+	first, gz, err := db.PhasePlanStored(second.PhaseOf)
+	if err != nil || first == nil {
+		t.Fatalf("the plan of run %d (phase 1) is not kept: %v", second.PhaseOf, err)
+	}
+	if gz {
+		zr, err := gzip.NewReader(bytes.NewReader(first))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first, err = io.ReadAll(zr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var p struct {
+		Resources []struct {
+			Namespace, Action string
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(first, &p); err != nil {
+		t.Fatal(err)
+	}
+	creates := 0
+	for _, r := range p.Resources {
+		if r.Action == "create" {
+			creates++
+		}
+	}
+	if creates != 11 {
+		t.Errorf("phase 1's kept plan creates %d resources, want the platform's 11", creates)
 	}
 }
 

@@ -164,7 +164,7 @@ func countLocks(ids []string) int {
 // recordHeld records a held revision: its plan (with the hold), a run with
 // outcome held, nothing applied (no drift correction either: the newest run
 // stays the held one until an approval or a new revision).
-func (r *Reconciler) recordHeld(ctx context.Context, g *planner.Graph, p *planner.Plan, planJSON []byte, rep *Report) error {
+func (r *Reconciler) recordHeld(ctx context.Context, g *planner.Graph, p *planner.Plan, planJSON []byte, rep *Report, opts Options) error {
 	h := p.Held
 	rep.Run.Outcome, rep.Run.Held, rep.Run.Error = record.OutcomeHeld, h, h.Message
 	rep.Run.Counts = map[string]int{}
@@ -176,6 +176,9 @@ func (r *Reconciler) recordHeld(ctx context.Context, g *planner.Graph, p *planne
 	if r.db != nil {
 		if err := r.db.Update(func(w *state.Writer) error {
 			if err := w.SetLatestRevision(g.Revision); err != nil {
+				return err
+			}
+			if err := keepPhasePlans(w, opts); err != nil {
 				return err
 			}
 			if err := w.SetPlan(planJSON); err != nil {

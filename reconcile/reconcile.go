@@ -171,6 +171,12 @@ type Options struct {
 	// later phases of ApplySaved apply: such a phase refuses with
 	// ErrBeyondSavedPlan when it would change anything else.
 	deferredOf *SavedPlan
+
+	// phase, phaseOf and prevRun place a later phase of Once: its number,
+	// the ID of the first phase's run and of the phase before it (whose
+	// plan state keeps beside the new one: state.Writer.KeepPhasePlan).
+	phase            int
+	phaseOf, prevRun uint64
 }
 
 // Report is what one run did.
@@ -345,7 +351,9 @@ func (r *Reconciler) laterPhases(ctx context.Context, rep *Report, opts Options)
 			break
 		}
 		r.log.InfoContext(ctx, "applying the objects whose values exist now", "phase", phase, "deferred", len(cur.Graph.Deferred))
-		cur.Then, err = r.once(ctx, opts)
+		next := opts
+		next.phase, next.phaseOf, next.prevRun = phase, rep.Run.ID, cur.Run.ID
+		cur.Then, err = r.once(ctx, next)
 		cur = cur.Then
 	}
 	return err
@@ -371,7 +379,7 @@ func mayProgress(rep *Report) bool {
 
 // once is one phase of Once.
 func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
-	rep := &Report{Run: record.Run{Trigger: opts.Trigger, StartedAt: time.Now().UTC()}}
+	rep := &Report{Run: record.Run{Trigger: opts.Trigger, StartedAt: time.Now().UTC(), Phase: opts.phase, PhaseOf: opts.phaseOf}}
 	r.runStart = rep.Run.StartedAt
 	snap, g, err := r.Build(ctx)
 	r.pathMissing = ""
@@ -533,9 +541,9 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		return err
 	}
 	if p.Held != nil {
-		return r.recordHeld(ctx, g, p, planJSON, rep)
+		return r.recordHeld(ctx, g, p, planJSON, rep, opts)
 	}
-	if err := r.recordPlan(g, planJSON, !rep.lastGood); err != nil {
+	if err := r.recordPlan(g, planJSON, !rep.lastGood, opts); err != nil {
 		return err
 	}
 	if r.clients == nil {
@@ -579,7 +587,7 @@ func (r *Reconciler) plan(ctx context.Context, g *planner.Graph, in planner.Inpu
 
 // recordPlan records the revision (when it is the newest the source has:
 // latest) and its plan before anything is sent.
-func (r *Reconciler) recordPlan(g *planner.Graph, planJSON []byte, latest bool) error {
+func (r *Reconciler) recordPlan(g *planner.Graph, planJSON []byte, latest bool, opts Options) error {
 	if r.db == nil {
 		return nil
 	}
@@ -589,11 +597,24 @@ func (r *Reconciler) recordPlan(g *planner.Graph, planJSON []byte, latest bool) 
 				return err
 			}
 		}
+		if err := keepPhasePlans(w, opts); err != nil {
+			return err
+		}
 		return w.SetPlan(planJSON)
 	}); err != nil {
 		return fmt.Errorf("record plan: %w", err)
 	}
 	return nil
+}
+
+// keepPhasePlans keeps, before a later phase stores its plan, the plan of
+// the phase before it (the whole run's plan is the plans of its phases);
+// a first phase drops those of the run before.
+func keepPhasePlans(w *state.Writer, opts Options) error {
+	if opts.phase > 1 && opts.prevRun != 0 {
+		return w.KeepPhasePlan(opts.prevRun)
+	}
+	return w.ClearPhasePlans()
 }
 
 // apply marks the plan's resources in progress and applies it, recording

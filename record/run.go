@@ -38,4 +38,10 @@ type Run struct {
 	// rebuild`) did: how many resources it adopted without a write and
 	// with a PUT, and whether the state's rebuilt marker ends with it.
 	Rebuilt string `json:"rebuilt,omitempty"`
+	// Phase is the run's phase when it is a later phase (2, 3, ...) of a
+	// reconcile that applied in phases (objects known after apply applied
+	// once their values exist); PhaseOf is then the ID of its first phase.
+	// Zero for a first (or only) phase.
+	Phase   int    `json:"phase,omitempty"`
+	PhaseOf uint64 `json:"phaseOf,omitempty"`
 }

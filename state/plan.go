@@ -38,3 +38,53 @@ func (db *DB) PlanStored() (b []byte, gzipped bool, err error) {
 	b, err = db.metaBytes(metaPlan, "plan")
 	return b, isGzip(b), err
 }
+
+// A run whose objects wait for values its resources export applies in
+// phases (reconcile.Once), each phase a run with its own plan. SetPlan keeps
+// the latest phase's plan; the plans of the earlier phases of the latest
+// run are kept beside it in the meta bucket, under phasePlanPrefix and the
+// run's ID, so the run's whole plan can be shown. A new first phase drops
+// them: at most maxPhases-1 are kept.
+var phasePlanPrefix = []byte("phasePlan/")
+
+func phasePlanKey(runID uint64) []byte {
+	return append(bytes.Clone(phasePlanPrefix), u64(runID)...)
+}
+
+// KeepPhasePlan keeps the stored plan (the plan of the phase that ran
+// before, run runID) as that run's plan, before the next phase's SetPlan
+// replaces it. Nothing is kept when no plan is stored.
+func (w *Writer) KeepPhasePlan(runID uint64) error {
+	meta := w.tx.Bucket(bucketMeta)
+	b := meta.Get(metaPlan)
+	if b == nil {
+		return nil
+	}
+	if err := meta.Put(phasePlanKey(runID), bytes.Clone(b)); err != nil {
+		return fmt.Errorf("state: keep the plan of run %d: %w", runID, err)
+	}
+	return nil
+}
+
+// ClearPhasePlans drops the kept plans of earlier phases: a new run begins.
+func (w *Writer) ClearPhasePlans() error {
+	c := w.tx.Bucket(bucketMeta).Cursor()
+	var keys [][]byte
+	for k, _ := c.Seek(phasePlanPrefix); k != nil && bytes.HasPrefix(k, phasePlanPrefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := w.tx.Bucket(bucketMeta).Delete(k); err != nil {
+			return fmt.Errorf("state: drop the plans of earlier phases: %w", err)
+		}
+	}
+	return nil
+}
+
+// PhasePlanStored returns the kept plan of run runID (an earlier phase of
+// the latest run) as stored and whether it is gzip compressed, or nil when
+// it is not kept.
+func (db *DB) PhasePlanStored(runID uint64) (b []byte, gzipped bool, err error) {
+	b, err = db.metaBytes(phasePlanKey(runID), "plan of run")
+	return b, isGzip(b), err
+}

@@ -130,11 +130,16 @@ func TestBrowserResources(t *testing.T) {
 		t.Errorf("%d rows, want %d (one per resource in state)", len(rows), len(rs))
 	}
 	for _, r := range rs {
-		row := text(element(t, body, "tr", `data-key="`+r.Key()+`"`))
-		for _, want := range []string{r.Namespace, r.Kind, r.Name, r.ARMID, r.Revision[:12]} {
+		rowHTML := element(t, body, "tr", `data-key="`+r.Key()+`"`)
+		row := text(rowHTML)
+		for _, want := range []string{r.Namespace, r.Kind, r.Name, r.Revision[:12]} {
 			if !strings.Contains(row, want) {
 				t.Errorf("row %s lacks %q: %s", r.Key(), want, row)
 			}
+		}
+		// The ARM ID: its tail in the row, the full ID in the title.
+		if !strings.Contains(rowHTML, `title="`+html.EscapeString(r.ARMID)+`"`) || !strings.Contains(row, "…/") || !strings.Contains(row, r.ARMID[strings.LastIndex(r.ARMID, "/"):]) {
+			t.Errorf("row %s lacks the ARM ID %q (title) and its tail: %s", r.Key(), r.ARMID, rowHTML)
 		}
 	}
 	failing := element(t, body, "tr", `data-key="`+keyStorage+`"`)

@@ -9,9 +9,16 @@
 //
 //   - the managed resources (namespace, kind, name, Ready status with ASO's
 //     severity, reason and message, ARM ID, last revision, update time),
-//     filtered by namespace, kind, readiness and name (the API's own
-//     filters), read 500 at a time ("Load more" follows the API's continue
-//     token), with readiness counts from GET /api/v1/summary;
+//     one line per resource (the ARM ID's tail, with the full ID in its
+//     title, a Copy button and on the resource's page; long cells end in an
+//     ellipsis with their text in the title), listed by namespace, then
+//     dependencies first (a resource after its owner and what it
+//     references: its depth in GET /api/v1/graph; the API's order, by key,
+//     when the graph cannot be read), then kind and name, as the table's
+//     caption says; filtered by namespace, kind, readiness and name (the
+//     API's own filters), read 500 at a time ("Load more" follows the API's
+//     continue token; the order is that of the rows loaded), with readiness
+//     counts from GET /api/v1/summary;
 //   - a resource page (#/resource/<key>) with its applied body (secret values
 //     already redacted by the API), its last error, the diff of its last
 //     change, the runs that touched it (linking to their pages), what it
@@ -25,10 +32,15 @@
 //     match), click a node for its detail (what it depends on, what needs
 //     it, a link to its page); the resources not ready are also listed as
 //     links. Only the visible nodes are drawn, so 10,000 stay smooth;
-//   - the recent runs (revision, trigger, outcome, counts per action, error,
-//     and what a held run holds), each with a run page (#/run/<id>) listing
-//     the resources it touched with their action, outcome and error;
-//   - the latest plan, rendered line for line like the CLI's text plan
+//   - the recent runs (revision, trigger and phase, outcome, counts per
+//     action, error, and what a held run holds), each with a run page
+//     (#/run/<id>) listing the resources it touched with their action,
+//     outcome and error, and its plan while gitaso keeps it (the phases of
+//     the latest run);
+//   - the latest run's plan: every phase of it when the run applied objects
+//     known after apply in later phases (GET /api/v1/runs/{id}/plan for the
+//     earlier phases, GET /api/v1/plan for the last), each rendered line for
+//     line like the CLI's text plan
 //     (planner.RenderText): + ~ - > symbols, before -> after, movedFrom,
 //     "(known after apply)", "(sensitive value)" (or "(sensitive value
 //     from Secret ns/name)" for a value substituted from a Secret, from the

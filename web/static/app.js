@@ -155,6 +155,44 @@
     return el('span', { class: cls }, el('span', { 'aria-hidden': 'true', text: icon + ' ' }), label + (sev ? ' (' + sev + ')' : ''));
   }
 
+  // ARM_TAIL is how many characters of an ARM ID the list shows: its end,
+  // the resource type and name; the full ID is the cell's title, is copied
+  // by the copy button and is on the resource's page.
+  const ARM_TAIL = 40;
+  function armTail(id) {
+    const parts = id.split('/');
+    if (parts.length <= 3) return id;
+    let tail = parts.slice(-2).join('/'); // type and name
+    if (tail.length > ARM_TAIL) tail = parts[parts.length - 1]; // the name
+    if (tail.length > ARM_TAIL) tail = tail.slice(-ARM_TAIL);
+    return tail.length < id.length ? '…/' + tail : id;
+  }
+
+  // copyButton copies text to the clipboard (navigator.clipboard, or a
+  // selected textarea where the page is not a secure context).
+  function copyButton(text, what) {
+    const b = el('button', { type: 'button', class: 'copy', title: 'Copy the ' + what, 'aria-label': 'Copy the ' + what }, 'Copy');
+    b.addEventListener('click', async () => {
+      try {
+        if (navigator.clipboard && window.isSecureContext) {
+          await navigator.clipboard.writeText(text);
+        } else {
+          const ta = el('textarea', { class: 'sr-only', readonly: true });
+          ta.value = text;
+          document.body.append(ta);
+          ta.select();
+          const ok = document.execCommand('copy');
+          ta.remove();
+          if (!ok) throw new Error('the browser refused');
+        }
+        say('Copied the ' + what + '.');
+      } catch (e) {
+        say('Could not copy the ' + what + ': ' + e.message);
+      }
+    });
+    return b;
+  }
+
   function resourcePath(r) {
     return [r.namespace, r.group, r.kind, r.name].map(encodeURIComponent).join('/');
   }
@@ -455,6 +493,36 @@
     return q.toString();
   }
 
+  // The list is shown by namespace, then dependencies first (a resource
+  // after its owner and what it references: the graph's depth), then kind
+  // and name. The API lists by key (namespace/group/kind/name); the depths
+  // come from api/v1/graph, read again when the number of resources
+  // changes or after GRAPH_REFETCH_MS. Without them the rows keep the API's
+  // order and the caption says so.
+  const order = { at: 0, total: -1, depth: null };
+  async function loadOrder(total) {
+    if (order.depth && order.total === total && Date.now() - order.at < GRAPH_REFETCH_MS) return;
+    try {
+      const doc = JSON.parse(await api('api/v1/graph'));
+      const { depth } = graphDepths(doc);
+      order.depth = new Map(doc.keys.map((k, i) => [k, depth[i]]));
+      order.total = total;
+      order.at = Date.now();
+    } catch (e) {
+      order.depth = null; // shown in the API's order
+    }
+  }
+
+  function ordered(items) {
+    if (!order.depth) return items;
+    const d = (r) => {
+      const v = order.depth.get(r.namespace + '/' + r.group + '/' + r.kind + '/' + r.name);
+      return v === undefined || v < 0 ? 1e9 : v;
+    };
+    const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+    return items.slice().sort((a, b) => cmp(a.namespace, b.namespace) || d(a) - d(b) || cmp(a.kind, b.kind) || cmp(a.name, b.name) || cmp(a.group, b.group));
+  }
+
   async function loadResources() {
     const key = resourceQuery();
     const shown = key === cache.resourcesKey && cache.resources ? cache.resources.length : 0;
@@ -463,6 +531,10 @@
       api('api/v1/resources?' + (key ? key + '&' : '') + 'limit=' + limit),
       api('api/v1/summary'),
     ]);
+    const sumTotal = JSON.parse(sumText).total;
+    const had = order.depth;
+    await loadOrder(sumTotal);
+    if (had !== order.depth) cache.resourcesText = ''; // order changed: draw again
     if (key !== resourceQuery()) return; // the filters changed meanwhile
     cache.summary = JSON.parse(sumText);
     fillDatalist($('namespaces'), new Set(cache.summary.namespaces || []));
@@ -510,7 +582,7 @@
     const tbody = $('resources-body');
     // Times are relative, so re-render on every refresh; keep focus.
     const focusKey = tbody.contains(document.activeElement) ? document.activeElement.dataset.key : null;
-    tbody.replaceChildren(...items.map(resourceRow));
+    tbody.replaceChildren(...ordered(items).map(resourceRow));
     if (items.length && !performance.getEntriesByName('gitaso-list-drawn').length) performance.mark('gitaso-list-drawn');
     if (focusKey) {
       const a = tbody.querySelector('a[data-key="' + CSS.escape(focusKey) + '"]');
@@ -522,11 +594,13 @@
     const more = !!cache.resourcesContinue;
     const anyFilter = Object.values(filtersFromRoute()).some(Boolean);
     const cap = $('resources-caption');
+    const by = order.depth ? 'by namespace, dependencies first (owners and referenced resources before what needs them), then kind and name'
+      : 'by namespace, group, kind and name';
     if (more) {
       cap.textContent = 'Managed resources: showing ' + items.length + (anyFilter ? ' matching, more match' : ' of ' + sumData.total) +
-        '; load more below or narrow the list with the filters';
+        '; load more below or narrow the list with the filters. The rows shown are ' + by + '.';
     } else {
-      cap.textContent = 'Managed resources (' + items.length + (anyFilter ? ' of ' + sumData.total : '') + ')';
+      cap.textContent = 'Managed resources (' + items.length + (anyFilter ? ' of ' + sumData.total : '') + '), ' + by + '.';
     }
     $('count-resources').textContent = String(sumData.total);
     $('resources-more').hidden = !more;
@@ -549,16 +623,21 @@
     const st = readyStatus(r.ready);
     const key = resourcePath(r);
     const c = r.ready || {};
-    const readyCell = el('td', { class: 'ready' }, readyBadge(c));
+    // One line per row: what does not fit is cut with an ellipsis and is in
+    // the cell's title (and on the resource's page).
+    const readyCell = el('td', { class: 'ready', title: [c.reason, c.message].filter(Boolean).join(': ') || null }, readyBadge(c));
     if (c.reason) readyCell.append(' ', el('span', { class: 'reason', text: c.reason }));
-    if (c.message) readyCell.append(el('div', { class: 'message', text: c.message }));
-    if (r.otherWriter) readyCell.append(el('div', { class: 'other-writer', text: 'Another writer uses gitaso\'s principal' }));
+    if (c.message) readyCell.append(' ', el('span', { class: 'message', text: c.message }));
+    if (r.otherWriter) readyCell.append(' ', el('span', { class: 'other-writer', text: 'Another writer uses gitaso\'s principal' }));
+    const arm = r.armId
+      ? el('td', { class: 'armid' }, copyButton(r.armId, 'ARM ID of ' + r.kind + ' ' + r.name), ' ', el('code', { title: r.armId, text: armTail(r.armId) }))
+      : el('td', { class: 'armid' }, el('span', { class: 'muted', text: '—' }));
     return el('tr', { class: 'row-' + st.toLowerCase(), 'data-key': r.namespace + '/' + r.group + '/' + r.kind + '/' + r.name },
       el('td', { text: r.namespace }),
-      el('td', { title: r.group + '/' + r.version }, r.kind, el('div', { class: 'group', text: r.group })),
-      el('th', { scope: 'row', class: 'name' }, el('a', { href: '#resource/' + key, 'data-key': key, text: r.name })),
+      el('td', { class: 'kind', title: r.group + '/' + r.version + ' ' + r.kind }, r.kind),
+      el('th', { scope: 'row', class: 'name', title: r.name }, el('a', { href: '#resource/' + key, 'data-key': key, text: r.name })),
       readyCell,
-      el('td', { class: 'armid' }, r.armId ? el('code', { text: r.armId }) : el('span', { class: 'muted', text: '—' })),
+      arm,
       el('td', { class: 'rev', title: r.revision || '' }, el('code', { text: shortRev(r.revision) })),
       el('td', { class: 'time' }, timeEl(r.updatedAt)));
   }
@@ -638,7 +717,7 @@
     body.push(el('section', { class: 'card', 'aria-labelledby': 'h-props' },
       el('h3', { id: 'h-props', text: 'Resource' }),
       dl([
-        ['ARM ID', r.armId ? el('code', { class: 'armid', text: r.armId }) : ''],
+        ['ARM ID', r.armId ? el('span', null, el('code', { class: 'armid', text: r.armId }), ' ', copyButton(r.armId, 'ARM ID')) : ''],
         ['API version', r.apiVersion],
         ['Source file', r.file ? el('code', { text: r.file }) : ''],
         ['Rendered by', r.origin || ''],
@@ -756,12 +835,38 @@
       }
       throw e;
     }
-    if (text === cache.runText) {
+    const plan = await runPlan(JSON.parse(text).run);
+    const sig = text + '|' + (plan ? plan.text.length + plan.text.slice(-64) : '');
+    if (sig === cache.runText) {
       for (const t of $('run-body').querySelectorAll('time')) t.textContent = ago(new Date(t.getAttribute('datetime')));
       return;
     }
-    cache.runText = text;
-    renderRun(JSON.parse(text), false);
+    cache.runText = sig;
+    const doc = JSON.parse(text);
+    doc.plan = plan;
+    renderRun(doc, false);
+  }
+
+  // runPlan is the plan of run r when gitaso keeps it: an earlier phase's
+  // (api/v1/runs/{id}/plan), or the latest plan when r is the newest run
+  // and planned it. Null otherwise.
+  async function runPlan(r) {
+    try {
+      const t = await api('api/v1/runs/' + r.id + '/plan');
+      return { text: t, plan: parseJSON(t) };
+    } catch (e) {
+      if (!(e instanceof APIError && e.status === 404)) throw e;
+    }
+    const newest = (JSON.parse(await api('api/v1/runs?limit=' + MAX_PHASES)).items || []).find((x) => x.outcome && x.outcome !== 'refused');
+    if (!newest || newest.id !== r.id) return null;
+    try {
+      const t = await api('api/v1/plan');
+      const p = parseJSON(t);
+      return p.revision === r.revision ? { text: t, plan: p } : null;
+    } catch (e) {
+      if (e instanceof APIError && e.status === 404) return null;
+      throw e;
+    }
   }
 
   function renderRun(doc, all) {
@@ -773,10 +878,12 @@
         ['Outcome', el('span', { class: 'badge outcome ' + (r.outcome || 'running'), text: r.outcome || 'running' })],
         ['Revision', r.revision ? el('code', { title: r.revision, text: r.revision }) : ''],
         ['Trigger', r.trigger],
+        ['Phase', r.phase ? el('span', null, r.phase + ' of run ', el('a', { href: '#run/' + r.phaseOf, text: '#' + r.phaseOf }),
+          ' (objects known after apply, applied once their values existed)') : ''],
         ['Started', timeEl(r.startedAt)],
         ['Duration', duration(r.startedAt, r.finishedAt)],
         ['Counts', countsText(r.counts)],
-        ['Summary', r.summary],
+        ['Summary', countsText(r.counts) ? '' : r.summary], // the counts again, in words
         ['Applied revision', doc.applied ? el('code', { title: doc.applied, text: shortRev(doc.applied) }) : ''],
       ]));
     const parts = [props];
@@ -806,6 +913,16 @@
       }
     }
     parts.push(sec);
+    const planSec = el('section', { class: 'card wide', 'aria-labelledby': 'h-runplan' }, el('h3', { id: 'h-runplan', text: 'Plan of this run' }));
+    if (doc.plan) {
+      const pre = el('pre', { class: 'plan', id: 'run-plan', tabindex: '0', 'aria-label': 'Plan of this run, as gitaso plan prints it' });
+      fillPlan(pre, planLines(doc.plan.plan, false));
+      planSec.append(pre);
+    } else {
+      planSec.append(el('p', { class: 'muted', text: 'Not kept: gitaso keeps the plan of the latest run (all its phases) only; ' +
+        'the resources this run touched are listed above.' }));
+    }
+    parts.push(planSec);
     $('run-body').replaceChildren(...parts);
   }
 
@@ -829,13 +946,14 @@
     $('runs-body').replaceChildren(...runs.map((r) => el('tr', { class: 'outcome-' + (r.outcome || 'running') },
       el('th', { scope: 'row' }, el('a', { href: '#run/' + r.id, text: String(r.id) })),
       el('td', { title: r.revision }, el('code', { text: shortRev(r.revision) })),
-      el('td', { text: r.trigger || '' }),
+      el('td', null, r.trigger || '', r.phase ? el('div', { class: 'muted' }, 'phase ' + r.phase + ' of ', el('a', { href: '#run/' + r.phaseOf, text: '#' + r.phaseOf })) : null),
       el('td', null, timeEl(r.startedAt)),
       el('td', { text: duration(r.startedAt, r.finishedAt) }),
       el('td', null, el('span', { class: 'badge outcome ' + (r.outcome || 'running'), text: r.outcome || 'running' })),
       el('td', { text: countsText(r.counts) }),
       el('td', { class: 'error' }, r.error ? el('div', { class: 'message', text: r.error }) : null, heldNote(r),
-        r.summary ? el('div', { class: 'muted', text: r.summary }) : null))));
+        // The summary is the counts in words: shown only for a run without counts.
+        r.summary && !countsText(r.counts) ? el('div', { class: 'muted', text: r.summary }) : null))));
     $('runs-empty').hidden = runs.length > 0;
   }
 
@@ -1036,6 +1154,7 @@
       if (e instanceof APIError && e.status === 404) {
         cache.plan = null;
         cache.planText = '';
+        cache.phases = [];
         return;
       }
       throw e;
@@ -1044,6 +1163,41 @@
       cache.planText = text;
       cache.plan = parseJSON(text);
     }
+    await loadPhasePlans();
+  }
+
+  // MAX_PHASES is reconcile's maxPhases: the runs of one reconcile.
+  const MAX_PHASES = 8;
+
+  // loadPhasePlans finds the phases of the latest run. A reconcile whose
+  // objects wait for values its resources export applies in phases, each a
+  // run (phase and phaseOf say which): api/v1/plan is the last phase's plan,
+  // api/v1/runs/{id}/plan those of the earlier phases. cache.phases lists
+  // them, first phase first, as { run, plan, text }; the last is the latest
+  // plan (its run null when it is not the newest run's).
+  async function loadPhasePlans() {
+    const runs = JSON.parse(await api('api/v1/runs?limit=' + MAX_PHASES)).items || [];
+    const newest = runs.find((r) => r.outcome && r.outcome !== 'refused');
+    // The latest plan is the newest run's when their revisions agree (a
+    // run that failed before planning recorded none).
+    const own = !!(newest && cache.plan && newest.revision === cache.plan.revision);
+    const phases = [];
+    if (own && newest.phaseOf) {
+      const group = runs.filter((r) => r.id === newest.phaseOf || r.phaseOf === newest.phaseOf).sort((a, b) => a.id - b.id);
+      for (const r of group) {
+        if (r.id >= newest.id) break;
+        const old = (cache.phases || []).find((x) => x.run && x.run.id === r.id && x.text);
+        if (old) { phases.push(Object.assign({}, old, { run: r })); continue; }
+        try {
+          const t = await api('api/v1/runs/' + r.id + '/plan');
+          phases.push({ run: r, plan: parseJSON(t), text: t });
+        } catch (e) {
+          if (!(e instanceof APIError && e.status === 404)) throw e; // not kept: not shown
+        }
+      }
+    }
+    phases.push({ run: own ? newest : null, plan: cache.plan, text: cache.planText });
+    cache.phases = phases;
   }
 
   let renderedPlan = '';
@@ -1064,14 +1218,40 @@
       renderedPlan = '';
       return;
     }
-    const sig = cache.planText + '|' + $('plan-unchanged').checked;
-    const changes = (p.resources || []).filter((r) => r.action !== 'no-op' && r.action !== 'observe').length;
+    const phases = cache.phases && cache.phases.length ? cache.phases : [{ run: null, plan: p, text: cache.planText }];
+    const sig = phases.map((x) => (x.run ? x.run.id : '') + ':' + x.text.length + ':' + x.text.slice(-64)).join('|') + '|' +
+      cache.planText + '|' + $('plan-unchanged').checked;
+    let changes = 0;
+    for (const x of phases) changes += (x.plan.resources || []).filter((r) => r.action !== 'no-op' && r.action !== 'observe').length;
     $('count-plan').textContent = changes ? String(changes) : '';
     pre.hidden = false;
     empty.hidden = true;
     if (sig === renderedPlan) return;
     renderedPlan = sig;
-    fillPlan(pre, planLines(p, $('plan-unchanged').checked));
+    const unchanged = $('plan-unchanged').checked;
+    const box = $('plan-phases');
+    const last = phases[phases.length - 1];
+    const head = $('plan-last-head');
+    if (phases.length === 1) {
+      $('h-plan').textContent = last.run ? 'Plan of run #' + last.run.id : 'Latest plan';
+      box.replaceChildren();
+      box.hidden = true;
+      head.hidden = true;
+    } else {
+      // Every phase of the run, each as `gitaso plan` prints it.
+      $('h-plan').textContent = 'Plan of run #' + phases[0].run.id + ', in ' + phases.length + ' phases';
+      box.replaceChildren(...phases.slice(0, -1).map((x, i) => {
+        const pp = el('pre', { class: 'plan phase-plan', tabindex: '0', 'data-run': x.run.id, 'aria-label': 'Plan of phase ' + (i + 1) });
+        fillPlan(pp, planLines(x.plan, unchanged));
+        return el('section', { class: 'phase', 'aria-labelledby': 'h-phase-' + x.run.id },
+          el('h3', { id: 'h-phase-' + x.run.id }, 'Phase ' + (i + 1) + ': ', el('a', { href: '#run/' + x.run.id, text: 'run #' + x.run.id })), pp);
+      }));
+      box.hidden = false;
+      head.replaceChildren('Phase ' + phases.length + ' (objects known after apply, applied once their values existed): ',
+        el('a', { href: '#run/' + last.run.id, text: 'run #' + last.run.id }));
+      head.hidden = false;
+    }
+    fillPlan(pre, planLines(p, unchanged));
   }
 
   // loadLastRuns returns the newest run and the newest finished one (one
@@ -1129,13 +1309,15 @@
     drawGraphSoon();
   }
 
-  function layoutGraph(doc) {
+  // graphDepths reads api/v1/graph's edges: deps[i] are [j, 0 owner | 1
+  // reference], rdeps[j] the nodes that depend on j, and depth[i] is 1 + the
+  // deepest dependency of i (0 for a root; iterative, cycles cut).
+  function graphDepths(doc) {
     const n = doc.keys.length;
     const deps = Array.from({ length: n }, () => []);
     const rdeps = Array.from({ length: n }, () => []);
     for (const [i, j] of doc.owners) { deps[i].push([j, 0]); rdeps[j].push(i); }
     for (const [i, j] of doc.references) { deps[i].push([j, 1]); rdeps[j].push(i); }
-    // depth = 1 + the deepest dependency; iterative, cycles cut.
     const depth = new Int32Array(n).fill(-1);
     const state = new Uint8Array(n); // 0 new, 1 on stack, 2 done
     for (let s = 0; s < n; s++) {
@@ -1156,6 +1338,12 @@
         state[v] = 2;
       }
     }
+    return { deps, rdeps, depth };
+  }
+
+  function layoutGraph(doc) {
+    const n = doc.keys.length;
+    const { deps, rdeps, depth } = graphDepths(doc);
     const byNS = new Map();
     for (let i = 0; i < n; i++) {
       const k = doc.keys[i];
