@@ -82,33 +82,9 @@ func TestLoopFullDiskRetriedAndShown(t *testing.T) {
 		t.Skip("emulator")
 	}
 	disk := smallDisk(t, 4<<20)
-	env := emutest.New(t)
-	dir := t.TempDir()
-	write := func(content string) {
-		if err := os.WriteFile(filepath.Join(dir, "rg.yaml"), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(resourceGroups(1))
-	db, err := state.Open(filepath.Join(disk, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := reconcile.DefaultConfig()
-	cfg.Global = env.Cred
-	cfg.Interval, cfg.SyncPeriod = time.Hour, time.Hour
-	cfg.UnreadyAfter = time.Nanosecond
-	rec := reconcile.New(source.NewDir(dir, ""), db, env.Clients, cfg, quiet)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rec.Loop(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	srv := httptest.NewServer(api.New(db, api.Options{Sync: rec.Sync, Ready: rec.Ready, Status: rec.Status, Metrics: metrics.New(), Logger: quiet}))
-	t.Cleanup(srv.Close)
-	l := &gitLoop{db: db, rec: rec, api: srv}
-	l.waitStatus(t, "the startup run", func(h record.Health) bool { return h.Ready })
+	l, env, write, _ := startDirLoop(t, filepath.Join(disk, "state.db"), resourceGroups(1), nil,
+		func(c *reconcile.Config) { c.UnreadyAfter = time.Nanosecond })
+	db, rec, ctx := l.db, l.rec, context.Background()
 
 	filler := fill(t, disk)
 	write(resourceGroups(200)) // a plan and records far larger than the free pages of the state file
@@ -168,29 +144,8 @@ func TestLoopFullDiskRefusedRunShown(t *testing.T) {
 		t.Skip("emulator")
 	}
 	disk := smallDisk(t, 4<<20)
-	env := emutest.New(t)
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "rg.yaml"), []byte(resourceGroups(1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	db, err := state.Open(filepath.Join(disk, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := reconcile.DefaultConfig()
-	cfg.Global = env.Cred
-	cfg.Interval, cfg.SyncPeriod = time.Hour, time.Hour
-	rec := reconcile.New(source.NewDir(dir, ""), db, env.Clients, cfg, quiet)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rec.Loop(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	srv := httptest.NewServer(api.New(db, api.Options{Sync: rec.Sync, Ready: rec.Ready, Status: rec.Status, Metrics: metrics.New(), Logger: quiet}))
-	t.Cleanup(srv.Close)
-	l := &gitLoop{db: db, rec: rec, api: srv}
-	l.waitStatus(t, "the startup run", func(h record.Health) bool { return h.Ready })
+	l, _, _, dir := startDirLoop(t, filepath.Join(disk, "state.db"), resourceGroups(1), nil, nil)
+	db, rec, ctx := l.db, l.rec, context.Background()
 
 	filler := fill(t, disk)
 	// 3,000 files each with an input error: the refused run's record (every error, named) needs new pages.
@@ -221,4 +176,45 @@ func TestLoopFullDiskRefusedRunShown(t *testing.T) {
 	if len(runs) != 1 || runs[0].Outcome != record.OutcomeRefused || !strings.Contains(runs[0].Error, "bad-2999") {
 		t.Errorf("the run recorded after recovery: %+v, want the refusal naming every file", runs)
 	}
+}
+
+// startDirLoop runs the loop over a directory source (wrapped by wrap, when set) with its state file at dbPath,
+// the emulator as Azure and the API over it, and waits for the startup run; write replaces rg.yaml in the source
+// directory dir.
+func startDirLoop(t *testing.T, dbPath string, first string, wrap func(source.Source) source.Source, tune func(*reconcile.Config)) (l *gitLoop, env *emutest.Env, write func(string), dir string) {
+	t.Helper()
+	env = emutest.New(t)
+	dir = t.TempDir()
+	write = func(content string) {
+		if err := os.WriteFile(filepath.Join(dir, "rg.yaml"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(first)
+	db, err := state.Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := reconcile.DefaultConfig()
+	cfg.Global = env.Cred
+	cfg.Interval, cfg.SyncPeriod = time.Hour, time.Hour
+	if tune != nil {
+		tune(&cfg)
+	}
+	var src source.Source = source.NewDir(dir, "")
+	if wrap != nil {
+		src = wrap(src)
+	}
+	rec := reconcile.New(src, db, env.Clients, cfg, quiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rec.Loop(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	srv := httptest.NewServer(api.New(db, api.Options{Sync: rec.Sync, Ready: rec.Ready, Status: rec.Status, Metrics: metrics.New(), Logger: quiet}))
+	t.Cleanup(srv.Close)
+	l = &gitLoop{db: db, rec: rec, api: srv}
+	l.waitStatus(t, "the startup run", func(h record.Health) bool { return h.Ready })
+	return l, env, write, dir
 }

@@ -3,25 +3,17 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/gitaso/gitaso/api"
 	"github.com/gitaso/gitaso/internal/diag"
-	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/manifest"
-	"github.com/gitaso/gitaso/metrics"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source"
-	"github.com/gitaso/gitaso/state"
 )
 
 // registryDown is a directory source whose HelmRelease's chart registry stops answering while down is set: its
@@ -51,33 +43,12 @@ func TestLoopChartRegistryDownIsASourceFailure(t *testing.T) {
 	if testing.Short() {
 		t.Skip("emulator")
 	}
-	env := emutest.New(t)
-	dir := t.TempDir()
-	write := func(content string) {
-		if err := os.WriteFile(filepath.Join(dir, "rg.yaml"), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(resourceGroups(1))
-	db, err := state.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := reconcile.DefaultConfig()
-	cfg.Global = env.Cred
-	cfg.Interval, cfg.SyncPeriod = 100*time.Millisecond, time.Hour
-	src := &registryDown{Source: source.NewDir(dir, "")}
-	rec := reconcile.New(src, db, env.Clients, cfg, quiet)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rec.Loop(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	srv := httptest.NewServer(api.New(db, api.Options{Sync: rec.Sync, Ready: rec.Ready, Status: rec.Status, Metrics: metrics.New(), Logger: quiet}))
-	t.Cleanup(srv.Close)
-	l := &gitLoop{db: db, rec: rec, api: srv}
-	l.waitStatus(t, "the startup run", func(h record.Health) bool { return h.Ready })
+	var src *registryDown
+	const interval = 100 * time.Millisecond
+	l, env, write, _ := startDirLoop(t, filepath.Join(t.TempDir(), "state.db"), resourceGroups(1),
+		func(s source.Source) source.Source { src = &registryDown{Source: s}; return src },
+		func(c *reconcile.Config) { c.Interval = interval })
+	db, ctx := l.db, context.Background()
 
 	src.down.Store(true)
 	write(resourceGroups(2))
@@ -85,7 +56,7 @@ func TestLoopChartRegistryDownIsASourceFailure(t *testing.T) {
 	if !strings.Contains(h.Source.Error, "503 Service Unavailable") || !strings.Contains(h.Source.Error, "cannot be rendered now") {
 		t.Errorf("source error %q", h.Source.Error)
 	}
-	time.Sleep(5 * cfg.Interval) // polls while down: failures, never a refusal
+	time.Sleep(5 * interval) // polls while down: failures, never a refusal
 	if v := l.metric(t, "gitaso_revision_refused"); v != 0 {
 		t.Errorf("gitaso_revision_refused %v while the registry is down", v)
 	}
