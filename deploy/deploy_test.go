@@ -185,7 +185,8 @@ func TestRenderDefault(t *testing.T) {
 	}
 	c := d.Spec.Template.Spec.Containers[0]
 	for _, a := range []string{"serve", "--listen=0.0.0.0:8080", "--in-cluster", "--state=/var/lib/gitaso/state.db",
-		"--api-token-file=/etc/gitaso/api-token/token", "--cluster-instance=gitaso", "--cluster-exports=true"} {
+		"--api-token-file=/etc/gitaso/api-token/token", "--cluster-instance=gitaso", "--cluster-exports=true",
+		"--git-timeout=1m", "--unready-after=5m"} {
 		if !slices.Contains(c.Args, a) {
 			t.Errorf("args %q lack %s", c.Args, a)
 		}
