@@ -466,9 +466,12 @@
     document.title = { resources: 'Resources', detail: 'Resource', runs: 'Runs', run: 'Run', plan: 'Plan', graph: 'Graph' }[route.view] + ' · gitaso';
     cache.detailText = '';
     cache.runText = '';
-    if (route.view === 'run') {
+    if (route.view === 'run' && $('run-body').dataset.run !== String(route.id)) {
+      // A route to the run already shown (the same hash routed again) keeps
+      // it until the new load replaces it: no "Loading…" in between.
       $('h-run').textContent = 'Run #' + route.id;
       $('run-body').replaceChildren(el('p', { class: 'muted', text: 'Loading…' }));
+      delete $('run-body').dataset.run;
     }
     if (route.view === 'detail') {
       $('h-detail').textContent = route.key[2] + ' ' + route.key[3];
@@ -831,6 +834,7 @@
     } catch (e) {
       if (e instanceof APIError && e.status === 404) {
         $('run-body').replaceChildren(el('p', { class: 'empty', text: e.message }));
+        delete $('run-body').dataset.run;
         return;
       }
       throw e;
@@ -924,6 +928,7 @@
     }
     parts.push(planSec);
     $('run-body').replaceChildren(...parts);
+    $('run-body').dataset.run = String(r.id);
   }
 
   async function loadRuns() {
