@@ -40,11 +40,12 @@ func (r *Reconciler) noteFetch(ctx context.Context, snap *manifest.Snapshot, err
 	}
 	var revErr *source.RevisionError
 	var missing *source.PathNotFoundError
+	unavailable := source.AsUnavailable(err)
 	switch {
-	case errors.As(err, &revErr) && revErr.Unavailable() != nil:
+	case unavailable != nil:
 		// The commit was read but a chart registry it needs was not: a
 		// source failure (source.ErrUnavailable).
-		rev, err = revErr.Revision, &source.UnavailableError{Revision: revErr.Revision, Err: revErr.Unavailable()}
+		rev, err = unavailable.Revision, unavailable
 	case errors.As(err, &revErr):
 		rev, err = revErr.Revision, nil
 	case errors.As(err, &missing):

@@ -279,11 +279,12 @@ func (r *Reconciler) peekRevision(ctx context.Context) (string, error) {
 	r.noteFetch(ctx, snap, err)
 	var revErr *source.RevisionError
 	var missing *source.PathNotFoundError
+	unavailable := source.AsUnavailable(err)
 	switch {
-	case errors.As(err, &revErr) && revErr.Unavailable() != nil:
+	case unavailable != nil:
 		// Not a new revision to refuse: its chart registry did not answer.
 		// The poll fails (shown, health.go) and the next one tries again.
-		return "", &source.UnavailableError{Revision: revErr.Revision, Err: revErr.Unavailable()}
+		return "", unavailable
 	case errors.As(err, &revErr):
 		return revErr.Revision, nil
 	case errors.As(err, &missing):

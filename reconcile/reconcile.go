@@ -220,10 +220,10 @@ func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 	r.noteFetch(ctx, snap, err) // health.go
 	var revErr *source.RevisionError
 	if errors.As(err, &revErr) {
-		if u := revErr.Unavailable(); u != nil {
+		if u := source.AsUnavailable(revErr); u != nil {
 			// A chart registry that does not answer: the run fails, the
 			// revision is not refused, and the next poll tries again.
-			return nil, nil, fmt.Errorf("fetch source: %w", &source.UnavailableError{Revision: revErr.Revision, Err: u})
+			return nil, nil, fmt.Errorf("fetch source: %w", u)
 		}
 		err = r.checkRefused(ctx, revErr)
 	}

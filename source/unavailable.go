@@ -43,3 +43,16 @@ func (e *UnavailableError) Error() string {
 
 // Unwrap returns the cause (it wraps ErrUnavailable), not the revision's input errors: the revision is not refused.
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// AsUnavailable returns err as an *UnavailableError when it is (or wraps) a *RevisionError whose every input error
+// is a source that cannot be read now (RevisionError.Unavailable); nil otherwise.
+func AsUnavailable(err error) *UnavailableError {
+	var re *RevisionError
+	if !errors.As(err, &re) {
+		return nil
+	}
+	if u := re.Unavailable(); u != nil {
+		return &UnavailableError{Revision: re.Revision, Err: u}
+	}
+	return nil
+}
