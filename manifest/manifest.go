@@ -198,6 +198,11 @@ type Snapshot struct {
 	// files whose lines are their own (not text a renderer generated): an
 	// error about a field can point at the field's line (source.LocateFields).
 	Texts Texts `json:"-"`
+	// Units are the revision's Flux Kustomizations and HelmReleases (none
+	// for a repository without Flux objects), sorted by ID. A unit that
+	// did not render has a Reason and none of its objects are in Objects:
+	// the reconciler keeps what it last applied.
+	Units []Unit `json:"units,omitempty"`
 }
 
 // Texts gives the files a snapshot's objects were parsed from: nil for a

@@ -38,6 +38,12 @@ type Input struct {
 	// every field its manifest sets is adopted without a PUT
 	// (Resource.NoWrite). "" adopts with a PUT, as ASO does.
 	AdoptWithoutWrite string
+	// HeldUnits are the IDs of the units that did not render at this
+	// revision (or wait for a dependency): a resource of the state whose
+	// Unit is one of them is never planned for deletion for being absent
+	// (the reconciler normally adds the unit's kept objects to the
+	// snapshot; this holds when it has none).
+	HeldUnits map[string]bool
 }
 
 // Plan decides an action for every resource of the graph and for every
@@ -81,6 +87,11 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 	}
 	for key, prior := range in.Prior {
 		if g.byKey[key] != nil || movedAway[key] || g.deferredKeys[key] {
+			continue
+		}
+		if prior.Unit != "" && in.HeldUnits[prior.Unit] {
+			// Its unit did not render: kept as last applied, never
+			// deleted for being absent.
 			continue
 		}
 		if deferredKinds[prior.Group+"/"+prior.Kind] {

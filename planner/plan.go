@@ -111,7 +111,27 @@ type Plan struct {
 	// resources exports once applied: "(known after apply)", planned and
 	// applied in the same run once their producer is done.
 	Deferred []*Deferred `json:"deferred,omitempty"`
+	// Units are the revision's Flux Kustomizations and HelmReleases with
+	// their state at this plan (none for a repository without Flux
+	// objects). A unit whose Ready is False did not render or waits: its
+	// objects are kept as last applied (planned as they were, never
+	// deleted) and the plan is partial.
+	Units []record.Unit `json:"units,omitempty"`
 }
+
+// FailedUnits returns the plan's units that did not render or wait.
+func (p *Plan) FailedUnits() []record.Unit {
+	var out []record.Unit
+	for _, u := range p.Units {
+		if u.Failing() {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Partial reports whether units of the plan failed: the rest is planned.
+func (p *Plan) Partial() bool { return len(p.FailedUnits()) > 0 }
 
 // Origin is what rendered a resource: the Flux Kustomization that built it,
 // the HelmRelease, chart and template it came from.

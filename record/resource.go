@@ -20,6 +20,9 @@ type Resource struct {
 	// Origin says what rendered it (HelmRelease, chart@version, template,
 	// Kustomization) when it is not plain YAML.
 	Origin string `json:"origin,omitempty"`
+	// Unit is the ID of the Flux Kustomization or HelmRelease that
+	// rendered it ("Kind/namespace/name"), "" outside Flux units.
+	Unit string `json:"unit,omitempty"`
 	// Credential names the credential that applied it (its source name only).
 	Credential string `json:"credential,omitempty"`
 	// AppliedHash is the sha256 of the last applied body (after resolution,
