@@ -19,7 +19,7 @@ func partialUnits() []record.Unit {
 			Ready:               record.Condition{Type: "Ready", Status: "True", Reason: "ReconciliationSucceeded"},
 			LastAppliedRevision: "2222222222222222222222222222222222222222"},
 		{Kind: "Kustomization", Namespace: "team-b", Name: "apps",
-			Ready: record.Condition{Type: "Ready", Status: "False", Reason: "BuildFailed", Message: "kustomize build failed"},
+			Ready:               record.Condition{Type: "Ready", Status: "False", Reason: "BuildFailed", Message: "kustomize build failed"},
 			LastAppliedRevision: "1111111111111111111111111111111111111111",
 			Errors: []string{
 				"teams/b/kustomization.yaml:7: patches[0]: no object matches the patch's target",
