@@ -1,6 +1,11 @@
 package api_test
 
 import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +240,64 @@ func TestUnitMetrics(t *testing.T) {
 	}
 	if v, ok := samples[`gitaso_units{ready="False"}`]; !ok || v != 0 {
 		t.Errorf(`without units: gitaso_units{ready="False"} = %v (present %v), want 0`, v, ok)
+	}
+}
+
+// BenchmarkUnits: GET /api/v1/units, one unit's page and a scrape of
+// /metrics over a state of 80 units (40 teams, a Kustomization and a
+// HelmRelease each) and 4,000 resources, 50 per Kustomization.
+func BenchmarkUnits(b *testing.B) {
+	db, err := state.Open(filepath.Join(b.TempDir(), "gitaso.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(w *state.Writer) error {
+		for team := range 40 {
+			ns := fmt.Sprintf("team-%02d", team)
+			ks := record.Unit{Kind: "Kustomization", Namespace: ns, Name: "apps",
+				Ready: record.Condition{Type: "Ready", Status: "True", Reason: "ReconciliationSucceeded"}, LastAppliedRevision: "rev", AppliedAt: t0}
+			if team < 3 {
+				ks.Ready = record.Condition{Type: "Ready", Status: "False", Reason: "BuildFailed"}
+				ks.Errors = []string{ns + "/kustomization.yaml:7: patches[0]: no object matches the patch's target"}
+			}
+			for i := range 50 {
+				r := resource(ns, "storage.azure.com", "StorageAccount", fmt.Sprintf("acct%02d", i), "True", "", "Succeeded")
+				r.Unit = ks.ID()
+				ks.Objects = append(ks.Objects, r.Key())
+				if err := w.PutResource(r); err != nil {
+					return err
+				}
+			}
+			hr := record.Unit{Kind: "HelmRelease", Namespace: ns, Name: "db",
+				Ready: record.Condition{Type: "Ready", Status: "True", Reason: "ReconciliationSucceeded"}}
+			for _, u := range []record.Unit{ks, hr} {
+				if err := w.PutUnit(u); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(db, api.Options{Metrics: metrics.New(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	defer srv.Close()
+	for _, p := range []string{"/api/v1/units", "/api/v1/units/Kustomization/team-07/apps", "/metrics"} {
+		b.Run(strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_"), func(b *testing.B) {
+			for b.Loop() {
+				resp, err := srv.Client().Get(srv.URL + p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Fatalf("%s: %d", p, resp.StatusCode)
+				}
+				b.SetBytes(n)
+			}
+		})
 	}
 }
