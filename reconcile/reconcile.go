@@ -258,6 +258,10 @@ func (r *Reconciler) build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 	}
 	var g *planner.Graph
 	if us != nil {
+		// The source's snapshot is shared (a Git source returns it again
+		// while the commit is the same): the units' objects go into a copy.
+		cp := *snap
+		snap = &cp
 		g, err = r.buildUnits(ctx, snap, us, opts)
 	} else {
 		g, err = planner.Build(snap, opts)
