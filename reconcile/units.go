@@ -680,3 +680,16 @@ func (rep *Report) unitRetryIn() time.Duration {
 	}
 	return d
 }
+
+// failedRecords are the held units' records at this run (a held revision
+// records only those).
+func (us *unitSet) failedRecords(now time.Time) []record.Unit {
+	if us.empty() {
+		return nil
+	}
+	var out []record.Unit
+	for _, id := range sortedKeys(us.held) {
+		out = append(out, us.unitRecord(id, now))
+	}
+	return out
+}
