@@ -164,6 +164,7 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 	lim = lim.WithDefaults()
 	files = slices.Clone(files)
 	var external []manifest.External
+	var units []manifest.Unit
 	var partial *PartialRenderError
 	// The files as the user wrote them: objects (kustomize and Flux output
 	// too, through their origin) carry lines of these.
@@ -184,9 +185,17 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 			return nil, err
 		}
 		var err error
-		if sr, ok := r.(SourcesRenderer); ok {
-			files, external, err = sr.RenderSources(ctx, files)
-		} else {
+		switch rr := r.(type) {
+		case UnitsRenderer:
+			var res *Rendered
+			if res, err = rr.RenderUnits(ctx, files); res != nil {
+				files, external, units = res.Files, res.External, res.Units
+			} else {
+				files = nil
+			}
+		case SourcesRenderer:
+			files, external, err = rr.RenderSources(ctx, files)
+		default:
 			files, err = r.Render(ctx, files)
 		}
 		if pe := (*PartialRenderError)(nil); errors.As(err, &pe) && files != nil {
@@ -245,6 +254,7 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 	}
 	if snap != nil {
 		snap.Texts = texts
+		snap.Units = locateUnits(units, texts)
 	}
 	if err != nil || len(external) == 0 {
 		return snap, err

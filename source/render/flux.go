@@ -296,7 +296,12 @@ func (w *fluxWalk) report(e manifest.External) { w.reporter(e) }
 //   - Objects keep the file and line kustomize's origin gives (the
 //     resource's own file) when known, else the Kustomization's file.
 //     Kustomization and GitRepository objects stay ignored kinds.
-func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]source.File, error) {
+func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]source.File, []manifest.Unit, error) {
+	out, err := r.renderFluxFiles(ctx, files) // TODO(units): per-unit failures
+	return out, nil, err
+}
+
+func (r *Renderer) renderFluxFiles(ctx context.Context, files []source.File) ([]source.File, error) {
 	start := time.Now()
 	entry := strings.Trim(path.Clean("/"+strings.ReplaceAll(r.opts.FluxPath, "\\", "/")), "/")
 	var entryFiles []source.File

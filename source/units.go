@@ -1,0 +1,76 @@
+package source
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/gitaso/gitaso/manifest"
+)
+
+// UnitsRenderer is a Renderer that renders each Flux Kustomization and
+// HelmRelease as a unit of its own (manifest.Unit), as Flux reconciles
+// them: a unit that cannot be rendered (a build error, a missing
+// spec.path, a chart not found, a registry that does not answer, a
+// dependsOn on a failed unit, ...) is listed with its Reason, Message and
+// Errors, and none of its objects are in the files; every other unit
+// renders as before. Build prefers it to SourcesRenderer and Renderer and
+// puts the units in Snapshot.Units.
+//
+// Errors that belong to no unit (the entry path's own kustomize builds,
+// YAML, substitution) still refuse the revision: RenderUnits then returns
+// them as Render does (a diag.List, or a *PartialRenderError with a
+// non-nil *Rendered).
+type UnitsRenderer interface {
+	SourcesRenderer
+	RenderUnits(ctx context.Context, files []File) (*Rendered, error)
+}
+
+// Rendered is what a UnitsRenderer returns.
+type Rendered struct {
+	Files []File
+	// External are the sources outside the repository the files depend
+	// on (see SourcesRenderer), sorted.
+	External []manifest.External
+	// Units are the Flux Kustomizations and HelmReleases found, rendered
+	// or not, sorted by ID; none for a repository without Flux objects.
+	// A failed unit's Errors name file and line as a refused revision's
+	// do (Build runs LocateFields over them).
+	Units []manifest.Unit
+}
+
+// FailedUnits returns the units of a Rendered that did not render.
+func (r *Rendered) FailedUnits() []manifest.Unit {
+	var out []manifest.Unit
+	for _, u := range r.Units {
+		if u.Failed() {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// locateUnits gives the failed units' errors the treatment a refused
+// revision's get (LocateFields: the line of the field named), sorted, and
+// sorts the units by ID.
+func locateUnits(units []manifest.Unit, texts manifest.Texts) []manifest.Unit {
+	if len(units) == 0 {
+		return nil
+	}
+	units = slices.Clone(units)
+	for i := range units {
+		if len(units[i].Errors) > 0 {
+			errs := slices.Clone(units[i].Errors)
+			LocateFields(errs, texts)
+			units[i].Errors = errs.Sorted()
+		}
+	}
+	slices.SortFunc(units, func(a, b manifest.Unit) int { return strings.Compare(a.ID(), b.ID()) })
+	return units
+}
+
+// retryUnits reports whether a unit failed on something that may pass
+// without a new commit (manifest.Unit.Retry): the commit is rendered again.
+func retryUnits(units []manifest.Unit) bool {
+	return slices.ContainsFunc(units, func(u manifest.Unit) bool { return u.Retry })
+}
