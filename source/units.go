@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
 )
 
@@ -46,6 +47,26 @@ func (r *Rendered) FailedUnits() []manifest.Unit {
 		if u.Failed() {
 			out = append(out, u)
 		}
+	}
+	return out
+}
+
+// UnitErrors returns the errors of the units that did not render, for a
+// caller that reports them as input errors (gitaso validate) or refuses
+// the revision for them (render.Renderer.Render): a unit without errors of
+// its own (waiting on a dependency) is one error naming it and why.
+func UnitErrors(units []manifest.Unit) diag.List {
+	var out diag.List
+	for _, u := range units {
+		if !u.Failed() {
+			continue
+		}
+		if len(u.Errors) > 0 {
+			out = append(out, u.Errors...)
+			continue
+		}
+		out = append(out, &diag.Error{File: u.File, Line: u.Line, Object: u.Namespace + "/" + u.Kind + "/" + u.Name,
+			Msg: u.Reason + ": " + u.Message})
 	}
 	return out
 }
