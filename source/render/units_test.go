@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -8,13 +9,16 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/gitaso/gitaso/internal/gittest"
 	"github.com/gitaso/gitaso/manifest"
+	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/source/charts"
 )
 
@@ -133,6 +137,15 @@ spec:
 // /flaky.
 func chartRepoServer(t *testing.T) (*httptest.Server, ChartFetcher) {
 	t.Helper()
+	var down atomic.Bool
+	down.Store(true)
+	return flakyChartRepoServer(t, &down)
+}
+
+// flakyChartRepoServer is chartRepoServer whose /flaky repository answers
+// 503 only while down is set (otherwise it is the same repository).
+func flakyChartRepoServer(t *testing.T, down *atomic.Bool) (*httptest.Server, ChartFetcher) {
+	t.Helper()
 	archive := chartArchive(t, "infra", "1.0.0", "", map[string]string{"rg.yaml": `apiVersion: resources.azure.com/v1api20200601
 kind: ResourceGroup
 metadata:
@@ -143,9 +156,14 @@ spec:
 	sum := sha256.Sum256(archive)
 	var srv *httptest.Server
 	srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := strings.CutPrefix(r.URL.Path, "/flaky"); ok {
+			if down.Load() {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			r.URL.Path = p
+		}
 		switch {
-		case strings.HasPrefix(r.URL.Path, "/flaky"):
-			w.WriteHeader(http.StatusServiceUnavailable)
 		case r.URL.Path == "/index.yaml":
 			fmt.Fprintf(w, "apiVersion: v1\nentries:\n  infra:\n    - name: infra\n      version: 1.0.0\n      digest: %s\n      urls: [%s/infra-1.0.0.tgz]\n",
 				hex.EncodeToString(sum[:]), srv.URL)
@@ -419,5 +437,52 @@ func TestFluxUnitRecords(t *testing.T) {
 		if got := manifest.UnitOf(o); got != want {
 			t.Errorf("%s: unit %q, want %q", o.ID(), got, want)
 		}
+	}
+}
+
+// TestGitRendersAgainWhileAUnitRetries: a Git source renders the same
+// commit again at the next Fetch while a unit failed on a registry that did
+// not answer (manifest.Unit.Retry), even when the revision has no other
+// source outside the repository; once the registry answers, the unit
+// renders without a new commit.
+func TestGitRendersAgainWhileAUnitRetries(t *testing.T) {
+	var down atomic.Bool
+	down.Store(true)
+	charts, fetcher := flakyChartRepoServer(t, &down)
+	files := teamsRepo(charts.URL)
+	for _, team := range []string{"a", "b", "c"} {
+		files["teams/"+team+"/release.yaml"] = strings.Replace(files["teams/"+team+"/release.yaml"], "name: charts", "name: flaky", 1)
+	}
+	srv := gittest.NewServer(t)
+	repo := srv.CreateRepo("platform")
+	commit := repo.Commit(files, nil, "teams")
+	r, err := New(Options{Flux: true, FluxPath: "clusters/c", Kustomize: true, Charts: fetcher})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := source.NewGit(source.GitOptions{URL: repo.URL(), Branch: repo.Branch(), CABundle: srv.CABundle(), CacheDir: t.TempDir(), Renderer: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := g.Fetch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, _ := failedUnit(t, snap, nil, "HelmRelease/team-c/app", manifest.ReasonArtifactFailed); !u.Retry {
+		t.Fatalf("registry down: unit %+v, want Retry", u)
+	}
+	down.Store(false)
+	snap, err = g.Fetch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(snap.Revision, commit) || failedCount(snap.Units) != 0 {
+		t.Fatalf("registry back at the same commit: revision %s, units %v", snap.Revision, unitIDs(snap))
+	}
+	findID(t, snap.Objects, "team-c/ResourceGroup/app")
+	// Nothing left to retry and a chart now read from outside: rendered
+	// again at each Fetch as before (a new chart version is a new revision).
+	if len(snap.External) == 0 {
+		t.Errorf("no external sources: %v", snap.External)
 	}
 }
