@@ -274,7 +274,14 @@ func (w *fluxWalk) report(e manifest.External) { w.reporter(e) }
 //   - Recursion: Kustomizations in a Kustomization's output are followed
 //     in turn (their spec after the parent's substitution); a Kustomization
 //     reached again while it is being rendered is a cycle (ErrFluxCycle,
-//     naming the chain); one reached twice otherwise is rendered once.
+//     naming the chain: that Kustomization fails); one reached twice
+//     otherwise is rendered once.
+//   - Units: each Kustomization renders and fails alone (flux_units.go,
+//     and the package documentation's Units): one that cannot be built
+//     is a unit with Reason BuildFailed (ArtifactFailed for its sourceRef)
+//     and Errors, its objects and its children left out; the others render
+//     as before. Errors of the entry path, limits and the deadline refuse
+//     the revision.
 //   - suspend: true: Flux stops applying but deletes nothing, so the
 //     objects are rendered (never dropped: a dropped object would be
 //     planned as a deletion) and ASO objects get
@@ -294,10 +301,12 @@ func (w *fluxWalk) report(e manifest.External) { w.reporter(e) }
 //     directories (a directory holding Chart.yaml) are never manifests.
 //   - dependsOn: Kustomizations found together render after those they
 //     depend on (so a substituteFrom finds a ConfigMap a dependency
-//     generates); otherwise information only (apply order follows ASO
-//     owners and references); every rendered object is annotated
-//     gitaso.io/flux-kustomization: namespace/name, and a dependsOn naming
-//     a Kustomization that was not rendered is logged as a warning.
+//     generates); a Kustomization whose dependsOn names one that failed,
+//     waits, is unknown or does not exist (Flux would wait for it forever)
+//     waits: Reason DependencyNotReady, its objects and children left out.
+//     Apply order otherwise follows ASO owners and references (and the
+//     reconciler's phases). Every rendered object is annotated
+//     gitaso.io/flux-kustomization: namespace/name (manifest.UnitOf).
 //   - Objects keep the file and line kustomize's origin gives (the
 //     resource's own file) when known, else the Kustomization's file.
 //     Kustomization and GitRepository objects stay ignored kinds.

@@ -442,9 +442,13 @@ func findReleases(fi int, f source.File, docs []document) []*helmRelease {
 //     its file and line are the HelmRelease's (an origin comment), so plans
 //     and errors point at it. A render error (a template error, with helm's
 //     template:line:col, a missing required value, output that is not YAML,
-//     more output than the file-size limit, a panic) is a *diag.Error naming
-//     the HelmRelease's file, line, ID and field (spec.values for template
-//     execution errors, spec.chart... otherwise) and refuses the revision.
+//     a panic) is a *diag.Error naming the HelmRelease's file, line, ID and
+//     field (spec.values for template execution errors, spec.chart...
+//     otherwise) and fails the release's unit (BuildFailed); a chart that
+//     cannot be fetched or loaded fails it with ArtifactFailed (Retry when
+//     the registry did not answer). Its objects are left out; the other
+//     releases render. A limit (output past the file-size limit, helm-steps,
+//     helm-bytes) or the render deadline refuses the revision.
 //   - spec.suspend: true, or kustomize.toolkit.fluxcd.io/reconcile: disabled
 //     on the HelmRelease: Flux leaves the release alone, so its ASO objects
 //     get reconcile-policy: skip unless they set a policy (as a suspended
@@ -453,7 +457,9 @@ func findReleases(fi int, f source.File, docs []document) []*helmRelease {
 //   - spec.dependsOn: releases render in levels, each after the releases it
 //     depends on (concurrently within a level, on GOMAXPROCS goroutines), so
 //     that a valuesFrom finds a ConfigMap or Secret a dependency renders; a
-//     dependsOn naming a release that was not rendered is logged.
+//     release whose dependsOn names one that failed, waits, is not found at
+//     this revision (Flux would wait for it forever) or is in a cycle waits:
+//     Reason DependencyNotReady, its objects left out (helm_units.go).
 //   - Options.OnChart hears of every chart a release took from outside the
 //     repository (its dependencies too), after all releases rendered.
 //
