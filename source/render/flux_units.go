@@ -148,7 +148,7 @@ func (w *fluxWalk) settle() ([]manifest.Unit, map[string]bool) {
 				}
 			}
 			u.Reason, u.Retry = failReason(ku.errs, ErrFluxSource)
-			u.Message, u.Errors = failMessage(ku.errs), ku.errs
+			u.Message, u.Errors = source.UnitMessage(ku.errs), ku.errs
 		}
 		units = append(units, u)
 	}
@@ -236,20 +236,6 @@ func failReason(errs diag.List, artifact ...error) (reason string, retry bool) {
 		}
 	}
 	return reason, retry
-}
-
-// failMessage says in one line why a unit failed: its first error, and how
-// many more there are.
-func failMessage(errs diag.List) string {
-	if len(errs) == 0 {
-		return ""
-	}
-	sorted := errs.Sorted()
-	msg := strings.Join(strings.Fields(sorted[0].Error()), " ")
-	if len(sorted) > 1 {
-		msg += fmt.Sprintf(" (and %d more)", len(sorted)-1)
-	}
-	return msg
 }
 
 // sourceCause is the cause of a Kustomization's error about a GitRepository

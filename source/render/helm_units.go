@@ -6,6 +6,7 @@ import (
 
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
+	"github.com/gitaso/gitaso/source"
 )
 
 // defaultHelmTimeout is a HelmRelease's spec.timeout when it sets none
@@ -66,7 +67,7 @@ func releaseUnits(rs []*helmRelease) []manifest.Unit {
 			u.Reason, u.Message = manifest.ReasonDependencyNotReady, h.waiting
 		case len(h.errs) > 0:
 			u.Reason, u.Retry = failReason(h.errs, ErrHelmSource, ErrHelmChart)
-			u.Message, u.Errors = failMessage(h.errs), h.errs
+			u.Message, u.Errors = source.UnitMessage(h.errs), h.errs
 		default:
 			u.Objects = len(h.docs)
 		}

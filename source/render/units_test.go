@@ -301,6 +301,20 @@ func TestFluxOneBrokenTeam(t *testing.T) {
 		absent: []string{"team-b/ResourceGroup/app", "team-c/ResourceGroup/app"},
 		want:   func(map[string]string) []string { return []string{"values.location is required"} },
 	}, {
+		// Found by the parser, not the render: the same unit fails, its
+		// children are unknown and its dependents wait.
+		name: "invalid object name, and a Kustomization depending on it",
+		break_: func(files map[string]string) {
+			files["teams/c/rg.yaml"] = strings.Replace(files["teams/c/rg.yaml"], "team-${TEAM}-rg", "team-${TEAM}-RG", 1)
+			files["clusters/c/teams.yaml"] = strings.Replace(files["clusters/c/teams.yaml"], "      TEAM: b\n", "      TEAM: b\n  dependsOn:\n    - name: team-c\n", 1)
+		},
+		failed:  map[string]string{"Kustomization/flux-system/team-c": manifest.ReasonBuildFailed, "Kustomization/flux-system/team-b": manifest.ReasonDependencyNotReady},
+		absent:  []string{"team-b/ResourceGroup/app", "team-b/ResourceGroup/team-b-rg", "team-c/ResourceGroup/app", "team-c/ResourceGroup/team-c-rg"},
+		unknown: []string{"HelmRelease/team-b/app", "HelmRelease/team-c/app"},
+		want: func(map[string]string) []string {
+			return []string{`teams/c/rg.yaml:4: team-c/ResourceGroup/team-c-RG: metadata.name: "team-c-RG" is not a valid name`}
+		},
+	}, {
 		name: "dependsOn a Kustomization that does not exist",
 		break_: func(files map[string]string) {
 			files["clusters/c/teams.yaml"] = strings.Replace(files["clusters/c/teams.yaml"], "      TEAM: c\n", "      TEAM: c\n  dependsOn:\n    - name: team-z\n", 1)
