@@ -2,9 +2,11 @@ package source
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
 )
 
@@ -50,6 +52,26 @@ func (r *Rendered) FailedUnits() []manifest.Unit {
 	return out
 }
 
+// UnitErrors returns the errors of the units that did not render, for a
+// caller that reports them as input errors (gitaso validate) or refuses
+// the revision for them (render.Renderer.Render): a unit without errors of
+// its own (waiting on a dependency) is one error naming it and why.
+func UnitErrors(units []manifest.Unit) diag.List {
+	var out diag.List
+	for _, u := range units {
+		if !u.Failed() {
+			continue
+		}
+		if len(u.Errors) > 0 {
+			out = append(out, u.Errors...)
+			continue
+		}
+		out = append(out, &diag.Error{File: u.File, Line: u.Line, Object: u.Namespace + "/" + u.Kind + "/" + u.Name,
+			Msg: u.Reason + ": " + u.Message})
+	}
+	return out
+}
+
 // locateUnits gives the failed units' errors the treatment a refused
 // revision's get (LocateFields: the line of the field named), sorted, and
 // sorts the units by ID.
@@ -73,4 +95,66 @@ func locateUnits(units []manifest.Unit, texts manifest.Texts) []manifest.Unit {
 // without a new commit (manifest.Unit.Retry): the commit is rendered again.
 func retryUnits(units []manifest.Unit) bool {
 	return slices.ContainsFunc(units, func(u manifest.Unit) bool { return u.Retry })
+}
+
+// failUnits fails the units errs names (an object's error found while
+// parsing: BuildFailed, as the renderer's own), as the renderer would have:
+// their objects leave the snapshot, the units they declared (Parent) are
+// unknown (dropped from the list, with their objects), and the units whose
+// dependsOn names one of them wait (DependencyNotReady), in turn.
+func failUnits(snap *manifest.Snapshot, errs map[string]diag.List) {
+	out := map[string]bool{} // units whose objects leave the snapshot
+	dropped := map[string]bool{}
+	for i := range snap.Units {
+		u := &snap.Units[i]
+		if es := errs[u.ID()]; len(es) > 0 {
+			if !u.Failed() {
+				u.Reason, u.Objects = manifest.ReasonBuildFailed, 0
+			}
+			u.Errors = append(u.Errors, es...)
+			u.Message = UnitMessage(u.Errors)
+			out[u.ID()] = true
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for i := range snap.Units {
+			u := &snap.Units[i]
+			id := u.ID()
+			if out[id] || dropped[id] {
+				continue
+			}
+			if u.Parent != "" && (out[u.Parent] || dropped[u.Parent]) {
+				dropped[id], changed = true, true
+				continue
+			}
+			for _, d := range u.DependsOn {
+				if out[d] || dropped[d] {
+					u.Reason, u.Message, u.Errors, u.Retry, u.Objects = manifest.ReasonDependencyNotReady,
+						fmt.Sprintf("dependency '%s' is not ready", strings.SplitN(d, "/", 2)[1]), nil, false, 0
+					out[id], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	snap.Units = slices.DeleteFunc(snap.Units, func(u manifest.Unit) bool { return dropped[u.ID()] })
+	snap.Objects = slices.DeleteFunc(snap.Objects, func(o manifest.Object) bool {
+		id := manifest.UnitOf(o)
+		return out[id] || dropped[id]
+	})
+}
+
+// UnitMessage says in one line why a unit failed: its first error, and how
+// many more there are (manifest.Unit.Message).
+func UnitMessage(errs diag.List) string {
+	if len(errs) == 0 {
+		return ""
+	}
+	sorted := errs.Sorted()
+	msg := strings.Join(strings.Fields(sorted[0].Error()), " ")
+	if len(sorted) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(sorted)-1)
+	}
+	return msg
 }

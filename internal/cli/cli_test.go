@@ -339,25 +339,29 @@ func TestOfflinePlanTakesTheManifestsSubscription(t *testing.T) {
 	}
 }
 
-// With --flux too: an unset variable of a Kustomization's postBuild does not
-// hide the other objects' errors, which point at the lines of the files the
-// Kustomization builds.
+// With --flux too: an unset variable of a Kustomization's postBuild fails
+// that Kustomization (its objects are not checked: they are not applied)
+// and does not hide the other Kustomizations' errors, which point at the
+// lines of the files they build; validate reports them together.
 func TestValidateFluxOnePass(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "clusters/apps.yaml", `apiVersion: kustomize.toolkit.fluxcd.io/v1
+	kustomization := func(name string) string {
+		return `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata:
-  name: apps
+  name: ` + name + `
   namespace: flux-system
 spec:
-  path: ./apps
+  path: ./` + name + `
   sourceRef:
     kind: GitRepository
     name: flux-system
   postBuild:
     substitute:
       LOC: westeurope
-`)
+`
+	}
+	write(t, dir, "clusters/apps.yaml", kustomization("apps")+"---\n"+kustomization("data"))
 	write(t, dir, "apps/rg.yaml", `apiVersion: resources.azure.com/v1api20200601
 kind: ResourceGroup
 metadata:
@@ -367,6 +371,14 @@ spec:
   location: ${LOC}
   tags:
     team: ${TEAM}
+`)
+	write(t, dir, "data/sa.yaml", `apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: rg-data
+  namespace: my-app
+spec:
+  location: ${LOC}
 ---
 apiVersion: storage.azure.com/v1api20230101
 kind: StorageAccount
@@ -379,7 +391,7 @@ spec:
   sku:
     name: Standard_LRS
   owner:
-    name: rg
+    name: rg-data
 `)
 	_, stderr, err := run(t, "validate", "--dir", dir, "--path", "clusters", "--flux", "--substitute-strict")
 	if exitCode(err) != 1 || err.Error() != "3 errors" {
@@ -387,8 +399,8 @@ spec:
 	}
 	for _, want := range []string{
 		`apps/rg.yaml:1: my-app/ResourceGroup/rg: ${TEAM} (postBuild of Flux Kustomization flux-system/apps): variable is not set`,
-		`apps/rg.yaml:16: my-app/StorageAccount/sa: spec.kind: required field is missing`,
-		`apps/rg.yaml:18: my-app/StorageAccount/sa: spec.kindd: unknown field "kindd"`,
+		`data/sa.yaml:14: my-app/StorageAccount/sa: spec.kind: required field is missing`,
+		`data/sa.yaml:16: my-app/StorageAccount/sa: spec.kindd: unknown field "kindd"`,
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)

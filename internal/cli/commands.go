@@ -20,6 +20,7 @@ import (
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"
+	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/web"
 )
 
@@ -40,8 +41,20 @@ line, object and field. Exit code 1 when there is any error.`,
 			}
 			r := reconcile.New(e.src, nil, nil, e.cfg, e.log)
 			snap, g, err := r.Build(cmd.Context())
+			// A Flux Kustomization or HelmRelease that did not render is
+			// an error here, reported with the others.
+			var units diag.List
+			if snap != nil {
+				units = source.UnitErrors(snap.Units)
+			}
 			if err != nil {
+				if l := diag.AsList(err); len(l) > 0 && len(units) > 0 {
+					err = append(units, l...)
+				}
 				return reportInputErrors(stderr, err, "")
+			}
+			if len(units) > 0 {
+				return reportInputErrors(stderr, units, "")
 			}
 			for _, o := range g.Ignored() {
 				fmt.Fprintf(stderr, "%s:%d: %s: ignored: %s is not an ASO kind, ConfigMap or Secret\n", o.File, o.Line, o.ID(), o.APIVersion())

@@ -218,7 +218,7 @@ type unit struct {
 // lists it as a failed unit instead.
 func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.File, error) {
 	out, units, err := r.renderUnits(ctx, files)
-	if es := unitErrors(units); len(es) > 0 {
+	if es := source.UnitErrors(units); len(es) > 0 {
 		var pe *source.PartialRenderError
 		if errors.As(err, &pe) {
 			es = append(es, pe.Errors...)
@@ -244,24 +244,6 @@ func (r *Renderer) renderUnits(ctx context.Context, files []source.File) ([]sour
 	}
 	slices.SortFunc(units, func(a, b manifest.Unit) int { return strings.Compare(a.ID(), b.ID()) })
 	return out, units, timeoutError(ctx, rctx, err)
-}
-
-// unitErrors returns the errors of the units that did not render, for a
-// caller that refuses the revision for them (Render): a unit without
-// errors of its own (waiting on a dependency) is one error naming it.
-func unitErrors(units []manifest.Unit) diag.List {
-	var out diag.List
-	for _, u := range units {
-		if !u.Failed() {
-			continue
-		}
-		if len(u.Errors) > 0 {
-			out = append(out, u.Errors...)
-			continue
-		}
-		out = append(out, &diag.Error{File: u.File, Line: u.Line, Object: u.ID(), Msg: u.Reason + ": " + u.Message})
-	}
-	return out
 }
 
 // render renders files without following Flux Kustomizations.
