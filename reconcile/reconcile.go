@@ -263,6 +263,7 @@ func (r *Reconciler) build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 		cp := *snap
 		snap = &cp
 		g, err = r.buildUnits(ctx, snap, us, opts)
+		snap.Units = us.snapshotUnits(snap.Units)
 	} else {
 		g, err = planner.Build(snap, opts)
 	}

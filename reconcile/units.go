@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -525,7 +526,9 @@ func (us *unitSet) unitsAfter(p *planner.Plan, res *executor.Result, resources f
 				fmt.Sprintf("%d of %d objects wait for a dependency that failed: %s", tt.skipped, tt.total, tt.firstErr), now)
 			delete(store, id) // nothing of it was applied at this revision
 		default:
-			rec.LastAppliedRevision, rec.AppliedAt = us.rev, now
+			if rec.LastAppliedRevision != us.rev || rec.AppliedAt.IsZero() {
+				rec.LastAppliedRevision, rec.AppliedAt = us.rev, now
+			}
 			us.health(&rec, u, resources, now)
 		}
 		out = append(out, rec)
@@ -575,7 +578,7 @@ func (us *unitSet) health(rec *record.Unit, u manifest.Unit, resources func(stri
 		setUnitReady(rec, record.StatusFalse, manifest.ReasonHealthCheckFailed, "health check failed: "+failed, now)
 	case len(notReady) == 0:
 		setUnitReady(rec, record.StatusTrue, manifest.ReasonSucceeded, "applied revision "+planner.ShortRevision(us.rev)+"; health checks passed", now)
-	case timeout > 0 && rec.AppliedAt.Add(timeout).Before(now) && rec.Ready.Reason == manifest.ReasonProgressing && now.Sub(rec.Ready.LastTransitionTime) > timeout:
+	case timeout > 0 && now.Sub(rec.AppliedAt) > timeout:
 		setUnitReady(rec, record.StatusFalse, manifest.ReasonHealthCheckFailed, fmt.Sprintf("timeout waiting for: %s", strings.Join(notReady, ", ")), now)
 	default:
 		setUnitReady(rec, record.StatusUnknown, manifest.ReasonProgressing, "waiting for: "+strings.Join(notReady, ", "), now)
@@ -690,6 +693,19 @@ func (us *unitSet) failedRecords(now time.Time) []record.Unit {
 	var out []record.Unit
 	for _, id := range sortedKeys(us.held) {
 		out = append(out, us.unitRecord(id, now))
+	}
+	return out
+}
+
+// snapshotUnits returns the revision's units with those held here (their
+// objects refused by the graph, a dependency not ready) failed as well,
+// so that a caller of Build (gitaso validate) sees every unit's errors.
+func (us *unitSet) snapshotUnits(units []manifest.Unit) []manifest.Unit {
+	out := slices.Clone(units)
+	for i := range out {
+		if h := us.held[out[i].ID()]; h != nil && !out[i].Failed() {
+			out[i].Reason, out[i].Message, out[i].Errors = h.reason, h.message, h.errs
+		}
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/manifest"
@@ -257,4 +258,85 @@ func tagOf(t *testing.T, env *emutest.Env, team string) string {
 		t.Fatal(err)
 	}
 	return v.Tags["v"]
+}
+
+// wait and healthChecks make a unit Ready only when those ASO objects are
+// Ready (Progressing until then, HealthCheckFailed after spec.timeout); the
+// units a failed Kustomization declares keep their objects too
+// (ParentNotReady), though the revision no longer lists them.
+func TestUnitHealthAndParent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("emulator")
+	}
+	env := emutest.New(t)
+	repo := &unitsRepo{t: t, root: t.TempDir()}
+	repo.write("clusters/c/apps.yaml", fluxKs("apps", "./apps", ""))
+	repo.write("apps/teams.yaml", fluxKs("team-w", "./teams/w", "  wait: true\n")+"---\n"+
+		fluxKs("team-x", "./teams/x", "  timeout: 1s\n  healthChecks:\n"+
+			"    - apiVersion: resources.azure.com/v1api20200601\n      kind: ResourceGroup\n      name: rg-team-x\n      namespace: team-x\n"+
+			"    - apiVersion: managedidentity.azure.com/v1api20230131\n      kind: UserAssignedIdentity\n      name: id-elsewhere\n      namespace: team-x\n"))
+	repo.write("teams/w/objects.yaml", teamObjects("team-w", "1"))
+	repo.write("teams/x/objects.yaml", teamObjects("team-x", "1"))
+	rnd, err := render.New(render.Options{Kustomize: true, Flux: true, FluxPath: "clusters/c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := state.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cfg := reconcile.DefaultConfig()
+	cfg.Global = env.Cred
+	rec := reconcile.New(source.NewDir(repo.root, "", source.WithRenderer(rnd)), db, env.Clients, cfg, nil)
+	ctx := context.Background()
+	once := func() *reconcile.Report {
+		t.Helper()
+		rep, err := rec.Once(ctx, reconcile.Options{Trigger: "test", Refresh: true, All: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	good := once().Run.Revision
+	units, _ := db.Units()
+	w, x := unitOf(t, units, "Kustomization/flux-system/team-w"), unitOf(t, units, "Kustomization/flux-system/team-x")
+	if w.Ready.Status != record.StatusTrue || !strings.Contains(w.Ready.Message, "health checks passed") {
+		t.Errorf("team-w (wait: true, its objects Ready): %+v", w.Ready)
+	}
+	if x.Ready.Status != record.StatusUnknown || x.Ready.Reason != manifest.ReasonProgressing || !strings.Contains(x.Ready.Message, "id-elsewhere") ||
+		x.LastAppliedRevision != good || x.Parent != "Kustomization/flux-system/apps" {
+		t.Errorf("team-x (a health check on an object nobody declares): %+v", x)
+	}
+	time.Sleep(1100 * time.Millisecond) // past team-x's spec.timeout
+	once()
+	units, _ = db.Units()
+	if x = unitOf(t, units, "Kustomization/flux-system/team-x"); x.Ready.Status != record.StatusFalse || x.Ready.Reason != manifest.ReasonHealthCheckFailed {
+		t.Errorf("team-x after its timeout: %+v, want HealthCheckFailed", x.Ready)
+	}
+
+	// apps breaks: the teams it declares are unknown at this revision.
+	repo.write("clusters/c/apps.yaml", fluxKs("apps", "./apps-not-yet", ""))
+	repo.write("teams/w/objects.yaml", teamObjects("team-w", "2"))
+	rep := once()
+	if rep.Run.Outcome != record.OutcomePartial {
+		t.Errorf("outcome %s, want partial", rep.Run.Outcome)
+	}
+	for _, r := range rep.Plan.Resources {
+		if r.Action != planner.NoOp {
+			t.Errorf("%s planned %s: the units of a failed Kustomization keep their objects as last applied", r.ID(), r.Action)
+		}
+	}
+	units, _ = db.Units()
+	for _, id := range []string{"Kustomization/flux-system/team-w", "Kustomization/flux-system/team-x"} {
+		if u := unitOf(t, units, id); u.Ready.Reason != manifest.ReasonParentNotReady || u.LastAppliedRevision != good {
+			t.Errorf("%s: %+v, want ParentNotReady, last applied %s", id, u.Ready, good)
+		}
+	}
+	if a := unitOf(t, units, "Kustomization/flux-system/apps"); a.Ready.Reason != manifest.ReasonBuildFailed {
+		t.Errorf("apps: %+v", a.Ready)
+	}
+	if tag := tagOf(t, env, "team-w"); tag != "1" {
+		t.Errorf("team-w's tag %q, want 1: its Kustomization is not known at this revision", tag)
+	}
 }

@@ -421,3 +421,25 @@ func TestStateCompact(t *testing.T) {
 		t.Fatalf("state compact: %v %q %s", err, out, stderr)
 	}
 }
+
+// A plan whose Flux Kustomization fails to render plans the others and
+// exits with ExitPartial, naming the failed unit; the plan says partial.
+func TestPlanPartialExitCode(t *testing.T) {
+	dir := t.TempDir()
+	ks := func(name, path string) string {
+		return "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: " + name +
+			"\n  namespace: flux-system\nspec:\n  path: " + path + "\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+	}
+	write(t, dir, "clusters/teams.yaml", ks("team-a", "./a")+"---\n"+ks("team-b", "./b-not-yet"))
+	write(t, dir, "a/rg.yaml", "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg-a\n  namespace: team-a\nspec:\n  location: westeurope\n")
+	out, stderr, err := run(t, "plan", "--offline", "--subscription", "22222222-2222-2222-2222-222222222222", "--dir", dir, "--path", "clusters", "--flux")
+	if exitCode(err) != cli.ExitPartial {
+		t.Fatalf("exit %d (%v), want %d\n%s\n%s", exitCode(err), err, cli.ExitPartial, out, stderr)
+	}
+	if !strings.Contains(err.Error(), "Kustomization/flux-system/team-b (BuildFailed)") {
+		t.Errorf("error %q does not name the failed unit", err)
+	}
+	if !strings.Contains(out, "rg-a") || !strings.Contains(out, "Partial: 1 of 2 units failed") {
+		t.Errorf("the plan lacks team-a's resource group or the partial line:\n%s", out)
+	}
+}
