@@ -53,6 +53,9 @@ func failedUnit(t *testing.T, snap *manifest.Snapshot, err error, id, reason str
 		if len(u.Errors) == 0 {
 			return u, nil
 		}
+		if first := strings.Join(strings.Fields(u.Errors.Sorted()[0].Error()), " "); !strings.HasPrefix(u.Message, first) {
+			t.Errorf("unit %s: message %q, want its first error %q", id, u.Message, first)
+		}
 		return u, u.Errors
 	}
 	t.Fatalf("no unit %s in %v", id, unitIDs(snap))
