@@ -85,6 +85,7 @@ func locateUnits(units []manifest.Unit, texts manifest.Texts) []manifest.Unit {
 			errs := slices.Clone(units[i].Errors)
 			LocateFields(errs, texts)
 			units[i].Errors = errs.Sorted()
+			units[i].Message = UnitMessage(units[i].Errors) // with the lines found
 		}
 	}
 	slices.SortFunc(units, func(a, b manifest.Unit) int { return strings.Compare(a.ID(), b.ID()) })

@@ -102,7 +102,7 @@ func (w *fluxWalk) settle() ([]manifest.Unit, map[string]bool) {
 				dep := w.kunits[id]
 				switch {
 				case dep == nil:
-					waiting[ku] = fmt.Sprintf("dependency '%s' is not ready: no Flux Kustomization %s at this revision (Flux waits for it)", id, id)
+					waiting[ku] = fmt.Sprintf("dependency '%s' is not ready: no Kustomization %s rendered at this revision (it does not exist, or what declares it did not render; Flux waits for it)", id, id)
 				case dep == ku || !ready(dep):
 					waiting[ku] = fmt.Sprintf("dependency '%s' is not ready", id)
 				default:

@@ -41,7 +41,7 @@ func (d *releaseDeps) blocked(h *helmRelease) string {
 		dep, ok := d.byID[id]
 		switch {
 		case !ok:
-			return fmt.Sprintf("dependency '%s' is not ready: no HelmRelease %s at this revision (Flux waits for it)", id, id)
+			return fmt.Sprintf("dependency '%s' is not ready: no HelmRelease %s rendered at this revision (it does not exist, or what declares it did not render; Flux waits for it)", id, id)
 		case dep == h || d.level[dep] >= d.level[h]:
 			return fmt.Sprintf("dependency '%s' is not ready: HelmReleases depend on one another in a cycle", id)
 		case !d.rendered[dep]:

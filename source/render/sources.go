@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"maps"
 	"slices"
 	"sort"
@@ -96,6 +97,13 @@ func (r *Renderer) RenderSources(ctx context.Context, files []source.File) ([]so
 	res, err := r.RenderUnits(ctx, files)
 	if res == nil {
 		return nil, nil, err
+	}
+	if es := source.UnitErrors(res.Units); len(es) > 0 {
+		var pe *source.PartialRenderError
+		if errors.As(err, &pe) {
+			es = append(es, pe.Errors...)
+		}
+		return nil, nil, es
 	}
 	return res.Files, res.External, err
 }

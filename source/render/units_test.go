@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -51,6 +52,9 @@ func failedUnit(t *testing.T, snap *manifest.Snapshot, err error, id, reason str
 		}
 		if len(u.Errors) == 0 {
 			return u, nil
+		}
+		if first := strings.Join(strings.Fields(u.Errors.Sorted()[0].Error()), " "); !strings.HasPrefix(u.Message, first) {
+			t.Errorf("unit %s: message %q, want its first error %q", id, u.Message, first)
 		}
 		return u, u.Errors
 	}
@@ -498,5 +502,83 @@ func TestGitRendersAgainWhileAUnitRetries(t *testing.T) {
 	// again at each Fetch as before (a new chart version is a new revision).
 	if len(snap.External) == 0 {
 		t.Errorf("no external sources: %v", snap.External)
+	}
+}
+
+// TestFluxOtherRepositoryDown: a Kustomization whose GitRepository is
+// another repository whose server does not answer fails alone with
+// ArtifactFailed and Retry (rendered again without a new commit); the other
+// Kustomizations render.
+func TestFluxOtherRepositoryDown(t *testing.T) {
+	down := httptest.NewTLSServer(http.NotFoundHandler())
+	url := down.URL + "/team.git"
+	down.Close() // connection refused from now on
+	root := writeRepo(t, map[string]string{
+		"clusters/c/source.yaml": "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: team\n  namespace: flux-system\nspec:\n  url: " + url + "\n  ref:\n    branch: main\n",
+		"clusters/c/team.yaml":   strings.Replace(fluxKustomizationDoc("team", "./apps", ""), "    name: flux-system\n", "    name: team\n", 1),
+		"clusters/c/mine.yaml":   fluxKustomizationDoc("mine", "./mine", ""),
+		"mine/rg.yaml":           rg("mine"),
+	})
+	opts := Options{Repositories: Repositories(&source.Repositories{CacheDir: t.TempDir()}), RepositoryURL: "https://git.example/platform.git"}
+	snap, err := fluxFetch(t, root, "clusters/c", opts)
+	u, err := failedUnit(t, snap, err, "Kustomization/flux-system/team", manifest.ReasonArtifactFailed)
+	if !u.Retry || !errors.Is(err, ErrFluxSource) || !strings.Contains(err.Error(), "clusters/c/team.yaml:12: flux-system/Kustomization/team: spec.sourceRef.name: GitRepository flux-system/team") {
+		t.Errorf("retry %v: %v", u.Retry, err)
+	}
+	if diff := cmp.Diff([]string{"default/ResourceGroup/mine"}, ids(snap.Objects)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+}
+
+// TestFluxInvalidChildSpec: a Kustomization in another's output whose spec
+// gitaso cannot read fails alone; the one that declared it renders its
+// other objects.
+func TestFluxInvalidChildSpec(t *testing.T) {
+	root := writeRepo(t, map[string]string{
+		"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", ""),
+		"one/b.yaml":        fluxKustomizationDoc("b", "./two", "  dependsOn: a\n"),
+		"one/rg.yaml":       rg("one"),
+		"two/rg.yaml":       rg("two"),
+	})
+	snap, err := fluxFetch(t, root, "clusters/c", Options{})
+	_, err = failedUnit(t, snap, err, "Kustomization/flux-system/b", manifest.ReasonBuildFailed)
+	if err == nil || !strings.Contains(err.Error(), "one/b.yaml:13: flux-system/Kustomization/b: spec.dependsOn: invalid") {
+		t.Errorf("errors: %v", err)
+	}
+	if diff := cmp.Diff([]string{"default/ResourceGroup/one"}, ids(snap.Objects)); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	if u := snap.Units[slices.IndexFunc(snap.Units, func(u manifest.Unit) bool { return u.Name == "b" })]; u.Parent != "Kustomization/flux-system/a" {
+		t.Errorf("parent %q", u.Parent)
+	}
+}
+
+// TestRenderRefusesFailedUnits: Render and RenderSources, for callers that
+// do not know units, refuse a revision with a failed unit, its errors among
+// the revision's (a unit's absent objects must not look deleted);
+// RenderUnits lists it.
+func TestRenderRefusesFailedUnits(t *testing.T) {
+	files := []source.File{
+		{Path: "clusters/c/a.yaml", Data: []byte(fluxKustomizationDoc("a", "./missing", ""))},
+		{Path: "clusters/c/b.yaml", Data: []byte(fluxKustomizationDoc("b", "./two", ""))},
+		{Path: "two/rg.yaml", Data: []byte(rg("two"))},
+	}
+	r, err := New(Options{Flux: true, FluxPath: "clusters/c", Kustomize: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `clusters/c/a.yaml:8: flux-system/Kustomization/a: spec.path: "./missing"`
+	if out, err := r.Render(context.Background(), files); out != nil || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Render: %d files, %v", len(out), err)
+	}
+	if out, _, err := r.RenderSources(context.Background(), files); out != nil || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("RenderSources: %d files, %v", len(out), err)
+	}
+	res, err := r.RenderUnits(context.Background(), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := res.FailedUnits(); len(f) != 1 || f[0].ID() != "Kustomization/flux-system/a" || !strings.Contains(f[0].Errors.Error(), want) {
+		t.Errorf("failed units %+v", f)
 	}
 }
