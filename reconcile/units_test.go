@@ -200,6 +200,9 @@ func TestFailedUnitKeepsItsObjects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("team-b's graph error must hold team-b only: %v", err)
 	}
+	if rep.Run.Outcome != record.OutcomePartial {
+		t.Errorf("team-b held by the graph: outcome %s, want partial", rep.Run.Outcome)
+	}
 	units, _ = db.Units()
 	b = unitOf(t, units, "Kustomization/flux-system/team-b")
 	if b.Ready.Reason != manifest.ReasonFailed || len(b.Errors) == 0 || !strings.Contains(strings.Join(b.Errors, "\n"), "rg-nowhere") {
