@@ -193,6 +193,7 @@ func (r *Renderer) fluxHint(files []source.File) {
 // fluxWalk holds the state of one Flux render.
 type fluxWalk struct {
 	exported ExportedData            // the exports substituteFrom may read (Options.Exported, reported)
+	stores   storeLookup             // the App Configuration stores substituteFrom may read (Options.AppConfig, reported)
 	reporter func(manifest.External) // hears of pending substituteFrom sources (RenderSources); nil: they are errors
 	mounted  map[string]bool         // other repositories mounted (GitRepository namespace/name)
 	r        *Renderer
@@ -318,7 +319,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	w := &fluxWalk{exported: r.exportedFor(ctx), reporter: externalReporter(ctx), r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
+	w := &fluxWalk{exported: r.exportedFor(ctx), stores: r.storesFor(ctx), reporter: externalReporter(ctx), r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
 		done: map[string]bool{}, out: map[string][]string{}}
 	bad := map[string]*diag.Error{}
 	for _, e := range decErrs {
@@ -737,7 +738,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 			inline[n] = v
 		}
 		var pending []Ref
-		vs, sec, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline, w.exported, w.pendingOut(&pending))
+		vs, sec, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline, w.exported, w.pendingOut(&pending), w.stores)
 		for _, p := range pending {
 			w.report(pendingExternal(p, "Flux Kustomization "+k.id+" ("+k.obj.File+")"))
 		}
