@@ -388,8 +388,8 @@ func (e *Emulator) acAllowed(w http.ResponseWriter, c *accessClaims, store *reso
 	}
 	info.code = "Forbidden"
 	acProblem(w, http.StatusForbidden, "forbidden", "Forbidden", fmt.Sprintf(
-		"The principal %s (appid %s) is not authorized to perform action '%s' on store %s: it needs a role assignment of App Configuration Data Reader or Data Owner on the store or a scope above it.",
-		c.Oid, c.AppID, action, strings.ToLower(store.ID)))
+		"The principal %s is not authorized to perform action '%s' on store '%s': it needs App Configuration Data Reader or Data Owner on the store or a scope above it.",
+		c.Oid, action, store.Name))
 	return false
 }
 

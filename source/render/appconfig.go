@@ -94,7 +94,8 @@ func (s AppConfigSource) String() string {
 	ref.Optional = false
 	out := ref.String() + "=" + s.Endpoint
 	if len(q) > 0 {
-		out += "?" + q.Encode()
+		// Readable: these characters need no escape in a query value.
+		out += "?" + strings.NewReplacer("%5C", `\`, "%2C", ",", "%2A", "*", "%2F", "/", "%3A", ":").Replace(q.Encode())
 	}
 	return out
 }
@@ -418,8 +419,8 @@ func serviceMessage(body []byte) string {
 	_ = json.Unmarshal(body, &e)
 	msg := strings.TrimSpace(strings.Join([]string{e.Error.Code, e.Error.Message, e.Title, e.Detail}, " "))
 	msg = strings.Join(strings.Fields(msg), " ")
-	if len(msg) > 400 {
-		msg = msg[:400] + "…"
+	if len(msg) > 600 {
+		msg = msg[:600] + "…"
 	}
 	if msg == "" {
 		return ""
