@@ -125,7 +125,8 @@ func TestAppConfigPlatformVars(t *testing.T) {
 
 	out, code = run("plan")
 	const label = "(sensitive value from Key Vault secret platform-kv/team-mi-client-secret)"
-	if code != 2 || !strings.Contains(out, "prd-platform-rg") || !strings.Contains(out, `"sndadpinfcr1401"`) || !strings.Contains(out, label) {
+	if code != 2 || !strings.Contains(out, "substitute-from flux-system/platform-vars (not in the repository: App Configuration https://platform-cfg.azconfig.io)") ||
+		!strings.Contains(out, "prd-platform-rg") || !strings.Contains(out, `"sndadpinfcr1401"`) || !strings.Contains(out, label) {
 		t.Fatalf("plan with the roles: exit %d, want the group prd-platform-rg with acr sndadpinfcr1401 and the secret masked:\n%s", code, out)
 	}
 	// The other forms of the plan, and the saved plan file, hold the label only (run scans their output).
