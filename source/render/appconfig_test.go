@@ -167,11 +167,11 @@ func TestAppConfigSubstituteFrom(t *testing.T) {
 	root := acRepo(t)
 	ac := f.appConfig(t, nil, `ConfigMap/flux-system/platform-vars=https://platform-cfg.azconfig.io?key=*&label=\0,prod&trim=teams/a:`)
 
-	fetch := func() (*manifest.Snapshot, error) {
+	render := func() (*manifest.Snapshot, error) {
 		t.Helper()
 		return fluxFetch(t, root, "clusters/snd", Options{Strict: true, AppConfig: ac})
 	}
-	_, err := fetch()
+	_, err := render()
 	for _, want := range []string{"clusters/snd/platform.yaml", "substitute-from ConfigMap/flux-system/platform-vars", "https://platform-cfg.azconfig.io", "403", "keyValues/read", "Flux Kustomization flux-system/platform"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("without a role on the store: error %v, want it to name %q", err, want)
@@ -182,7 +182,7 @@ func TestAppConfigSubstituteFrom(t *testing.T) {
 	}
 
 	f.grant(t, "App Configuration Data Reader", f.storeID)
-	_, err = fetch()
+	_, err = render()
 	for _, want := range []string{"DB_PASSWORD", "Key Vault reference", "403", "secrets/getSecret/action", "https://platform-cfg.azconfig.io"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("without a role on the vault: error %v, want it to name %q", err, want)
@@ -190,7 +190,7 @@ func TestAppConfigSubstituteFrom(t *testing.T) {
 	}
 
 	f.grant(t, "Key Vault Secrets User", f.vaultID)
-	snap, err := fetch()
+	snap, err := render()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,12 +212,22 @@ func TestAppConfigSubstituteFrom(t *testing.T) {
 		t.Errorf("externals %+v, want the store read for flux-system/platform-vars", snap.External)
 	}
 
+	// --substitute-from without Flux reads the store the same way.
+	plain, err := fetch(t, root, "platform", Options{Kustomize: true, Substitute: true, Strict: true, AppConfig: ac,
+		SubstituteFrom: []Ref{{Namespace: "flux-system", Name: "platform-vars"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rg := find(t, plain, "platform/ResourceGroup/platform-rg"); field(rg, "spec", "tags", "env") != "prd" || len(rg.Secrets) != 1 {
+		t.Errorf("--substitute-from: tags %v, secrets %v", field(rg, "spec", "tags"), rg.Secrets)
+	}
+
 	// A changed key-value is a new revision.
 	before := snap.Revision
 	if err := f.env.Emu.PutAppConfigKeyValue("platform-cfg", emulator.AppConfigKeyValue{Key: "ACR_NAME", Value: "sndadpinfcr1402"}); err != nil {
 		t.Fatal(err)
 	}
-	if snap, err = fetch(); err != nil {
+	if snap, err = render(); err != nil {
 		t.Fatal(err)
 	}
 	if snap.Revision == before {
