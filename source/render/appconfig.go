@@ -487,19 +487,19 @@ func (r *Renderer) storesFor(ctx context.Context) storeLookup {
 		mu.Lock()
 		defer mu.Unlock()
 		if res := memo[key]; res != nil {
-			return res.sv, true, res.copyErr()
+			return res.forRef(ref), true, res.copyErr()
 		}
 		sv, err := ac.read(ctx, s)
 		res := &storeResult{sv: sv}
 		if err != nil {
 			res.err = &diag.Error{Object: ref.ns() + "/" + ref.Name, Msg: fmt.Sprintf("substitute-from %s: App Configuration store %s (--app-config %s)", ref, s.Endpoint, s),
 				Err: unavailable{err}}
-			r.logger.WarnContext(ctx, "substitute-from: cannot read App Configuration", "substituteFrom", ref.String(), "store", s.Endpoint, "error", err)
+			r.logger.DebugContext(ctx, "substitute-from: cannot read App Configuration", "substituteFrom", ref.String(), "store", s.Endpoint, "error", err)
 		} else if report != nil {
 			report(manifest.External{Kind: "AppConfiguration", User: ref.ns() + "/" + ref.Name, Name: s.Endpoint, URL: s.String(), Digest: storeDigest(sv)})
 		}
 		memo[key] = res
-		return res.sv, true, res.copyErr()
+		return res.forRef(ref), true, res.copyErr()
 	}
 }
 
@@ -518,7 +518,23 @@ func (s *storeResult) copyErr() *diag.Error {
 	return &e
 }
 
-// storeDigest identifies a store's variables without keeping them (keyed like a Secret's digest).
+// forRef returns the variables as ref reads them: a substituteFrom of a Secret makes every value secret, as a
+// Secret's are.
+func (s *storeResult) forRef(ref Ref) *storeVars {
+	if s.sv == nil || ref.Kind != "Secret" {
+		return s.sv
+	}
+	sv := &storeVars{vars: s.sv.vars, secret: make(map[string]string, len(s.sv.vars)), src: s.sv.src}
+	for k := range s.sv.vars {
+		if sv.secret[k] = s.sv.secret[k]; sv.secret[k] == "" {
+			sv.secret[k] = "Secret " + ref.ns() + "/" + ref.Name
+		}
+	}
+	return sv
+}
+
+// storeDigest identifies a store's variables without keeping them (keyed like a Secret's digest when one of
+// them is secret).
 func storeDigest(sv *storeVars) string {
 	d := make(map[string]string, len(sv.vars)+len(sv.secret))
 	for k, v := range sv.vars {
@@ -527,7 +543,7 @@ func storeDigest(sv *storeVars) string {
 	for k, from := range sv.secret {
 		d["\x00secret/"+k] = from
 	}
-	return dataDigest(d, true)
+	return dataDigest(d, len(sv.secret) > 0) // keyed when a value is secret
 }
 
 // lookup is l(r), or not mapped when l is nil.

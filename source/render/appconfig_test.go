@@ -222,6 +222,22 @@ func TestAppConfigSubstituteFrom(t *testing.T) {
 		t.Errorf("--substitute-from: tags %v, secrets %v", field(rg, "spec", "tags"), rg.Secrets)
 	}
 
+	// Read as a Secret, every value of the store is secret.
+	either := f.appConfig(t, nil, `flux-system/platform-vars=https://platform-cfg.azconfig.io?label=\0,prod&trim=teams/a:`)
+	asSecret, err := fetch(t, root, "platform", Options{Kustomize: true, Substitute: true, Strict: true, AppConfig: either,
+		SubstituteFrom: []Ref{{Kind: "Secret", Namespace: "flux-system", Name: "platform-vars"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	froms := map[string]string{}
+	for _, sv := range find(t, asSecret, "platform/ResourceGroup/platform-rg").Secrets {
+		froms[sv.Value()] = sv.From
+	}
+	if diff := cmp.Diff(map[string]string{"prd": "Secret flux-system/platform-vars", "sndadpinfcr1401": "Secret flux-system/platform-vars",
+		acSecretValue: "Key Vault secret platform-kv/db-password"}, froms); diff != "" {
+		t.Errorf("secret values read as a Secret (-want +got):\n%s", diff)
+	}
+
 	// A changed key-value is a new revision.
 	before := snap.Revision
 	if err := f.env.Emu.PutAppConfigKeyValue("platform-cfg", emulator.AppConfigKeyValue{Key: "ACR_NAME", Value: "sndadpinfcr1402"}); err != nil {
