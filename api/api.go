@@ -96,6 +96,7 @@ type Resource struct {
 	ARMID      string           `json:"armId,omitempty"`
 	APIVersion string           `json:"apiVersion,omitempty"`
 	File       string           `json:"file,omitempty"`
+	Unit       string           `json:"unit,omitempty"` // the Flux unit that rendered it, "Kind/namespace/name"
 	Credential string           `json:"credential,omitempty"`
 	Policy     string           `json:"policy,omitempty"`
 	Generation int64            `json:"generation"`
@@ -221,6 +222,8 @@ func newServer(db *state.DB, opts Options) (*server, http.Handler) {
 	v1.Handle("/runs", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.listRuns)}))
 	v1.Handle("/runs/{id}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.getRun)}))
 	v1.Handle("/runs/{id}/plan", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.runPlan)}))
+	v1.Handle("/units", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.listUnits)}))
+	v1.Handle("/units/{kind}/{namespace}/{name}", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.getUnit)}))
 	v1.Handle("/graph", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.graph)}))
 	v1.Handle("/summary", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.summary)}))
 	v1.Handle("/status", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.status)}))
@@ -321,7 +324,7 @@ func (s *server) getResource(w http.ResponseWriter, r *http.Request) {
 func view(r record.Resource, withBody bool) Resource {
 	out := Resource{
 		Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
-		ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: r.Policy,
+		ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Unit: r.Unit, Credential: r.Credential, Policy: r.Policy,
 		Generation: r.Generation, Revision: r.Revision, UpdatedAt: r.UpdatedAt, Ready: r.Ready,
 		Outputs: r.Outputs, SecretOutputs: slices.Clone(r.SecretOutputs), OtherWriter: r.OtherWriter,
 	}

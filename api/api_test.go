@@ -433,6 +433,10 @@ func TestMetrics(t *testing.T) {
 		`gitaso_state_write_consecutive_failures`:      "0",
 		`gitaso_state_write_failures_total`:            "0",
 		`gitaso_ready`:                                 "1",
+		// No units (no Flux objects): the counts only.
+		`gitaso_units{ready="True"}`:    "0",
+		`gitaso_units{ready="False"}`:   "0",
+		`gitaso_units{ready="Unknown"}`: "0",
 	}
 	if d := cmp.Diff(want, samples); d != "" {
 		t.Errorf("samples (-want +got):\n%s", d)

@@ -38,6 +38,15 @@
 //	                                                    applies objects known after apply in later phases, each a run
 //	                                                    with phase and phaseOf; the last phase's plan is /api/v1/plan);
 //	                                                    404 not_found for any other run: their plans are not kept
+//	GET  /api/v1/units                                  {"items":[Unit...],"total","ready":{"True","False","Unknown"},"ignored"}:
+//	                                                    the Flux Kustomizations and HelmReleases (units), sorted by ID;
+//	                                                    total, ready and ignored count every unit, whatever the filters;
+//	                                                    {"items":[]} for a repository without Flux objects
+//	     ?kind=Kustomization|HelmRelease                (case-insensitive)
+//	     ?namespace=team-a                              exact namespace
+//	     ?ready=true|false|unknown                      Ready condition status
+//	GET  /api/v1/units/{kind}/{namespace}/{name}        Unit with "resources":[Resource...]: the resources in state it
+//	                                                    rendered (as the list shows them); 404 not_found
 //	GET  /api/v1/graph                                  Graph: every resource and its owner/reference edges
 //	GET  /api/v1/summary                                {"total","ready":{"True","False","Unknown"},"namespaces":[...],
 //	                                                    "kinds":["group/Kind"...]}
@@ -111,6 +120,7 @@
 // Resource:
 //
 //	{"namespace","group","version","kind","name","armId","apiVersion","file",
+//	 "unit",                                           the unit that rendered it, "Kind/namespace/name"; absent outside units
 //	 "credential","policy","generation","revision","updatedAt",
 //	 "ready":{"type":"Ready","status":"True|False|Unknown","severity":"Info|Warning|Error",
 //	          "reason","message","observedGeneration","lastTransitionTime"},
@@ -141,6 +151,25 @@
 //
 // trigger is startup, interval, refresh, retry, api (POST /api/v1/sync or an
 // approval) or webhook.
+//
+// Unit (record.Unit): a Flux Kustomization or HelmRelease, which renders,
+// applies and fails alone. ready is Flux's Ready condition: True with
+// ReconciliationSucceeded; False with BuildFailed, ArtifactFailed,
+// DependencyNotReady, ParentNotReady, ReconciliationFailed or
+// HealthCheckFailed (its objects are kept as last applied: not changed, not
+// deleted); Unknown with Progressing while wait or healthChecks wait for
+// Azure, and before its first record. lastAppliedRevision is the revision
+// whose objects it last applied completely, lastAttemptedRevision the newest
+// it was rendered or tried at; errors are "file:line: object: field:
+// message" and never hold a secret value; objects are the state keys of its
+// resources as last applied; ignored marks a release that renders no ASO
+// object (or is skipped):
+//
+//	{"kind":"Kustomization|HelmRelease","namespace","name","file","line","parent":"<unit ID>",
+//	 "dependsOn":["<unit ID>"...],"suspended","wait",
+//	 "ready":{"type":"Ready","status":"True|False|Unknown","reason","message","lastTransitionTime"},
+//	 "lastAppliedRevision","lastAttemptedRevision","errors":["file:line: ..."],"objects":["<key>"...],
+//	 "ignored","appliedAt","nextRetryAt","updatedAt"}
 //
 // Touched (GET /api/v1/runs/{id}): a resource the run created, updated,
 // adopted, moved, deleted or detached, or failed on; up-to-date and
@@ -202,6 +231,10 @@
 //	gitaso_state_write_consecutive_failures        gauge, runs that could not write the state since the last that did
 //	gitaso_state_write_failures_total              counter
 //	gitaso_ready                                   gauge, 1 while /readyz answers 200
+//	gitaso_units{ready="True|False|Unknown"}       gauge, the units (Flux Kustomizations and HelmReleases) by Ready status
+//	gitaso_unit_ready{kind,namespace,name,reason}  gauge, 1 when the unit is Ready, else 0; reason is its Ready reason
+//	gitaso_unit_info{kind,namespace,name,ready,suspended,last_applied_revision}   gauge, 1 per unit
+//	gitaso_unit_last_applied_timestamp_seconds{kind,namespace,name}   gauge, when it last applied completely; 0 never
 //
 // # Logging
 //

@@ -37,7 +37,10 @@ type entry struct {
 	// case (the name filter is case-insensitive).
 	ns, group, kind, lname string
 	ready                  string // True, False or Unknown
-	dependsOn              []string
+	// unit is the ID of the Flux unit that rendered the resource, "" for
+	// none (GET /api/v1/units/{kind}/{namespace}/{name} lists them).
+	unit      string
+	dependsOn []string
 	// item is the json of view(r, false) once a kept page showed it.
 	item atomic.Pointer[[]byte]
 }
@@ -121,8 +124,17 @@ func rebuild(db *state.DB, prev *snapshot, at uint64, versions *atomic.Uint64) (
 		changed = true
 	}
 	// A dependency is another entry's key: share its string rather than
-	// keep the decoded copy (a string per edge).
+	// keep the decoded copy (a string per edge). The resources of a unit
+	// share one string of its ID.
+	units := map[string]string{}
 	for _, i := range fresh {
+		if u := entries[i].unit; u != "" {
+			if s, ok := units[u]; ok {
+				entries[i].unit = s
+			} else {
+				units[u] = u
+			}
+		}
 		for d, dep := range entries[i].dependsOn {
 			if at, ok := slices.BinarySearchFunc(entries, dep, func(e *entry, k string) int { return strings.Compare(e.key, k) }); ok {
 				entries[i].dependsOn[d] = entries[at].key
@@ -141,7 +153,7 @@ func rebuild(db *state.DB, prev *snapshot, at uint64, versions *atomic.Uint64) (
 }
 
 func newEntry(key string, digest uint64, r record.Resource) *entry {
-	e := &entry{key: key, digest: digest, ready: r.ReadyStatus(), dependsOn: slices.Clip(r.DependsOn)}
+	e := &entry{key: key, digest: digest, ready: r.ReadyStatus(), unit: r.Unit, dependsOn: slices.Clip(r.DependsOn)}
 	if ns, group, kind, name, ok := record.SplitKey(key); ok {
 		e.ns, e.group, e.kind, e.lname = ns, group, kind, strings.ToLower(name)
 	}

@@ -23,6 +23,9 @@ func (s *server) metricsHandler() http.HandlerFunc {
 	if err := m.Replace(sc); err != nil {
 		s.log.Error("metrics: the state gauges are not exported", "error", err)
 	}
+	if err := m.Replace(newUnitCollector(s.db)); err != nil {
+		s.log.Error("metrics: the unit gauges are not exported", "error", err)
+	}
 	if err := m.Replace(metrics.NewHealthCollector(s.health)); err != nil {
 		s.log.Error("metrics: the source and state health gauges are not exported", "error", err)
 	}

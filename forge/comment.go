@@ -217,7 +217,9 @@ func StatusOf(p *planner.Plan, refused error) Status {
 		s.State, s.Description = StateError, "no plan"
 	default:
 		s.Description = planner.SummaryLine(p)
-		if p.Held != nil {
+		if p.Held != nil || p.Partial() {
+			// A held plan, or one whose Flux units fail to render: the
+			// pull request would break a team, so its status is red.
 			s.State = StateFailure
 		}
 	}

@@ -161,6 +161,9 @@ func TestStatus(t *testing.T) {
 	refused := errors.New("team-a/storage.yaml:12: StorageAccount team-a/st1: spec.owner: resource group \"rg-missing\" not found\nteam-a/storage.yaml:40: second error")
 	held := makePlan(0, 60)
 	held.Held = &record.Hold{Reason: "max-deletions", Message: "60 deletions"}
+	partial := makePlan(2, 0)
+	partial.Units = []record.Unit{{Kind: "Kustomization", Namespace: "flux-system", Name: "team-a", Ready: record.Condition{Status: record.StatusTrue}},
+		{Kind: "Kustomization", Namespace: "flux-system", Name: "team-b", Ready: record.Condition{Status: record.StatusFalse, Reason: "BuildFailed"}}}
 	cases := []struct {
 		name      string
 		p         *planner.Plan
@@ -172,6 +175,8 @@ func TestStatus(t *testing.T) {
 		{"plan", makePlan(3, 1), nil, forge.StateSuccess, "3 to create, 1 to delete",
 			map[string]string{"github": "success", "gitea": "success", "gitlab": "success", "azuredevops": "succeeded"}},
 		{"held", held, nil, forge.StateFailure, "held (max-deletions): 60 to delete",
+			map[string]string{"github": "failure", "gitea": "failure", "gitlab": "failed", "azuredevops": "failed"}},
+		{"partial", partial, nil, forge.StateFailure, "partial (1 of 2 units failed): 2 to create",
 			map[string]string{"github": "failure", "gitea": "failure", "gitlab": "failed", "azuredevops": "failed"}},
 		{"refused", nil, refused, forge.StateFailure, `refused, 2 errors: team-a/storage.yaml:12: StorageAccount team-a/st1: spec.owner: resource group "rg-missing" not found`,
 			map[string]string{"github": "failure", "gitea": "failure", "gitlab": "failed", "azuredevops": "failed"}},

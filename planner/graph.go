@@ -31,6 +31,12 @@ type Options struct {
 	DefaultPolicy string
 	// NamespacePolicy overrides DefaultPolicy per namespace.
 	NamespacePolicy map[string]string
+	// UnitDependsOn are the Flux units' spec.dependsOn, unit ID → the IDs
+	// of the units it depends on: every object of a unit is applied after
+	// every object of the units it depends on (and skipped when one of
+	// them fails), as Flux applies a Kustomization only once those it
+	// depends on are Ready.
+	UnitDependsOn map[string][]string
 }
 
 // CredentialSecretName is the namespace-scoped credential secret ASO reads.
@@ -399,6 +405,7 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 	if errs = dedupe(errs); len(errs) > 0 {
 		return nil, scrubList(errs, snap.Objects)
 	}
+	g.unitEdges(opts.UnitDependsOn)
 	order, err := topoSort(g)
 	if err != nil {
 		return nil, err
@@ -902,4 +909,39 @@ func (n *Node) OwnerKey() string {
 		return n.ownerByID.Key()
 	}
 	return ""
+}
+
+// unitEdges makes every node of a unit wait for every node of the units it
+// depends on (Options.UnitDependsOn).
+func (g *Graph) unitEdges(deps map[string][]string) {
+	if len(deps) == 0 {
+		return
+	}
+	byUnit := map[string][]string{}
+	units := make([]string, len(g.Nodes))
+	for i, n := range g.Nodes {
+		units[i] = manifest.UnitOf(n.Object)
+		if units[i] != "" {
+			byUnit[units[i]] = append(byUnit[units[i]], n.Key())
+		}
+	}
+	for i, n := range g.Nodes {
+		ds := deps[units[i]]
+		if len(ds) == 0 {
+			continue
+		}
+		set := make(map[string]bool, len(n.DependsOn))
+		for _, k := range n.DependsOn {
+			set[k] = true
+		}
+		for _, d := range ds {
+			for _, k := range byUnit[d] {
+				if k != n.Key() && !set[k] {
+					set[k] = true
+					n.DependsOn = append(n.DependsOn, k)
+				}
+			}
+		}
+		sort.Strings(n.DependsOn)
+	}
 }

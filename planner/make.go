@@ -89,7 +89,7 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 		if g.byKey[key] != nil || movedAway[key] || g.deferredKeys[key] {
 			continue
 		}
-		if prior.Unit != "" && in.HeldUnits[prior.Unit] {
+		if u := priorUnit(prior); u != "" && in.HeldUnits[u] {
 			// Its unit did not render: kept as last applied, never
 			// deleted for being absent.
 			continue
@@ -647,4 +647,23 @@ func (p *Plan) Keys() []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// priorUnit is the unit of a resource of the state: its Unit, or for a
+// record written before units were recorded, the unit its Origin names
+// ("HelmRelease ns/name, chart …, Kustomization ns/name").
+func priorUnit(r record.Resource) string {
+	if r.Unit != "" || r.Origin == "" {
+		return r.Unit
+	}
+	var o Origin
+	for _, part := range strings.Split(r.Origin, ", ") {
+		switch k, v, _ := strings.Cut(part, " "); k {
+		case "HelmRelease":
+			o.HelmRelease = v
+		case "Kustomization":
+			o.Kustomization = v
+		}
+	}
+	return o.Unit()
 }

@@ -19,6 +19,7 @@ func RenderMarkdown(w io.Writer, p *Plan) error {
 			bw.printf("Chart `%s@%s` for HelmRelease `%s`\n\n", e.Name, e.Version, e.User)
 		}
 	}
+	renderUnitsMarkdown(bw, p)
 	if !p.HasChanges() {
 		bw.printf("No changes. Azure matches the manifests (%d resources).\n", s[NoOp]+s[Observe])
 		return bw.err

@@ -160,6 +160,15 @@ func originOf(ann map[string]string) *Origin {
 	return &o
 }
 
+// Unit returns the ID of the Flux unit that rendered the resource: its
+// HelmRelease, else its Kustomization; "" for none.
+func (o *Origin) Unit() string {
+	if o == nil {
+		return ""
+	}
+	return manifest.UnitOfAnnotations(map[string]string{AnnotationHelmRelease: o.HelmRelease, AnnotationFluxKustomization: o.Kustomization})
+}
+
 // String reads "HelmRelease team-a/infra, chart infra@1.1.0, template
 // infra/templates/storage.yaml, Kustomization flux-system/apps".
 func (o *Origin) String() string {

@@ -60,6 +60,7 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 			bw.printf("  %s\n", line)
 		}
 	}
+	renderUnits(bw, p)
 	renderHeld(bw, p, "")
 	changed := len(p.Deferred)
 	for _, r := range p.Resources {
@@ -144,6 +145,9 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 	s := p.Summary()
 	if changed == 0 {
 		bw.printf("\nNo changes. Azure matches the manifests (%d resources).\n", s[NoOp])
+		if p.Partial() {
+			bw.printf("Partial: the units that failed keep their objects as last applied until they render again.\n")
+		}
 		return bw.err
 	}
 	deferred := ""
@@ -153,6 +157,9 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 	bw.printf("\nPlan: %s; %d unchanged, %d observed%s.\n", summaryLine(s), s[NoOp], s[Observe], deferred)
 	if p.Held != nil {
 		bw.printf("Held: nothing of this revision is applied until its deletions are approved.\n")
+	}
+	if p.Partial() {
+		bw.printf("Partial: the units that failed keep their objects as last applied until they render again.\n")
 	}
 	return bw.err
 }

@@ -9,7 +9,8 @@ import (
 // or a check ("3 to create, 1 to delete"): only the actions that occur, in
 // the order the plan's summary lists them, with objects known after apply
 // last; "no changes" when applying it would change nothing. A held plan says
-// so first ("held (max-deletions): 40 to delete").
+// so first ("held (max-deletions): 40 to delete"), and a partial one (units
+// failed) before that ("partial (1 of 4 units failed): 2 to update").
 func SummaryLine(p *Plan) string {
 	if p == nil {
 		return "no plan"
@@ -36,6 +37,13 @@ func SummaryLine(p *Plan) string {
 	}
 	if p.Held != nil {
 		line = "held (" + p.Held.Reason + "): " + line
+	}
+	if n := len(p.FailedUnits()); n > 0 {
+		units := "units"
+		if len(p.Units) == 1 {
+			units = "unit"
+		}
+		line = fmt.Sprintf("partial (%d of %d %s failed): %s", n, len(p.Units), units, line)
 	}
 	return line
 }

@@ -184,6 +184,11 @@ func (r *Reconciler) recordHeld(ctx context.Context, g *planner.Graph, p *planne
 			if err := w.SetPlan(planJSON); err != nil {
 				return err
 			}
+			// The units that failed are shown failed even though nothing
+			// of the revision is applied; the others stay as they were.
+			if err := recordUnits(w, rep.units.failedRecords(time.Now().UTC()), nil, nil); err != nil {
+				return err
+			}
 			if ctx.Err() == nil {
 				// A hold is an answer, not an interruption: whoever
 				// approves it (or changes Azure meanwhile: a lock, a role

@@ -199,6 +199,12 @@ func (r *Reconciler) Loop(ctx context.Context) error {
 		}
 		if !again {
 			backoff = 0
+			if d := first.unitRetryIn(); d > 0 {
+				// A unit whose source did not answer (a chart registry):
+				// rendered again after its retryInterval, commit or not.
+				r.log.InfoContext(ctx, "retrying units whose source did not answer", "in", d.String())
+				retry.Reset(d)
+			}
 			return
 		}
 		backoff = nextBackoff(backoff)

@@ -122,10 +122,12 @@ type Reconciler struct {
 	// roles caches Azure's built-in roles (lower-cased name → GUID).
 	roles    map[string]string
 	lastGood *planner.Graph
-	trigger  chan bool
-	ready    atomic.Bool
-	lastErr  atomic.Value // string
-	health   health       // the source's fetches and the state's writes (health.go)
+	// lastGoodUnits are lastGood's units (units.go), held ones included.
+	lastGoodUnits *unitSet
+	trigger       chan bool
+	ready         atomic.Bool
+	lastErr       atomic.Value // string
+	health        health       // the source's fetches and the state's writes (health.go)
 
 	// started is when the reconciler was made: the Activity Log's writes
 	// before it are not judged for another writer (activity.go).
@@ -198,6 +200,8 @@ type Report struct {
 	// lastGood says the run refreshes the last good revision after a
 	// refused one: it is not the newest revision the source has.
 	lastGood bool
+	// units are the revision's Flux units (units.go), nil without any.
+	units *unitSet
 }
 
 // ErrRefused is returned (wrapped, with the input errors) when a revision is
@@ -216,6 +220,12 @@ func (r *Reconciler) subscription() string {
 
 // Build fetches the source and builds the graph.
 func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Graph, error) {
+	snap, g, _, err := r.build(ctx)
+	return snap, g, err
+}
+
+// build is Build, with the revision's units (units.go): nil without any.
+func (r *Reconciler) build(ctx context.Context) (*manifest.Snapshot, *planner.Graph, *unitSet, error) {
 	snap, err := r.fetch(ctx)
 	r.noteFetch(ctx, snap, err) // health.go
 	var revErr *source.RevisionError
@@ -223,16 +233,16 @@ func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 		if u := source.AsUnavailable(revErr); u != nil {
 			// A chart registry that does not answer: the run fails, the
 			// revision is not refused, and the next poll tries again.
-			return nil, nil, fmt.Errorf("fetch source: %w", u)
+			return nil, nil, nil, fmt.Errorf("fetch source: %w", u)
 		}
 		err = r.checkRefused(ctx, revErr)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("fetch source: %w", err)
+		return nil, nil, nil, fmt.Errorf("fetch source: %w", err)
 	}
 	local, err := r.secretsOutsideGit(ctx, snap) // inputs.go
 	if err != nil {
-		return snap, nil, fmt.Errorf("read credential secrets: %w", err)
+		return snap, nil, nil, fmt.Errorf("read credential secrets: %w", err)
 	}
 	opts := r.graphOptions(local)
 	if r.cfg.SubscriptionUnknown {
@@ -242,16 +252,30 @@ func (r *Reconciler) Build(ctx context.Context) (*manifest.Snapshot, *planner.Gr
 			opts.SubscriptionID = sub
 		}
 	}
-	g, err := planner.Build(snap, opts)
+	us, err := r.newUnitSet(snap)
+	if err != nil {
+		return snap, nil, nil, fmt.Errorf("read units: %w", err)
+	}
+	var g *planner.Graph
+	if us != nil {
+		// The source's snapshot is shared (a Git source returns it again
+		// while the commit is the same): the units' objects go into a copy.
+		cp := *snap
+		snap = &cp
+		g, err = r.buildUnits(ctx, snap, us, opts)
+		snap.Units = us.snapshotUnits(snap.Units)
+	} else {
+		g, err = planner.Build(snap, opts)
+	}
 	if l := diag.AsList(err); len(l) > 0 {
 		source.LocateFields(l, snap.Texts)
 	}
 	if err != nil {
-		return snap, nil, err
+		return snap, nil, nil, err
 	}
 	// CEL export expressions were compiled by planner.Build, against each
 	// kind's typed self (aso.Validate → aso.CheckExpression).
-	return snap, g, nil
+	return snap, g, us, nil
 }
 
 func (r *Reconciler) graphOptions(local map[string]map[string]string) planner.Options {
@@ -381,7 +405,8 @@ func mayProgress(rep *Report) bool {
 func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 	rep := &Report{Run: record.Run{Trigger: opts.Trigger, StartedAt: time.Now().UTC(), Phase: opts.phase, PhaseOf: opts.phaseOf}}
 	r.runStart = rep.Run.StartedAt
-	snap, g, err := r.Build(ctx)
+	snap, g, us, err := r.build(ctx)
+	rep.units = us
 	r.pathMissing = ""
 	var missing *source.PathNotFoundError
 	if errors.As(err, &missing) {
@@ -448,7 +473,7 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 				msg = "revision cannot be rendered now (a source it needs does not answer); refreshing the last good revision"
 			}
 			r.log.WarnContext(ctx, msg, "revision", rep.Run.Revision, "lastGood", r.lastGood.Revision)
-			again := &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}, lastGood: true}
+			again := &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}, lastGood: true, units: r.lastGoodUnits}
 			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, again, opts))
 		}
 		return rep, err
@@ -509,11 +534,12 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if rep.rebuilt, err = r.rebuiltMark(); err != nil {
 		return err
 	}
-	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: rep.rebuilt.Why()}, opts)
+	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: rep.rebuilt.Why(), HeldUnits: rep.units.heldIDs()}, opts)
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
+	p.Units = rep.units.planUnits(time.Now().UTC())
 	rep.Plan, rep.observed = p, r.observed
 	r.observed = nil // the report has it; the daemon keeps no copy between runs
 	r.observePlan(opts, p)
@@ -669,10 +695,10 @@ func (r *Reconciler) finish(g *planner.Graph, p *planner.Plan, rec *recorder, re
 	}
 	rep.Run.FinishedAt = time.Now().UTC()
 	endRebuilt := r.noteRebuilt(p, rep)
-	if err := r.record(p, rec, &rep.Run, endRebuilt); err != nil {
+	if err := r.record(p, rec, &rep.Run, endRebuilt, r.unitsWriter(p, rep)); err != nil {
 		return fmt.Errorf("record results: %w", err)
 	}
-	r.lastGood = g
+	r.lastGood, r.lastGoodUnits = g, rep.units
 	if opts.Refresh {
 		r.lastRefresh = time.Now()
 	}
@@ -737,13 +763,21 @@ func (r *Reconciler) priorState() (map[string]record.Resource, planner.Outputs, 
 
 // record writes the results not yet recorded and the run, in one
 // transaction.
-func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *record.Run, clearRebuilt bool) error {
+func (r *Reconciler) record(p *planner.Plan, rec *recorder, run *record.Run, clearRebuilt bool, units func(*state.Writer) error) error {
 	if r.db == nil {
+		if units != nil {
+			return units(nil)
+		}
 		return nil
 	}
 	return r.db.Update(func(w *state.Writer) error {
 		if err := rec.write(w); err != nil {
 			return err
+		}
+		if units != nil {
+			if err := units(w); err != nil {
+				return err
+			}
 		}
 		if clearRebuilt {
 			if err := w.ClearRebuilt(); err != nil {
@@ -809,6 +843,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 	s.Namespace, s.Group, s.Version, s.Kind, s.Name = pr.Namespace, pr.Group, pr.Version, pr.Kind, pr.Name
 	s.File, s.Policy, s.Credential = pr.File, pr.Policy, pr.Credential
 	s.Origin = pr.Origin.String()
+	s.Unit = pr.Origin.Unit()
 	s.DeleteUnmanaged = pr.DeleteUnmanaged
 	if pr.Action != planner.Delete && pr.Action != planner.Detach {
 		s.DependsOn = pr.DependsOn

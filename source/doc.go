@@ -15,7 +15,14 @@
 // instructions, not objects, and are skipped silently.
 //
 // A commit is accepted or refused whole: every problem of every file is
-// collected into one diag.List, each naming file and line.
+// collected into one diag.List, each naming file and line. With a
+// UnitsRenderer (package source/render with Flux on), a Flux Kustomization
+// or HelmRelease that cannot be rendered is not a refusal: Build lists it
+// in Snapshot.Units with its Reason and Errors (LocateFields applied, as
+// for a refusal) and leaves its objects out, so that the caller keeps what
+// it last applied; errors of no unit still refuse the commit. A Git source
+// renders the same commit again at each Fetch while a unit failed on a
+// source that did not answer (manifest.Unit.Retry).
 //
 // Example (a Git branch, fetched on a timer by the caller):
 //

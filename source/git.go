@@ -204,10 +204,11 @@ func (g *Git) Head(ctx context.Context) (string, error) {
 // unchanged reports whether the last snapshot (or refusal) still holds
 // while the commit is the same: not when its objects came from sources
 // outside the repository (a chart registry may have a new version), nor
-// when its render may have failed on such a source.
+// when its render may have failed on such a source (a unit to retry: a
+// registry that did not answer).
 func (g *Git) unchanged() bool {
 	if _, external := g.opts.Renderer.(SourcesRenderer); external {
-		return g.last != nil && len(g.last.External) == 0
+		return g.last != nil && len(g.last.External) == 0 && !retryUnits(g.last.Units)
 	}
 	return g.last != nil || g.lastErr != nil
 }

@@ -164,6 +164,7 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 	lim = lim.WithDefaults()
 	files = slices.Clone(files)
 	var external []manifest.External
+	var units []manifest.Unit
 	var partial *PartialRenderError
 	// The files as the user wrote them: objects (kustomize and Flux output
 	// too, through their origin) carry lines of these.
@@ -184,9 +185,17 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 			return nil, err
 		}
 		var err error
-		if sr, ok := r.(SourcesRenderer); ok {
-			files, external, err = sr.RenderSources(ctx, files)
-		} else {
+		switch rr := r.(type) {
+		case UnitsRenderer:
+			var res *Rendered
+			if res, err = rr.RenderUnits(ctx, files); res != nil {
+				files, external, units = res.Files, res.External, res.Units
+			} else {
+				files = nil
+			}
+		case SourcesRenderer:
+			files, external, err = rr.RenderSources(ctx, files)
+		default:
 			files, err = r.Render(ctx, files)
 		}
 		if pe := (*PartialRenderError)(nil); errors.As(err, &pe) && files != nil {
@@ -223,7 +232,7 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 	if e := totalNodesError(parsed, func(i int) string { return files[i].Path }, lim); e != nil {
 		return nil, &RevisionError{Revision: revision, Errors: diag.List{e}}
 	}
-	snap, err := assemble(revision, parsed)
+	snap, err := assembleUnits(revision, parsed, units)
 	if re := (*RevisionError)(nil); errors.As(err, &re) {
 		re.Texts = texts
 	}
@@ -245,6 +254,7 @@ func BuildWithLimits(ctx context.Context, revision string, files []File, r Rende
 	}
 	if snap != nil {
 		snap.Texts = texts
+		snap.Units = locateUnits(snap.Units, texts)
 	}
 	if err != nil || len(external) == 0 {
 		return snap, err
@@ -271,8 +281,28 @@ func ExternalRevision(commit string, external []manifest.External) string {
 
 // assemble classifies and checks parsed files (in path order) into a snapshot.
 func assemble(revision string, parsed []parseResult) (*manifest.Snapshot, error) {
-	snap := &manifest.Snapshot{Revision: revision}
+	return assembleUnits(revision, parsed, nil)
+}
+
+// assembleUnits is assemble for a render that found units: an object's
+// error (its name, its data, ...) fails the unit it belongs to rather than
+// the revision (failUnits), and the snapshot lists the units.
+func assembleUnits(revision string, parsed []parseResult, units []manifest.Unit) (*manifest.Snapshot, error) {
+	snap := &manifest.Snapshot{Revision: revision, Units: units}
 	var errs diag.List
+	known := make(map[string]bool, len(units))
+	for _, u := range units {
+		known[u.ID()] = true
+	}
+	unitErrs := map[string]diag.List{}
+	// objectErrs adds errors of o: to its unit's when it has one.
+	objectErrs := func(o manifest.Object, es ...*diag.Error) {
+		if id := manifest.UnitOf(o); known[id] {
+			unitErrs[id] = append(unitErrs[id], es...)
+			return
+		}
+		errs = append(errs, es...)
+	}
 	type seenAt struct {
 		file string
 		line int
@@ -305,7 +335,7 @@ func assemble(revision string, parsed []parseResult) (*manifest.Snapshot, error)
 				continue
 			}
 			if es := validateNames(o); len(es) > 0 {
-				errs = append(errs, es...)
+				objectErrs(o, es...)
 				continue
 			}
 			key := o.Namespace() + "/" + g + "/" + o.Kind() + "/" + o.Name()
@@ -318,17 +348,20 @@ func assemble(revision string, parsed []parseResult) (*manifest.Snapshot, error)
 			switch {
 			case o.IsSecret():
 				if _, err := manifest.SecretData(o); err != nil {
-					errs = append(errs, diag.AsList(err)...)
+					objectErrs(o, diag.AsList(err)...)
 					continue
 				}
 			case o.IsConfigMap():
 				if _, err := manifest.ConfigMapData(o); err != nil {
-					errs = append(errs, diag.AsList(err)...)
+					objectErrs(o, diag.AsList(err)...)
 					continue
 				}
 			}
 			snap.Objects = append(snap.Objects, o)
 		}
+	}
+	if len(unitErrs) > 0 {
+		failUnits(snap, unitErrs)
 	}
 	if len(snap.Objects) == 0 {
 		snap.Objects = nil // as before it was sized

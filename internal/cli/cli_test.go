@@ -339,25 +339,29 @@ func TestOfflinePlanTakesTheManifestsSubscription(t *testing.T) {
 	}
 }
 
-// With --flux too: an unset variable of a Kustomization's postBuild does not
-// hide the other objects' errors, which point at the lines of the files the
-// Kustomization builds.
+// With --flux too: an unset variable of a Kustomization's postBuild fails
+// that Kustomization (its objects are not checked: they are not applied)
+// and does not hide the other Kustomizations' errors, which point at the
+// lines of the files they build; validate reports them together.
 func TestValidateFluxOnePass(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "clusters/apps.yaml", `apiVersion: kustomize.toolkit.fluxcd.io/v1
+	kustomization := func(name string) string {
+		return `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata:
-  name: apps
+  name: ` + name + `
   namespace: flux-system
 spec:
-  path: ./apps
+  path: ./` + name + `
   sourceRef:
     kind: GitRepository
     name: flux-system
   postBuild:
     substitute:
       LOC: westeurope
-`)
+`
+	}
+	write(t, dir, "clusters/apps.yaml", kustomization("apps")+"---\n"+kustomization("data"))
 	write(t, dir, "apps/rg.yaml", `apiVersion: resources.azure.com/v1api20200601
 kind: ResourceGroup
 metadata:
@@ -367,6 +371,14 @@ spec:
   location: ${LOC}
   tags:
     team: ${TEAM}
+`)
+	write(t, dir, "data/sa.yaml", `apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: rg-data
+  namespace: my-app
+spec:
+  location: ${LOC}
 ---
 apiVersion: storage.azure.com/v1api20230101
 kind: StorageAccount
@@ -379,7 +391,7 @@ spec:
   sku:
     name: Standard_LRS
   owner:
-    name: rg
+    name: rg-data
 `)
 	_, stderr, err := run(t, "validate", "--dir", dir, "--path", "clusters", "--flux", "--substitute-strict")
 	if exitCode(err) != 1 || err.Error() != "3 errors" {
@@ -387,8 +399,8 @@ spec:
 	}
 	for _, want := range []string{
 		`apps/rg.yaml:1: my-app/ResourceGroup/rg: ${TEAM} (postBuild of Flux Kustomization flux-system/apps): variable is not set`,
-		`apps/rg.yaml:16: my-app/StorageAccount/sa: spec.kind: required field is missing`,
-		`apps/rg.yaml:18: my-app/StorageAccount/sa: spec.kindd: unknown field "kindd"`,
+		`data/sa.yaml:14: my-app/StorageAccount/sa: spec.kind: required field is missing`,
+		`data/sa.yaml:16: my-app/StorageAccount/sa: spec.kindd: unknown field "kindd"`,
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
@@ -407,5 +419,27 @@ func TestStateCompact(t *testing.T) {
 	out, stderr, err := run(t, "state", "compact", "--state", file)
 	if err != nil || !strings.Contains(out, file+": ") || !strings.Contains(out, "MB →") {
 		t.Fatalf("state compact: %v %q %s", err, out, stderr)
+	}
+}
+
+// A plan whose Flux Kustomization fails to render plans the others and
+// exits with ExitPartial, naming the failed unit; the plan says partial.
+func TestPlanPartialExitCode(t *testing.T) {
+	dir := t.TempDir()
+	ks := func(name, path string) string {
+		return "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: " + name +
+			"\n  namespace: flux-system\nspec:\n  path: " + path + "\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n"
+	}
+	write(t, dir, "clusters/teams.yaml", ks("team-a", "./a")+"---\n"+ks("team-b", "./b-not-yet"))
+	write(t, dir, "a/rg.yaml", "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg-a\n  namespace: team-a\nspec:\n  location: westeurope\n")
+	out, stderr, err := run(t, "plan", "--offline", "--subscription", "22222222-2222-2222-2222-222222222222", "--dir", dir, "--path", "clusters", "--flux")
+	if exitCode(err) != cli.ExitPartial {
+		t.Fatalf("exit %d (%v), want %d\n%s\n%s", exitCode(err), err, cli.ExitPartial, out, stderr)
+	}
+	if !strings.Contains(err.Error(), "Kustomization/flux-system/team-b (BuildFailed)") {
+		t.Errorf("error %q does not name the failed unit", err)
+	}
+	if !strings.Contains(out, "rg-a") || !strings.Contains(out, "Partial: 1 of 2 units failed") {
+		t.Errorf("the plan lacks team-a's resource group or the partial line:\n%s", out)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"
+	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/web"
 )
 
@@ -40,8 +41,20 @@ line, object and field. Exit code 1 when there is any error.`,
 			}
 			r := reconcile.New(e.src, nil, nil, e.cfg, e.log)
 			snap, g, err := r.Build(cmd.Context())
+			// A Flux Kustomization or HelmRelease that did not render is
+			// an error here, reported with the others.
+			var units diag.List
+			if snap != nil {
+				units = source.UnitErrors(snap.Units)
+			}
 			if err != nil {
+				if l := diag.AsList(err); len(l) > 0 && len(units) > 0 {
+					err = append(units, l...)
+				}
 				return reportInputErrors(stderr, err, "")
+			}
+			if len(units) > 0 {
+				return reportInputErrors(stderr, units, "")
 			}
 			for _, o := range g.Ignored() {
 				fmt.Fprintf(stderr, "%s:%d: %s: ignored: %s is not an ASO kind, ConfigMap or Secret\n", o.File, o.Line, o.ID(), o.APIVersion())
@@ -144,6 +157,9 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 				return fmt.Errorf("--output %q: want text, json or markdown", output)
 			}
 			if err != nil {
+				return err
+			}
+			if err := partialUnits(rep.Plan); err != nil {
 				return err
 			}
 			if rep.Plan.HasChanges() {
@@ -257,6 +273,9 @@ other resource. Exit code 0 means the whole saved plan was applied, those object
 			}
 			if last != nil && last.Graph != nil && len(last.Graph.Deferred) > 0 {
 				return &ExitError{Code: 1, Err: fmt.Errorf("%d objects are still known after apply: their values were not exported (see the plan above)", len(last.Graph.Deferred))}
+			}
+			if last != nil && last.Plan != nil {
+				return partialUnits(last.Plan)
 			}
 			return nil
 		},
@@ -529,4 +548,24 @@ func durationMap(flag string, items []string) (map[string]time.Duration, error) 
 		m[k] = d
 	}
 	return m, nil
+}
+
+// ExitPartial is the exit code of a plan or an apply some of whose Flux
+// units (Kustomizations, HelmReleases) failed: the others were planned or
+// applied, the failed ones' objects kept as last applied.
+const ExitPartial = 6
+
+// partialUnits returns an ExitError with ExitPartial naming the failed
+// units of a plan, nil when none failed.
+func partialUnits(p *planner.Plan) error {
+	failed := p.FailedUnits()
+	if len(failed) == 0 {
+		return nil
+	}
+	var names []string
+	for _, u := range failed {
+		names = append(names, u.ID()+" ("+u.Ready.Reason+")")
+	}
+	return &ExitError{Code: ExitPartial, Err: fmt.Errorf("%d of %d units failed, the others went on; their objects are kept as last applied: %s",
+		len(failed), len(p.Units), strings.Join(names, ", "))}
 }

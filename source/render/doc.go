@@ -114,6 +114,67 @@
 // Vault and HuaweiCloud keys, Shamir key groups, SSH age keys, the comment
 // regexes, and SOPS-encrypted files inside Secret data entries.
 //
+// # Units
+//
+// With Options.Flux, each Flux Kustomization and HelmRelease is a unit
+// (manifest.Unit) that renders and fails alone, as Flux reconciles each on
+// its own. RenderUnits (source.UnitsRenderer, which source.Build uses)
+// returns the units found, sorted by ID, with the files:
+//
+//   - A Kustomization that cannot be built (spec.path missing, a kustomize
+//     error such as a patch matching nothing, an unset variable under
+//     strict substitution, a file SOPS cannot open, an invalid spec or
+//     duration, a cycle) is Reason BuildFailed; one whose sourceRef cannot
+//     be read (an OCIRepository, a Bucket, another Git repository gitaso
+//     may not or cannot read) ArtifactFailed, with Retry when that Git
+//     server did not answer. Its Errors name file, line, object and field
+//     as a refused revision's did; Message is the first in a line. None of
+//     its objects are in the output, and its child Kustomizations (and
+//     HelmReleases) are unknown at this revision: not listed, as their spec
+//     is whatever the failed one last applied.
+//   - A HelmRelease whose chart cannot be fetched or loaded (not found, a
+//     version not pushed, a source gitaso cannot read) is ArtifactFailed;
+//     a registry that does not answer (refused, TLS, timeout, 5xx, 429)
+//     too, with Retry: a Git source then renders the commit again at the
+//     next poll (no new commit needed once the registry answers), and the
+//     revision is no longer a source failure as a whole
+//     (source.ErrUnavailable is wrapped by that unit's error only). A
+//     template error, missing values (valuesFrom) or an invalid spec is
+//     BuildFailed. Its objects are left out; every other release renders.
+//   - dependsOn is checked first, as Flux does: a Kustomization whose
+//     spec.dependsOn names a Kustomization (a HelmRelease: a HelmRelease)
+//     that failed, waits, is unknown or does not exist at this revision is
+//     Reason DependencyNotReady, Message "dependency 'ns/name' is not
+//     ready...", no Errors, its objects left out. A dependency that does
+//     not exist waits forever in Flux (it retries every retryInterval), so
+//     gitaso does not render past it either; nor past a dependsOn cycle.
+//   - Every unit lists File and Line (where it is declared), Parent (the
+//     Kustomization whose output declared it; "" at the entry path),
+//     DependsOn, Suspended (spec.suspend or
+//     kustomize.toolkit.fluxcd.io/reconcile: disabled), Wait, HealthChecks
+//     (as written), Timeout, Interval, RetryInterval and its object count
+//     (a Kustomization's: its inventory, HelmRelease and Kustomization
+//     objects included; a release's: the chart's objects). Kustomization:
+//     Wait is spec.wait, Timeout spec.timeout else the interval,
+//     RetryInterval spec.retryInterval else the interval. HelmRelease:
+//     helm-controller runs Helm with --wait unless disableWait, so Wait is
+//     true unless spec.install.disableWait or spec.upgrade.disableWait is
+//     set (gitaso renders every revision as an install and cannot tell the
+//     two apart); Timeout spec.timeout else Helm's 5m; RetryInterval the
+//     interval. The Kustomization of the entry path itself (flux-system) is
+//     a unit that rendered, its objects the entry's.
+//   - Objects carry gitaso.io/flux-kustomization (the Kustomization that
+//     rendered them) and a chart's objects gitaso.io/helm-release, so that
+//     manifest.UnitOf finds their unit.
+//
+// Errors of no unit still refuse the revision: the entry path's own files
+// (kustomize, YAML, substitution with the global variables), and any limit
+// (source.ErrLimit) or the render deadline, whichever unit reached it,
+// since limits bound the whole revision. Render and RenderSources, for
+// callers that do not know units, refuse a revision with a failed unit as
+// before (its errors among the revision's): a unit's absent objects must
+// never be taken for deletions. Without Flux there are no units.
+//
 // # Limits
 //
 // Options.Limits are the source's limits (source.Limits). The render stage

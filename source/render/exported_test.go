@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,8 +61,9 @@ func TestSubstituteFromExports(t *testing.T) {
 	// Without a state to look exports up in (Exported nil), or through
 	// Render alone (nobody hears of a pending source), it is refused as
 	// before, naming the ConfigMap.
-	if _, err := fluxFetch(t, root, "clusters/c", Options{Substitute: true, Strict: true}); err == nil {
-		t.Errorf("a substituteFrom ConfigMap neither in the repository nor exported was accepted")
+	snap, err = fluxFetch(t, root, "clusters/c", Options{Substitute: true, Strict: true})
+	if _, err := failedUnit(t, snap, err, "Kustomization/flux-system/apps", manifest.ReasonBuildFailed); err == nil || !strings.Contains(err.Error(), "team-a-identity-settings") {
+		t.Errorf("a substituteFrom ConfigMap neither in the repository nor exported was accepted: %v", err)
 	}
 }
 

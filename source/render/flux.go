@@ -68,9 +68,14 @@ type fluxSpec struct {
 		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
 	} `json:"commonMetadata"`
-	Suspend   bool  `json:"suspend"`
-	Prune     *bool `json:"prune"`
-	DependsOn []struct {
+	Suspend       bool               `json:"suspend"`
+	Prune         *bool              `json:"prune"`
+	Interval      string             `json:"interval"`
+	RetryInterval string             `json:"retryInterval"`
+	Timeout       string             `json:"timeout"`
+	Wait          bool               `json:"wait"`
+	HealthChecks  []manifest.UnitRef `json:"healthChecks"`
+	DependsOn     []struct {
 		Name      string `json:"name"`
 		Namespace string `json:"namespace"`
 	} `json:"dependsOn"`
@@ -94,6 +99,9 @@ type fluxKustomization struct {
 	obj  manifest.Object
 	id   string // namespace/name
 	spec fluxSpec
+	// invalid are the errors of an apiVersion or spec gitaso cannot read.
+	invalid                          diag.List
+	interval, timeout, retryInterval time.Duration
 }
 
 func (k *fluxKustomization) err(field string, cause error, format string, args ...any) *diag.Error {
@@ -204,23 +212,20 @@ type fluxWalk struct {
 	raw      []candidate // documents of every file, for substituteFrom
 	built    []candidate // rendered documents so far, for substituteFrom
 	done     map[string]bool
-	visited  []*fluxKustomization
 	bad      map[string]*diag.Error // files that could not be decrypted (SOPS)
 	charts   map[string]bool        // Helm chart directories (their files are no manifests)
 	repos    map[string]string      // GitRepository namespace/name → normalised URL
 	homes    []string               // this repository's normalised URLs (--repo, flux-system's GitRepository)
 	stack    []*fluxKustomization
-	out      map[string][]string // output file → documents
+	// kunits are the Kustomizations found, by ID; order in the order
+	// visited (a parent before its children).
+	kunits map[string]*kunit
+	order  []*kunit
+	out    map[string][]string // output file → documents
+	files  []string            // output files, in order
 	// secrets are the values from Secrets substituted into an output file.
 	secrets map[string][]manifest.SecretValue
-	order   []string
-	errs    diag.List
 	count   int
-	// soft are unset variables under strict substitution: reported, their
-	// documents rendered leniently so that the rest is checked too;
-	// reported are their "file:line" (source.PartialRenderError).
-	soft     diag.List
-	reported []string
 }
 
 // pendingOut is where loadVars lists the pending sources of one
@@ -270,7 +275,14 @@ func (w *fluxWalk) report(e manifest.External) { w.reporter(e) }
 //   - Recursion: Kustomizations in a Kustomization's output are followed
 //     in turn (their spec after the parent's substitution); a Kustomization
 //     reached again while it is being rendered is a cycle (ErrFluxCycle,
-//     naming the chain); one reached twice otherwise is rendered once.
+//     naming the chain: that Kustomization fails); one reached twice
+//     otherwise is rendered once.
+//   - Units: each Kustomization renders and fails alone (flux_units.go,
+//     and the package documentation's Units): one that cannot be built
+//     is a unit with Reason BuildFailed (ArtifactFailed for its sourceRef)
+//     and Errors, its objects and its children left out; the others render
+//     as before. Errors of the entry path, limits and the deadline refuse
+//     the revision.
 //   - suspend: true: Flux stops applying but deletes nothing, so the
 //     objects are rendered (never dropped: a dropped object would be
 //     planned as a deletion) and ASO objects get
@@ -290,14 +302,16 @@ func (w *fluxWalk) report(e manifest.External) { w.reporter(e) }
 //     directories (a directory holding Chart.yaml) are never manifests.
 //   - dependsOn: Kustomizations found together render after those they
 //     depend on (so a substituteFrom finds a ConfigMap a dependency
-//     generates); otherwise information only (apply order follows ASO
-//     owners and references); every rendered object is annotated
-//     gitaso.io/flux-kustomization: namespace/name, and a dependsOn naming
-//     a Kustomization that was not rendered is logged as a warning.
+//     generates); a Kustomization whose dependsOn names one that failed,
+//     waits, is unknown or does not exist (Flux would wait for it forever)
+//     waits: Reason DependencyNotReady, its objects and children left out.
+//     Apply order otherwise follows ASO owners and references (and the
+//     reconciler's phases). Every rendered object is annotated
+//     gitaso.io/flux-kustomization: namespace/name (manifest.UnitOf).
 //   - Objects keep the file and line kustomize's origin gives (the
 //     resource's own file) when known, else the Kustomization's file.
 //     Kustomization and GitRepository objects stay ignored kinds.
-func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]source.File, error) {
+func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]source.File, []manifest.Unit, error) {
 	start := time.Now()
 	entry := strings.Trim(path.Clean("/"+strings.ReplaceAll(r.opts.FluxPath, "\\", "/")), "/")
 	var entryFiles []source.File
@@ -308,19 +322,19 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	}
 	t := newTree(files)
 	if !t.dirs[entry] {
-		return nil, &source.PathNotFoundError{Path: entry}
+		return nil, nil, &source.PathNotFoundError{Path: entry}
 	}
 	out, err := r.render(ctx, entryFiles)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lim := r.opts.Limits.WithDefaults()
 	dec, _, decErrs := r.decrypt(ctx, files, lim)
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	w := &fluxWalk{exported: r.exportedFor(ctx), stores: r.storesFor(ctx), reporter: externalReporter(ctx), r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
-		done: map[string]bool{}, out: map[string][]string{}}
+		done: map[string]bool{}, out: map[string][]string{}, kunits: map[string]*kunit{}}
 	bad := map[string]*diag.Error{}
 	for _, e := range decErrs {
 		bad[e.File] = e
@@ -337,17 +351,19 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 		}
 	}
 	var roots []*fluxKustomization
+	entryObjects := 0
 	for _, f := range out {
 		for _, d := range splitDocuments(f.Data) {
 			line := d.line
 			if f.Generated {
 				line = 0
 			}
+			if hasContent(d.text) {
+				entryObjects++
+			}
 			w.built = append(w.built, candidate{file: f.Path, line: line, generated: f.Generated, text: d.text})
 		}
-		ks, es := findKustomizations(f.Path, f.Generated, f.Data)
-		w.errs = append(w.errs, es...)
-		roots = append(roots, ks...)
+		roots = append(roots, findKustomizations(f.Path, f.Generated, f.Data)...)
 	}
 	w.repos = gitRepositories(append(slices.Clone(w.built), w.raw...))
 	if u := normRepoURL(r.opts.RepositoryURL); u != "" {
@@ -362,11 +378,13 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 		}
 	}
 	for _, k := range roots {
-		if cleanFluxPath(k.spec.Path) == entry {
+		if len(k.invalid) == 0 && cleanFluxPath(k.spec.Path) == entry && !w.done[k.id] {
 			// The Kustomization that reconciles the entry path itself (Flux's
 			// own flux-system Kustomization): its objects are the entry's,
-			// and its GitRepository is this repository.
+			// and its GitRepository is this repository. It is a unit that
+			// rendered (an error of the entry refuses the revision).
 			w.done[k.id] = true
+			w.addUnit(&kunit{k: k, entry: true, objects: entryObjects})
 			r.logger.Debug("flux Kustomization reconciles the entry path itself; not rendered again", "kustomization", k.id)
 			if u, ok := w.repos[k.sourceRefID()]; ok {
 				w.homes = append(w.homes, u)
@@ -374,24 +392,38 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 		}
 	}
 	for _, k := range byDependsOn(roots) {
-		w.visit(ctx, k)
+		w.visit(ctx, k, nil)
 		if err := ctx.Err(); err != nil {
-			if len(w.errs) > 0 && errors.Is(context.Cause(ctx), errRenderTimeout) {
-				return nil, w.errs // a build abandoned at the deadline names its Kustomization
+			if es := w.unitErrors(); len(es) > 0 && errors.Is(context.Cause(ctx), errRenderTimeout) {
+				return nil, nil, es // a build abandoned at the deadline names its Kustomization
 			}
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if len(w.errs) > 0 {
-		for _, e := range w.errs {
-			if data, ok := w.byPath[e.File]; ok && e.Line > 0 && strings.HasPrefix(e.Field, "spec") {
-				e.Line = fieldLine(data, e.Line, e.Field)
+	if es := w.revisionErrors(); len(es) > 0 {
+		return nil, nil, es // a limit refuses the revision, whichever unit passed it
+	}
+	units, ready := w.settle()
+	for _, ku := range w.order {
+		if !ready[ku.k.id] || ku.entry {
+			continue
+		}
+		file := ku.k.obj.File
+		if _, ok := w.out[file]; !ok {
+			w.files = append(w.files, file)
+		}
+		w.count += len(ku.docs)
+		for _, d := range ku.docs {
+			w.out[file] = append(w.out[file], d.text)
+			if len(d.secrets) > 0 {
+				if w.secrets == nil {
+					w.secrets = map[string][]manifest.SecretValue{}
+				}
+				w.secrets[file] = appendSecrets(w.secrets[file], d.secrets...)
 			}
 		}
-		return nil, append(w.errs, w.soft...)
 	}
-	w.checkDependsOn()
-	for _, p := range w.order {
+	for _, p := range w.files {
 		data := []byte(strings.Join(w.out[p], "---\n"))
 		merged := false
 		for i := range out {
@@ -406,32 +438,13 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 			out = append(out, source.File{Path: p, Data: data, Generated: true, Secrets: w.secrets[p]})
 		}
 	}
-	r.logger.Debug("rendered Flux Kustomizations", "entry", entry, "kustomizations", len(w.done), "objects", w.count, "duration", time.Since(start))
-	out, errs := w.renderHelm(ctx, out) // HelmReleases: helm.go
+	r.logger.Debug("rendered Flux Kustomizations", "entry", entry, "kustomizations", len(w.done), "failed", failedCount(units),
+		"objects", w.count, "duration", time.Since(start))
+	out, hunits, errs := w.renderHelm(ctx, out) // HelmReleases: helm.go
 	if len(errs) > 0 {
-		return nil, append(errs, w.soft...)
+		return nil, nil, errs
 	}
-	if len(w.soft) > 0 {
-		return out, &source.PartialRenderError{Errors: w.soft, Reported: w.reported}
-	}
-	return out, nil
-}
-
-// checkDependsOn warns about a dependsOn naming a Kustomization that was
-// not rendered (Flux would wait for it forever).
-func (w *fluxWalk) checkDependsOn() {
-	for _, k := range w.visited {
-		for _, d := range k.spec.DependsOn {
-			ns := d.Namespace
-			if ns == "" {
-				ns = k.obj.Namespace()
-			}
-			if !w.done[ns+"/"+d.Name] {
-				w.r.logger.Warn("flux Kustomization depends on a Kustomization gitaso did not render (Flux would wait for it)",
-					"kustomization", k.id, "file", k.obj.File, "dependsOn", ns+"/"+d.Name)
-			}
-		}
-	}
+	return out, append(units, hunits...), nil
 }
 
 // cleanFluxPath cleans a spec.path as Flux does (relative to the source
@@ -441,10 +454,12 @@ func cleanFluxPath(p string) string {
 }
 
 // findKustomizations parses rendered text and returns its Flux
-// Kustomization objects, their specs decoded.
-func findKustomizations(file string, generated bool, data []byte) ([]*fluxKustomization, diag.List) {
+// Kustomization objects, their specs decoded. One whose apiVersion or spec
+// gitaso cannot read is returned with its errors (invalid): a unit that
+// fails.
+func findKustomizations(file string, generated bool, data []byte) []*fluxKustomization {
 	if !bytes.Contains(data, []byte(FluxGroup)) {
-		return nil, nil
+		return nil
 	}
 	var objs []manifest.Object
 	for _, d := range splitDocuments(data) {
@@ -469,14 +484,14 @@ func findKustomizations(file string, generated bool, data []byte) ([]*fluxKustom
 		objs = append(objs, parsed...)
 	}
 	var out []*fluxKustomization
-	var errs diag.List
 	for _, o := range objs {
 		if !isFluxKustomization(o) {
 			continue
 		}
 		k := &fluxKustomization{obj: o, id: o.Namespace() + "/" + o.Name()}
+		out = append(out, k)
 		if !slices.Contains(fluxVersions, o.APIVersion()) {
-			errs = append(errs, k.err("apiVersion", nil, "%s is not supported (gitaso reads %s)", o.APIVersion(), strings.Join(fluxVersions, " and ")))
+			k.invalid = append(k.invalid, k.err("apiVersion", nil, "%s is not supported (gitaso reads %s)", o.APIVersion(), strings.Join(fluxVersions, " and ")))
 			continue
 		}
 		b, _ := json.Marshal(o.Content["spec"])
@@ -486,12 +501,12 @@ func findKustomizations(file string, generated bool, data []byte) ([]*fluxKustom
 			if errors.As(err, &te) && te.Field != "" {
 				field = "spec." + te.Field
 			}
-			errs = append(errs, k.err(field, nil, "invalid: %v", err))
+			k.invalid = append(k.invalid, k.err(field, nil, "invalid: %v", err))
 			continue
 		}
-		out = append(out, k)
+		k.invalid = append(k.invalid, k.durations()...)
 	}
-	return out, errs
+	return out
 }
 
 // byDependsOn orders Kustomizations found together so that one comes after
@@ -533,53 +548,53 @@ func byDependsOn(ks []*fluxKustomization) []*fluxKustomization {
 }
 
 // visit renders one Kustomization and, recursively, the Kustomizations its
-// output holds.
-func (w *fluxWalk) visit(ctx context.Context, k *fluxKustomization) {
+// output holds. A Kustomization that cannot be rendered is a failed unit
+// (kunit.errs); its output, and so its child Kustomizations, is unknown.
+func (w *fluxWalk) visit(ctx context.Context, k *fluxKustomization, parent *kunit) {
 	if i := slices.IndexFunc(w.stack, func(s *fluxKustomization) bool { return s.id == k.id }); i >= 0 {
 		var chain []string
 		for _, s := range w.stack[i:] {
 			chain = append(chain, s.where())
 		}
 		chain = append(chain, k.id)
-		w.errs = append(w.errs, k.err("spec.path", fmt.Errorf("%w: %s", ErrFluxCycle, strings.Join(chain, " → ")), ""))
+		// The Kustomization that declares itself again fails: its output
+		// (and so the chain below it) is unknown.
+		w.kunits[k.id].errs = append(w.kunits[k.id].errs, k.err("spec.path", fmt.Errorf("%w: %s", ErrFluxCycle, strings.Join(chain, " → ")), ""))
 		return
 	}
 	if w.done[k.id] || ctx.Err() != nil {
 		return
 	}
 	w.done[k.id] = true
-	w.visited = append(w.visited, k)
+	ku := &kunit{k: k, parent: parent}
+	w.addUnit(ku)
+	if len(k.invalid) > 0 {
+		ku.errs = k.invalid
+		return
+	}
 	w.stack = append(w.stack, k)
 	defer func() { w.stack = w.stack[:len(w.stack)-1] }()
 	docs, es := w.build(ctx, k)
 	if len(es) > 0 {
-		w.errs = append(w.errs, es...)
+		ku.errs = es
 		return
 	}
+	ku.docs = docs
 	file := k.obj.File
-	if _, ok := w.out[file]; !ok {
-		w.order = append(w.order, file)
-	}
-	w.count += len(docs)
 	var children []*fluxKustomization
 	for _, d := range docs {
-		w.out[file] = append(w.out[file], d.text)
-		if len(d.secrets) > 0 {
-			if w.secrets == nil {
-				w.secrets = map[string][]manifest.SecretValue{}
-			}
-			w.secrets[file] = appendSecrets(w.secrets[file], d.secrets...)
-		}
 		w.built = append(w.built, candidate{file: file, generated: true, text: d.text})
-		ks, es := findKustomizations(file, true, []byte(d.text))
-		w.errs = append(w.errs, es...)
+		ks := findKustomizations(file, true, []byte(d.text))
 		for _, c := range ks {
 			c.obj.File, c.obj.Line = d.file, d.line
+			for _, e := range c.invalid {
+				e.File, e.Line = d.file, d.line
+			}
 		}
 		children = append(children, ks...)
 	}
 	for _, c := range byDependsOn(children) {
-		w.visit(ctx, c)
+		w.visit(ctx, c, ku)
 	}
 }
 
@@ -607,7 +622,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 		if u, ok := w.repos[k.sourceRefID()]; ok && len(w.homes) > 0 && !slices.Contains(w.homes, u) {
 			var err error
 			if prefix, err = w.mount(ctx, k); err != nil {
-				return nil, diag.List{k.err("spec.sourceRef.name", ErrFluxSource, "GitRepository %s is %s, another repository than the one gitaso reads (%s): %v",
+				return nil, diag.List{k.err("spec.sourceRef.name", sourceCause(err), "GitRepository %s is %s, another repository than the one gitaso reads (%s): %v",
 					k.sourceRefID(), u, strings.Join(w.homes, " or "), err)}
 			}
 		}
@@ -780,23 +795,16 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 					de.Msg += " (postBuild of Flux Kustomization " + k.id + ")"
 					return de
 				}
-				if errors.Is(de.Err, ErrUnsetVariable) {
-					// Every unset variable is reported and the object goes
-					// on as Flux without strict renders it, so that the rest
-					// of the revision is checked too.
-					all := unsetAll(k.obj.File, 0, text, vars)
-					if lenient, lerr := substitute(k.obj.File, 0, text, vars, false, deferring); len(all) > 0 && lerr == nil {
-						for _, e := range all {
-							w.soft = append(w.soft, fluxUnset(e))
-						}
-						w.reported = append(w.reported, fmt.Sprintf("%s:%d", file, line))
-						sub, err = lenient, nil
+				if all := unsetAll(k.obj.File, 0, text, vars); errors.Is(de.Err, ErrUnsetVariable) && len(all) > 0 {
+					// Every unset variable of the object is reported (the
+					// Kustomization fails; its other objects are checked too).
+					for _, e := range all {
+						errs = append(errs, fluxUnset(e))
 					}
-				}
-				if err != nil {
-					errs = append(errs, fluxUnset(de))
 					continue
 				}
+				errs = append(errs, fluxUnset(de))
+				continue
 			}
 			text = sub
 		}

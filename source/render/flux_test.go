@@ -288,8 +288,8 @@ func TestFluxEntryKustomization(t *testing.T) {
 		"clusters/c/kustomization.yaml": "resources: [apps.yaml]\n",
 		"clusters/c/apps.yaml":          "# comment\n" + fluxKustomizationDoc("apps", "./missing", ""),
 	})
-	_, err = fluxFetch(t, bad, "clusters/c", Options{})
-	if err == nil || !strings.Contains(err.Error(), `clusters/c/apps.yaml:9: flux-system/Kustomization/apps: spec.path: "./missing"`) {
+	snap, err = fluxFetch(t, bad, "clusters/c", Options{})
+	if _, err := failedUnit(t, snap, err, "Kustomization/flux-system/apps", manifest.ReasonBuildFailed); err == nil || !strings.Contains(err.Error(), `clusters/c/apps.yaml:9: flux-system/Kustomization/apps: spec.path: "./missing"`) {
 		t.Errorf("err = %v, want one naming clusters/c/apps.yaml:9 spec.path", err)
 	}
 }
@@ -313,15 +313,19 @@ func TestFluxDependsOnOrder(t *testing.T) {
 	}
 }
 
-// Errors name the Flux object's file and line, the object and the field.
+// Errors name the Flux object's file and line, the object and the field;
+// they fail the Kustomization's unit, not the revision.
 func TestFluxErrors(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		files map[string]string
-		want  []string // substrings of the error
-		is    error
+		name   string
+		files  map[string]string
+		unit   string   // the unit that fails
+		reason string   // and why
+		want   []string // substrings of its errors
+		is     error
 	}{{
 		name: "cycle",
+		unit: "Kustomization/flux-system/a", reason: manifest.ReasonBuildFailed,
 		files: map[string]string{
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", ""),
 			"one/b.yaml":        fluxKustomizationDoc("b", "./two", ""),
@@ -331,6 +335,7 @@ func TestFluxErrors(t *testing.T) {
 		is:   ErrFluxCycle,
 	}, {
 		name: "self",
+		unit: "Kustomization/flux-system/b", reason: manifest.ReasonBuildFailed,
 		files: map[string]string{
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", ""),
 			"one/b.yaml":        fluxKustomizationDoc("b", "./one", ""),
@@ -339,6 +344,7 @@ func TestFluxErrors(t *testing.T) {
 		is:   ErrFluxCycle,
 	}, {
 		name: "oci source",
+		unit: "Kustomization/flux-system/a", reason: manifest.ReasonArtifactFailed,
 		files: map[string]string{
 			"clusters/c/a.yaml": "---\n" + strings.Replace(fluxKustomizationDoc("a", "./one", ""), "kind: GitRepository", "kind: OCIRepository", 1),
 			"one/rg.yaml":       rg("x"),
@@ -347,6 +353,7 @@ func TestFluxErrors(t *testing.T) {
 		is:   ErrFluxSource,
 	}, {
 		name: "bucket source",
+		unit: "Kustomization/flux-system/a", reason: manifest.ReasonArtifactFailed,
 		files: map[string]string{
 			"clusters/c/a.yaml": strings.Replace(fluxKustomizationDoc("a", "./one", ""), "kind: GitRepository", "kind: Bucket", 1),
 			"one/rg.yaml":       rg("x"),
@@ -355,6 +362,7 @@ func TestFluxErrors(t *testing.T) {
 		is:   ErrFluxSource,
 	}, {
 		name: "another repository",
+		unit: "Kustomization/flux-system/a", reason: manifest.ReasonArtifactFailed,
 		files: map[string]string{
 			"clusters/c/sync.yaml": fluxKustomizationDoc("flux-system", "./clusters/c", "") +
 				"---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  url: ssh://git@github.com/org/fleet.git\n" +
@@ -366,12 +374,14 @@ func TestFluxErrors(t *testing.T) {
 		is:   ErrFluxSource,
 	}, {
 		name: "missing path",
+		unit: "Kustomization/flux-system/a", reason: manifest.ReasonBuildFailed,
 		files: map[string]string{
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./nowhere", ""),
 		},
 		want: []string{`clusters/c/a.yaml:8: flux-system/Kustomization/a: spec.path: "./nowhere": no such directory`},
 	}, {
 		name: "strict unset variable",
+		unit: "Kustomization/flux-system/a", reason: manifest.ReasonBuildFailed,
 		files: map[string]string{
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", "  postBuild:\n    substitute:\n      SET: x\n"),
 			"one/rg.yaml":       rg("x") + "  tags:\n    a: ${UNSET}\n",
@@ -380,6 +390,7 @@ func TestFluxErrors(t *testing.T) {
 		is:   ErrUnsetVariable,
 	}, {
 		name: "missing substituteFrom",
+		unit: "Kustomization/flux-system/a", reason: manifest.ReasonBuildFailed,
 		files: map[string]string{
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", "  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: vars\n"),
 			"one/rg.yaml":       rg("x"),
@@ -387,6 +398,7 @@ func TestFluxErrors(t *testing.T) {
 		want: []string{"clusters/c/a.yaml:15: flux-system/Kustomization/a: spec.postBuild.substituteFrom: substitute-from ConfigMap/flux-system/vars: no ConfigMap flux-system/vars in the repository"},
 	}, {
 		name: "unsupported version",
+		unit: "Kustomization/flux-system/a", reason: manifest.ReasonBuildFailed,
 		files: map[string]string{
 			"clusters/c/a.yaml": strings.Replace(fluxKustomizationDoc("a", "./one", ""), "/v1\n", "/v1beta1\n", 1),
 			"one/rg.yaml":       rg("x"),
@@ -394,6 +406,7 @@ func TestFluxErrors(t *testing.T) {
 		want: []string{"clusters/c/a.yaml:1: flux-system/Kustomization/a: apiVersion: kustomize.toolkit.fluxcd.io/v1beta1 is not supported"},
 	}, {
 		name: "kustomize error in a generated kustomization",
+		unit: "Kustomization/flux-system/a", reason: manifest.ReasonBuildFailed,
 		files: map[string]string{
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./one", "  components:\n    - ../missing\n"),
 			"one/rg.yaml":       rg("x"),
@@ -401,7 +414,8 @@ func TestFluxErrors(t *testing.T) {
 		want: []string{"clusters/c/a.yaml:14: flux-system/Kustomization/a: spec.components[0]"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := fluxFetch(t, writeRepo(t, tc.files), "clusters/c", Options{Strict: true})
+			snap, err := fluxFetch(t, writeRepo(t, tc.files), "clusters/c", Options{Strict: true})
+			_, err = failedUnit(t, snap, err, tc.unit, tc.reason)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -431,11 +445,11 @@ func TestFluxSOPS(t *testing.T) {
 		"unreached/secret.sops.yaml": string(enc),
 	}
 	root := writeRepo(t, files)
-	_, err = fluxFetch(t, root, "clusters/c", Options{})
-	if err == nil || !strings.Contains(err.Error(), "one/secret.sops.yaml") || strings.Contains(err.Error(), "unreached/") {
+	snap, err := fluxFetch(t, root, "clusters/c", Options{})
+	if _, err := failedUnit(t, snap, err, "Kustomization/flux-system/a", manifest.ReasonBuildFailed); err == nil || !strings.Contains(err.Error(), "one/secret.sops.yaml") || strings.Contains(err.Error(), "unreached/") {
 		t.Fatalf("without a key: err = %v, want an error naming one/secret.sops.yaml only", err)
 	}
-	snap, err := fluxFetch(t, root, "clusters/c", Options{AgeIdentities: testIdentities(t, "test-only.agekey")})
+	snap, err = fluxFetch(t, root, "clusters/c", Options{AgeIdentities: testIdentities(t, "test-only.agekey")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gitaso/gitaso/internal/gittest"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -72,15 +73,17 @@ stringData:
 		t.Errorf("a new commit in the other repository: revision %s (was %s), external %+v", snap.Revision, rev1, snap.External)
 	}
 	// Refused without a fetcher, and with wrong credentials.
-	if _, err := fluxFetch(t, root, "clusters/c", Options{RepositoryURL: "https://git.example/platform.git"}); err == nil || !strings.Contains(err.Error(), "another repository") {
+	snap, err = fluxFetch(t, root, "clusters/c", Options{RepositoryURL: "https://git.example/platform.git"})
+	if _, err := failedUnit(t, snap, err, "Kustomization/flux-system/apps", manifest.ReasonArtifactFailed); err == nil || !strings.Contains(err.Error(), "another repository") {
 		t.Errorf("without a fetcher: %v", err)
 	}
 	bad := writeRepo(t, map[string]string{
 		"clusters/c/source.yaml": strings.Replace(readFile(t, root, "clusters/c/source.yaml"), "pa55word", "wrong", 1),
 		"clusters/c/apps.yaml":   readFile(t, root, "clusters/c/apps.yaml"),
 	})
-	if _, err := fluxFetch(t, bad, "clusters/c", Options{RepositoryURL: "https://git.example/platform.git", Repositories: Repositories(&source.Repositories{CABundle: srv.CABundle()})}); err == nil {
-		t.Errorf("wrong credentials were accepted")
+	snap, err = fluxFetch(t, bad, "clusters/c", Options{RepositoryURL: "https://git.example/platform.git", Repositories: Repositories(&source.Repositories{CABundle: srv.CABundle()})})
+	if u, err := failedUnit(t, snap, err, "Kustomization/flux-system/apps", manifest.ReasonArtifactFailed); err == nil || u.Retry {
+		t.Errorf("wrong credentials were accepted (or are retried without a new commit: %v): %v", u.Retry, err)
 	}
 }
 

@@ -162,7 +162,13 @@ type hrSpec struct {
 	} `json:"postRenderers"`
 	Install *struct {
 		DisableSchemaValidation bool `json:"disableSchemaValidation"`
+		DisableWait             bool `json:"disableWait"`
 	} `json:"install"`
+	Upgrade *struct {
+		DisableWait bool `json:"disableWait"`
+	} `json:"upgrade"`
+	Interval       string `json:"interval"`
+	Timeout        string `json:"timeout"`
 	CommonMetadata *struct {
 		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`
@@ -200,7 +206,11 @@ type helmRelease struct {
 	values map[string]any // spec.values as parsed (JSON-compatible)
 	fi, di int            // file index in the output, document index in it
 
+	// invalid are the errors of an apiVersion or spec gitaso cannot read.
+	invalid diag.List
+
 	// Results.
+	waiting string                 // why it waits (dependsOn), "" when it does not
 	docs    []string               // rendered objects' YAML, origin comment first
 	secrets []manifest.SecretValue // values valuesFrom took from Secrets
 	uses    []ChartUse
@@ -289,9 +299,10 @@ func inChart(dirs map[string]bool, p string) bool {
 }
 
 // findReleases parses the HelmRelease objects of one output file.
-func findReleases(fi int, f source.File, docs []document) ([]*helmRelease, diag.List) {
+// One gitaso cannot read is returned with its errors (invalid): a unit that
+// fails.
+func findReleases(fi int, f source.File, docs []document) []*helmRelease {
 	var out []*helmRelease
-	var errs diag.List
 	for di, d := range docs {
 		if !strings.Contains(d.text, HelmGroup) || !strings.Contains(d.text, "HelmRelease") {
 			continue
@@ -314,8 +325,10 @@ func findReleases(fi int, f source.File, docs []document) ([]*helmRelease, diag.
 				o.Line += d.line - 1
 			}
 			h := &helmRelease{obj: o, id: o.Namespace() + "/" + o.Name(), fi: fi, di: di}
+			out = append(out, h)
+			errs := &h.invalid
 			if !slices.Contains(helmVersions, o.APIVersion()) {
-				errs = append(errs, h.err("apiVersion", nil, "%s is not supported (gitaso reads %s)", o.APIVersion(), strings.Join(helmVersions, ", ")))
+				*errs = append(*errs, h.err("apiVersion", nil, "%s is not supported (gitaso reads %s)", o.APIVersion(), strings.Join(helmVersions, ", ")))
 				continue
 			}
 			spec, _ := o.Content["spec"].(map[string]any)
@@ -326,27 +339,27 @@ func findReleases(fi int, f source.File, docs []document) ([]*helmRelease, diag.
 				if errors.As(err, &te) && te.Field != "" {
 					field = "spec." + te.Field
 				}
-				errs = append(errs, h.err(field, nil, "invalid: %v", err))
+				*errs = append(*errs, h.err(field, nil, "invalid: %v", err))
 				continue
 			}
 			if v, ok := spec["values"].(map[string]any); ok {
 				h.values = v
 			} else if spec["values"] != nil {
-				errs = append(errs, h.err("spec.values", ErrHelmValues, "must be a mapping"))
+				*errs = append(*errs, h.err("spec.values", ErrHelmValues, "must be a mapping"))
 				continue
 			}
 			switch {
 			case h.spec.Chart == nil && h.spec.ChartRef == nil:
-				errs = append(errs, h.err("spec.chart", nil, "one of spec.chart and spec.chartRef is required"))
+				*errs = append(*errs, h.err("spec.chart", nil, "one of spec.chart and spec.chartRef is required"))
 				continue
 			case h.spec.Chart != nil && h.spec.ChartRef != nil:
-				errs = append(errs, h.err("spec.chartRef", nil, "spec.chart and spec.chartRef are mutually exclusive"))
+				*errs = append(*errs, h.err("spec.chartRef", nil, "spec.chart and spec.chartRef are mutually exclusive"))
 				continue
 			}
-			out = append(out, h)
+			*errs = append(*errs, h.durations()...)
 		}
 	}
-	return out, errs
+	return out
 }
 
 // renderHelm renders every HelmRelease among the output files as Flux's
@@ -429,9 +442,13 @@ func findReleases(fi int, f source.File, docs []document) ([]*helmRelease, diag.
 //     its file and line are the HelmRelease's (an origin comment), so plans
 //     and errors point at it. A render error (a template error, with helm's
 //     template:line:col, a missing required value, output that is not YAML,
-//     more output than the file-size limit, a panic) is a *diag.Error naming
-//     the HelmRelease's file, line, ID and field (spec.values for template
-//     execution errors, spec.chart... otherwise) and refuses the revision.
+//     a panic) is a *diag.Error naming the HelmRelease's file, line, ID and
+//     field (spec.values for template execution errors, spec.chart...
+//     otherwise) and fails the release's unit (BuildFailed); a chart that
+//     cannot be fetched or loaded fails it with ArtifactFailed (Retry when
+//     the registry did not answer). Its objects are left out; the other
+//     releases render. A limit (output past the file-size limit, helm-steps,
+//     helm-bytes) or the render deadline refuses the revision.
 //   - spec.suspend: true, or kustomize.toolkit.fluxcd.io/reconcile: disabled
 //     on the HelmRelease: Flux leaves the release alone, so its ASO objects
 //     get reconcile-policy: skip unless they set a policy (as a suspended
@@ -440,33 +457,47 @@ func findReleases(fi int, f source.File, docs []document) ([]*helmRelease, diag.
 //   - spec.dependsOn: releases render in levels, each after the releases it
 //     depends on (concurrently within a level, on GOMAXPROCS goroutines), so
 //     that a valuesFrom finds a ConfigMap or Secret a dependency renders; a
-//     dependsOn naming a release that was not rendered is logged.
+//     release whose dependsOn names one that failed, waits, is not found at
+//     this revision (Flux would wait for it forever) or is in a cycle waits:
+//     Reason DependencyNotReady, its objects left out (helm_units.go).
 //   - Options.OnChart hears of every chart a release took from outside the
 //     repository (its dependencies too), after all releases rendered.
 //
 // Not read: spec.chart.spec.verify, spec.kubeConfig, spec.serviceAccountName,
 // spec.storageNamespace, spec.install/upgrade CRD policies and remediation,
 // spec.driftDetection (gitaso corrects drift of ASO resources itself).
-func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.File, diag.List) {
+func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.File, []manifest.Unit, diag.List) {
 	start := time.Now()
 	var releases []*helmRelease
-	var errs diag.List
 	docs := make([][]document, len(out))
 	for i, f := range out {
 		if !bytes.Contains(f.Data, []byte(HelmGroup)) {
 			continue
 		}
 		docs[i] = splitDocuments(f.Data)
-		rs, es := findReleases(i, f, docs[i])
-		releases = append(releases, rs...)
-		errs = append(errs, es...)
+		releases = append(releases, findReleases(i, f, docs[i])...)
 	}
 	if len(releases) == 0 {
-		return out, errs
+		return out, nil, nil
 	}
 	run := newHelmRun(w)
-	for _, level := range releaseLevels(releases, w.r.logger) {
-		workers := min(runtime.GOMAXPROCS(0), len(level))
+	levels := releaseLevels(releases)
+	deps := newReleaseDeps(releases, levels)
+	for _, level := range levels {
+		// A release renders once every release its dependsOn names
+		// rendered (Flux checks dependsOn first).
+		var todo []*helmRelease
+		for _, h := range level {
+			switch {
+			case len(h.invalid) > 0:
+				h.errs = h.invalid
+			case deps.blocked(h) != "":
+				h.waiting = deps.blocked(h)
+			default:
+				todo = append(todo, h)
+			}
+		}
+		workers := min(runtime.GOMAXPROCS(0), len(todo))
 		next := make(chan *helmRelease)
 		var wg sync.WaitGroup
 		for range workers {
@@ -476,7 +507,7 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 				}
 			})
 		}
-		for _, h := range level {
+		for _, h := range todo {
 			if ctx.Err() != nil {
 				break
 			}
@@ -486,27 +517,35 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 		wg.Wait()
 		if err := ctx.Err(); err != nil {
 			var stopped diag.List // the releases stopped at the deadline name themselves
-			for _, h := range level {
+			for _, h := range todo {
 				stopped = append(stopped, h.errs...)
 			}
 			if len(stopped) > 0 && errors.Is(context.Cause(ctx), errRenderTimeout) {
-				return nil, stopped
+				return nil, nil, stopped
 			}
-			return nil, diag.List{{Msg: "helm render", Err: err}}
+			return nil, nil, diag.List{{Msg: "helm render", Err: err}}
 		}
 		// What a level rendered is there for the valuesFrom of the next.
-		for _, h := range level {
+		for _, h := range todo {
+			if len(h.errs) > 0 {
+				h.docs = nil // a release that failed renders nothing
+				continue
+			}
+			deps.rendered[h] = true
 			run.index.add(h.docs)
 		}
 	}
 	objects := 0
+	var limits diag.List
 	for _, h := range releases {
 		for _, e := range h.errs {
 			if data, ok := w.byPath[e.File]; ok && e.Line > 0 && strings.HasPrefix(e.Field, "spec") {
 				e.Line = fieldLine(data, e.Line, e.Field)
 			}
+			if errors.Is(e, source.ErrLimit) {
+				limits = append(limits, e)
+			}
 		}
-		errs = append(errs, h.errs...)
 		objects += len(h.docs)
 		for _, u := range h.uses {
 			if w.r.opts.OnChart != nil {
@@ -517,9 +556,10 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
+	if len(limits) > 0 {
+		return nil, nil, limits // limits bound the revision, whichever release reached one
 	}
+	units := releaseUnits(releases)
 
 	// Each HelmRelease's document gives way to its objects: in generated
 	// text in place; in a file as written, it is blanked (the other
@@ -572,9 +612,9 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 		}
 	}
 	out = append(out, added...)
-	w.r.logger.Debug("rendered HelmReleases", "releases", len(releases), "objects", objects,
+	w.r.logger.Debug("rendered HelmReleases", "releases", len(releases), "failed", failedCount(units), "objects", objects,
 		"charts", run.charts(), "duration", time.Since(start))
-	return out, nil
+	return out, units, nil
 }
 
 // blankDocument returns a document with every line but its "---" marker
@@ -596,17 +636,10 @@ func blankDocument(text string) string {
 // releaseLevels orders releases by spec.dependsOn: each level renders
 // after the levels before it (the objects they render are known to its
 // valuesFrom), its releases concurrently. A dependsOn naming a HelmRelease
-// that was not found is logged (Flux would wait for it); a cycle keeps the
-// releases in it in the level where it was found.
-func releaseLevels(rs []*helmRelease, log interface {
-	Warn(msg string, args ...any)
-}) [][]*helmRelease {
-	byID := map[string]*helmRelease{}
-	for _, h := range rs {
-		if _, dup := byID[h.id]; !dup {
-			byID[h.id] = h
-		}
-	}
+// that was not found, or a cycle, makes the release wait (releaseDeps); a
+// cycle keeps the releases in it in the level where it was found.
+func releaseLevels(rs []*helmRelease) [][]*helmRelease {
+	byID := releasesByID(rs)
 	level := map[*helmRelease]int{}
 	state := map[*helmRelease]int{}
 	var place func(h *helmRelease) int
@@ -619,18 +652,8 @@ func releaseLevels(rs []*helmRelease, log interface {
 		}
 		state[h] = 1
 		l := 0
-		for _, d := range h.spec.DependsOn {
-			ns := d.Namespace
-			if ns == "" {
-				ns = h.obj.Namespace()
-			}
-			dep, ok := byID[ns+"/"+d.Name]
-			if !ok {
-				log.Warn("HelmRelease depends on a HelmRelease gitaso did not render (Flux would wait for it)",
-					"helmRelease", h.id, "file", h.obj.File, "dependsOn", ns+"/"+d.Name)
-				continue
-			}
-			if dep != h {
+		for _, id := range h.dependsOn() {
+			if dep, ok := byID[id]; ok && dep != h {
 				l = max(l, place(dep)+1)
 			}
 		}
@@ -644,6 +667,31 @@ func releaseLevels(rs []*helmRelease, log interface {
 			out = append(out, nil)
 		}
 		out[l] = append(out[l], h)
+	}
+	return out
+}
+
+// releasesByID indexes releases by "namespace/name" (the first one found).
+func releasesByID(rs []*helmRelease) map[string]*helmRelease {
+	byID := map[string]*helmRelease{}
+	for _, h := range rs {
+		if _, dup := byID[h.id]; !dup {
+			byID[h.id] = h
+		}
+	}
+	return byID
+}
+
+// dependsOn returns the IDs ("namespace/name") of the HelmReleases
+// spec.dependsOn names (the release's namespace by default).
+func (h *helmRelease) dependsOn() []string {
+	var out []string
+	for _, d := range h.spec.DependsOn {
+		ns := d.Namespace
+		if ns == "" {
+			ns = h.obj.Namespace()
+		}
+		out = append(out, ns+"/"+d.Name)
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 
 	"github.com/gitaso/gitaso/internal/diag"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -275,9 +276,9 @@ func TestHelmRemoteCharts(t *testing.T) {
 		t.Errorf("OnChart (-want +got):\n%s", diff)
 	}
 
-	// Without a fetcher, such a release is refused, naming it.
-	_, err = helmFetch(t, files, Options{})
-	if err == nil || !errors.Is(err, ErrHelmSource) || !strings.Contains(err.Error(), "apps/releases.yaml:8: team-a/HelmRelease/by-oci: spec.chartRef: the chart is in OCIRepository team-a/infra (apps/sources.yaml:21), outside the repository") {
+	// Without a fetcher, such a release fails (its unit), naming it.
+	snap, err = helmFetch(t, files, Options{})
+	if _, err = failedUnit(t, snap, err, "HelmRelease/team-a/by-oci", manifest.ReasonArtifactFailed); err == nil || !errors.Is(err, ErrHelmSource) || !strings.Contains(err.Error(), "apps/releases.yaml:8: team-a/HelmRelease/by-oci: spec.chartRef: the chart is in OCIRepository team-a/infra (apps/sources.yaml:21), outside the repository") {
 		t.Errorf("without a fetcher: %v", err)
 	}
 }
@@ -430,16 +431,20 @@ spec:
 }
 
 // TestHelmRenderErrors: a failing template names the HelmRelease (file,
-// line, object, field) and helm's template and line, and refuses the
-// revision; so do sources gitaso cannot read.
+// line, object, field) and helm's template and line, and fails the
+// release's unit (BuildFailed), not the revision; so do sources gitaso
+// cannot read (ArtifactFailed).
 func TestHelmRenderErrors(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		files map[string]string
-		is    error
-		want  []string
+		name   string
+		files  map[string]string
+		unit   string
+		reason string
+		is     error
+		want   []string
 	}{{
 		name: "required value",
+		unit: "HelmRelease/team-a/team-a", reason: manifest.ReasonBuildFailed,
 		files: map[string]string{"charts/infra/templates/required.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -454,33 +459,39 @@ data:
 			"spec.values.mustSet is required",
 		},
 	}, {
-		name:  "template syntax",
+		name: "template syntax",
+		unit: "HelmRelease/team-a/team-a", reason: manifest.ReasonBuildFailed,
 		files: map[string]string{"charts/infra/templates/bad.yaml": "a: {{ .Values.x \n"},
 		is:    ErrHelmRender,
 		want:  []string{"apps/team-a.yaml:37: team-a/HelmRelease/team-a: spec.chart.spec: ", "infra/templates/bad.yaml:1"},
 	}, {
-		name:  "output not YAML",
+		name: "output not YAML",
+		unit: "HelmRelease/team-a/team-a", reason: manifest.ReasonBuildFailed,
 		files: map[string]string{"charts/infra/templates/bad.yaml": "a: [b\n"},
 		is:    ErrHelmRender,
 		want:  []string{"team-a/HelmRelease/team-a: spec.chart.spec: ", "infra/templates/bad.yaml"},
 	}, {
-		name:  "missing valuesFrom",
+		name: "missing valuesFrom",
+		unit: "HelmRelease/team-a/team-a", reason: manifest.ReasonBuildFailed,
 		files: map[string]string{"apps/team-a.yaml": strings.Replace(helmRepo["apps/team-a.yaml"], "      name: absent\n      optional: true\n", "      name: absent\n", 1)},
 		is:    ErrHelmValues,
 		want:  []string{"team-a/HelmRelease/team-a: spec.valuesFrom[4].name: no ConfigMap team-a/absent in the repository"},
 	}, {
-		name:  "bucket",
+		name: "bucket",
+		unit: "HelmRelease/flux-system/infra", reason: manifest.ReasonArtifactFailed,
 		files: map[string]string{"apps/team-b.yaml": strings.Replace(helmRepo["apps/team-b.yaml"], "kind: GitRepository", "kind: Bucket", 1)},
 		is:    ErrHelmSource,
 		want:  []string{"apps/team-b.yaml:13: flux-system/HelmRelease/infra: spec.chart.spec.sourceRef.kind: Bucket flux-system"},
 	}, {
-		name:  "missing library",
+		name: "missing library",
+		unit: "HelmRelease/flux-system/infra", reason: manifest.ReasonArtifactFailed,
 		files: map[string]string{"charts/aso-lib/Chart.yaml": ""},
 		is:    ErrHelmChart,
 		want:  []string{"spec.chart.spec.chart: ", `dependency aso-lib (file://../aso-lib): "charts/aso-lib": no Chart.yaml there`},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := helmFetch(t, withFiles(c.files), Options{})
+			snap, err := helmFetch(t, withFiles(c.files), Options{})
+			_, err = failedUnit(t, snap, err, c.unit, c.reason)
 			if err == nil {
 				t.Fatal("rendered")
 			}

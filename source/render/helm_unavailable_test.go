@@ -8,14 +8,16 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/source/charts"
 )
 
-// TestHelmRegistryUnavailableIsNotARefusal: a Helm repository that answers 503, 429 or not at all makes the
-// revision's error wrap source.ErrUnavailable (the loop shows a source failure and tries again at the next poll);
-// one that answers 404 for the chart is the repository's own mistake: refused as before (issue 24: a chart
-// registry that stops answering is a source failure, like Git).
+// TestHelmRegistryUnavailableIsNotARefusal: a Helm repository that answers 503, 429 or not at all fails the
+// release's unit with ArtifactFailed and Retry (its error wraps source.ErrUnavailable: rendered again without a new
+// commit); one that answers 404 for the chart is the repository's own mistake: ArtifactFailed until a new commit
+// (issue 24: a chart registry that stops answering is a source failure, like Git; issue 25: it fails the release
+// alone, never the revision).
 func TestHelmRegistryUnavailableIsNotARefusal(t *testing.T) {
 	var status atomic.Int64
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,13 +68,13 @@ spec:
 		if tc.closed {
 			srv.Close()
 		}
-		_, err := fluxFetch(t, root, "clusters/snd", opts)
-		var re *source.RevisionError
-		if !errors.As(err, &re) {
-			t.Fatalf("%s: %v, want a revision error", tc.name, err)
+		snap, err := fluxFetch(t, root, "clusters/snd", opts)
+		u, err := failedUnit(t, snap, err, "HelmRelease/team-a/web", manifest.ReasonArtifactFailed)
+		if err == nil {
+			t.Fatalf("%s: unit failed without errors", tc.name)
 		}
-		if got := re.Unavailable() != nil; got != tc.unavailable || errors.Is(err, source.ErrUnavailable) != tc.unavailable {
-			t.Errorf("%s: unavailable %v, want %v: %v", tc.name, got, tc.unavailable, err)
+		if u.Retry != tc.unavailable || errors.Is(err, source.ErrUnavailable) != tc.unavailable {
+			t.Errorf("%s: retry %v, want %v: %v", tc.name, u.Retry, tc.unavailable, err)
 		}
 		if !strings.Contains(err.Error(), "team-a/HelmRelease/web") {
 			t.Errorf("%s: the error does not name the release: %v", tc.name, err)

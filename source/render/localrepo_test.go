@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gitaso/gitaso/internal/gittest"
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -47,8 +48,8 @@ func TestFluxLocalRepoIsOnlyItself(t *testing.T) {
 	}
 
 	writeAt(t, root, "clusters/c/src.yaml", gitRepositoryDoc("team", "ssh://git@git.other.example/team.git")+"---\n"+gitRepositoryDoc("self", "file://"+root))
-	_, err = fluxFetch(t, root, "clusters/c", Options{RepositoryURL: root})
-	if err == nil || !strings.Contains(err.Error(), "GitRepository flux-system/team is git.other.example/team, another repository than the one gitaso reads") {
+	snap, err = fluxFetch(t, root, "clusters/c", Options{RepositoryURL: root})
+	if _, err := failedUnit(t, snap, err, "Kustomization/flux-system/team", manifest.ReasonArtifactFailed); err == nil || !strings.Contains(err.Error(), "GitRepository flux-system/team is git.other.example/team, another repository than the one gitaso reads") {
 		t.Errorf("ssh:// on another host: %v", err)
 	}
 

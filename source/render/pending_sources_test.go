@@ -94,7 +94,8 @@ func TestFluxSubstituteFromMissingOrExported(t *testing.T) {
 	}
 
 	// Required, nobody exports it: an error naming it.
-	_, err := run("cluster-vars", false)
+	snap, err := run("cluster-vars", false)
+	_, err = failedUnit(t, snap, err, "Kustomization/flux-system/apps", manifest.ReasonBuildFailed)
 	if err == nil {
 		t.Fatal("a missing substituteFrom ConfigMap was accepted")
 	}
@@ -104,7 +105,7 @@ func TestFluxSubstituteFromMissingOrExported(t *testing.T) {
 	}
 
 	// Optional, nobody exports it: empty, defaults apply, nothing pending.
-	snap, err := run("cluster-vars", true)
+	snap, err = run("cluster-vars", true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,18 +216,38 @@ type unit struct {
 // budgets (Limits.MaxTotalKustomizeObjects, MaxKustomizeNodes,
 // MaxRenderedSize): a revision that passes one is refused with an error
 // naming the kustomization or HelmRelease and the limit.
+//
+// A Flux Kustomization or HelmRelease that did not render refuses the
+// revision here (its errors are returned with the others): RenderUnits
+// lists it as a failed unit instead.
 func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.File, error) {
+	out, units, err := r.renderUnits(ctx, files)
+	if es := source.UnitErrors(units); len(es) > 0 {
+		var pe *source.PartialRenderError
+		if errors.As(err, &pe) {
+			es = append(es, pe.Errors...)
+		}
+		return nil, es
+	}
+	return out, err
+}
+
+// renderUnits renders files and returns the Flux units found (see
+// RenderUnits), sorted by ID.
+func (r *Renderer) renderUnits(ctx context.Context, files []source.File) ([]source.File, []manifest.Unit, error) {
 	rctx, cancel := withBudget(ctx, r.opts.Limits.WithDefaults())
 	defer cancel()
 	var out []source.File
+	var units []manifest.Unit
 	var err error
 	if r.opts.Flux {
-		out, err = r.renderFlux(rctx, files)
+		out, units, err = r.renderFlux(rctx, files)
 	} else {
 		r.fluxHint(files)
 		out, err = r.render(rctx, files)
 	}
-	return out, timeoutError(ctx, rctx, err)
+	slices.SortFunc(units, func(a, b manifest.Unit) int { return strings.Compare(a.ID(), b.ID()) })
+	return out, units, timeoutError(ctx, rctx, err)
 }
 
 // render renders files without following Flux Kustomizations.

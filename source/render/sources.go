@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"maps"
 	"slices"
 	"sort"
@@ -87,7 +88,34 @@ var _ source.SourcesRenderer = (*Renderer)(nil)
 // Secrets substituteFrom read (a digest of their data, never the values). source.Build folds them into the
 // revision, so a new chart version matching a release's semver range is a
 // new revision, planned and applied like a commit.
+//
+// A unit (Flux Kustomization or HelmRelease) that did not render refuses
+// the revision here, its errors among the revision's: a caller that does
+// not know units must not take its objects' absence for a deletion.
+// RenderUnits lists such units instead.
 func (r *Renderer) RenderSources(ctx context.Context, files []source.File) ([]source.File, []manifest.External, error) {
+	res, err := r.RenderUnits(ctx, files)
+	if res == nil {
+		return nil, nil, err
+	}
+	if es := source.UnitErrors(res.Units); len(es) > 0 {
+		var pe *source.PartialRenderError
+		if errors.As(err, &pe) {
+			es = append(es, pe.Errors...)
+		}
+		return nil, nil, es
+	}
+	return res.Files, res.External, err
+}
+
+var _ source.UnitsRenderer = (*Renderer)(nil)
+
+// RenderUnits is RenderSources that renders each Flux Kustomization and
+// HelmRelease as a unit of its own (source.UnitsRenderer): one that cannot
+// be rendered is listed in Rendered.Units with its Reason and Errors and
+// its objects (and its child Kustomizations') are left out, instead of
+// refusing the revision. See renderFlux and renderHelm.
+func (r *Renderer) RenderUnits(ctx context.Context, files []source.File) (*source.Rendered, error) {
 	var (
 		mu   sync.Mutex
 		seen = map[manifest.External]bool{}
@@ -105,10 +133,10 @@ func (r *Renderer) RenderSources(ctx context.Context, files []source.File) ([]so
 		add(manifest.External{Kind: "HelmChart", User: u.Release, Name: u.Chart, Version: u.Version, Digest: u.Digest, URL: u.URL})
 	})
 	ctx = context.WithValue(ctx, externalKey{}, add)
-	out, err := r.Render(ctx, files)
+	out, units, err := r.renderUnits(ctx, files)
 	if err != nil && out == nil { // a PartialRenderError comes with its files
-		return nil, nil, err
+		return nil, err
 	}
 	sort.Slice(ext, func(i, j int) bool { return ext[i].Less(ext[j]) })
-	return out, ext, err
+	return &source.Rendered{Files: out, External: ext, Units: units}, err
 }

@@ -363,25 +363,120 @@
     return L;
   }
 
+  // goShortRevision is planner.ShortRevision: a commit cut to 12
+  // characters, the digest of external charts after "+" kept.
+  function goShortRevision(rev) {
+    if (!rev || rev.startsWith('dir-')) return rev || '';
+    const i = rev.indexOf('+');
+    const commit = i >= 0 ? rev.slice(0, i) : rev;
+    return commit.slice(0, 12) + (i >= 0 ? rev.slice(i) : '');
+  }
+
+  // externalLine is planner's: a source outside the repository, '' for a
+  // pending one.
+  function externalLine(e) {
+    const k = e.kind || '';
+    if (k === 'Pending' || k === 'PendingConfigMap' || k === 'PendingSecret') return '';
+    if (k.startsWith('Exported')) return 'substitute-from ' + k.slice('Exported'.length) + ' ' + e.user + ' (not in the repository: an export or the cluster)';
+    return 'chart ' + e.name + '@' + e.version + ' for HelmRelease ' + e.user + ' (' + e.digest + ')';
+  }
+
+  // ---- units: planner's unitrender.go ----
+
+  const MAX_UNIT_ERRORS = 20;
+  const unitID = (u) => u.kind + '/' + u.namespace + '/' + u.name;
+  const unitFailing = (u) => !!(u.ready && u.ready.status === 'False');
+
+  function partialLine(p) {
+    const units = p.units || [];
+    const failed = units.filter(unitFailing).length;
+    if (!failed) return '';
+    return 'Partial: ' + failed + ' of ' + units.length + ' ' + (units.length === 1 ? 'unit' : 'units') + ' failed; their objects are kept as last applied';
+  }
+
+  function ignoredLine(p) {
+    const n = (p.units || []).filter((u) => u.ignored).length;
+    if (!n) return '';
+    return n === 1 ? '1 release renders no ASO object' : n + ' releases render no ASO object';
+  }
+
+  function unitHead(u) {
+    const last = u.lastAppliedRevision ? 'last applied ' + goShortRevision(u.lastAppliedRevision) : 'never applied';
+    const n = (u.objects || []).length;
+    const kept = n === 1 ? ', 1 object kept' : n > 1 ? ', ' + n + ' objects kept' : '';
+    return unitID(u) + ' (' + ((u.ready && u.ready.reason) || 'Failed') + '): ' + last + kept;
+  }
+
+  // oneLine is Go's strings.Join(strings.Fields(s), " ") after dropping \r.
+  function oneLine(s) {
+    return String(s).replace(/\r/g, '').split(/[\t\n\v\f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/).filter(Boolean).join(' ');
+  }
+
+  function unitProblems(u) {
+    const out = [];
+    const errs = u.errors || [];
+    for (let i = 0; i < errs.length; i++) {
+      if (i === MAX_UNIT_ERRORS) {
+        out.push('... and ' + (errs.length - MAX_UNIT_ERRORS) + ' more errors');
+        break;
+      }
+      out.push(oneLine(errs[i]));
+    }
+    if (!out.length && u.ready && u.ready.message) out.push(oneLine(u.ready.message));
+    return out;
+  }
+
+  function unitLines(p) {
+    const L = [];
+    const ign = ignoredLine(p);
+    if (ign) L.push('  ' + ign);
+    const head = partialLine(p);
+    if (!head) return L;
+    L.push('', head);
+    for (const u of (p.units || []).filter(unitFailing)) {
+      L.push('  ' + unitHead(u));
+      for (const line of unitProblems(u)) L.push('      ' + line);
+    }
+    return L;
+  }
+
+  const PARTIAL_FOOTER = 'Partial: the units that failed keep their objects as last applied until they render again.';
+
   // planLines is planner.RenderText(p, TextOptions{ShowUnchanged}) as lines.
   function planLines(p, showUnchanged) {
-    const L = ['gitaso plan for revision ' + shortRev(p.revision || '')];
+    const L = ['gitaso plan for revision ' + goShortRevision(p.revision || '')];
+    for (const e of p.external || []) {
+      const line = externalLine(e);
+      if (line) L.push('  ' + line);
+    }
+    L.push(...unitLines(p));
     L.push(...heldLines(p));
-    let changed = 0;
+    const deferred = p.deferred || [];
+    let changed = deferred.length;
     for (const r of p.resources || []) {
       if (r.action === 'no-op' && !showUnchanged) continue;
       changed++;
       L.push(...planResourceLines(r));
     }
+    for (const d of deferred) {
+      L.push('', '  # ' + d.namespace + '/' + d.kind + '/' + d.name + ' is known after apply: ' + (d.reason || ''));
+      L.push('  ~ ' + (d.group || '') + ' ' + d.kind + ' ' + goQuote(d.namespace + '/' + d.name) + ' (known after apply) {');
+      if (d.file) L.push('      source     = ' + goQuote(d.file + (d.line > 0 ? ':' + d.line : '')));
+      L.push('    }');
+    }
     const s = planSummary(p);
+    const partial = !!partialLine(p);
     L.push('');
     if (changed === 0) {
       L.push('No changes. Azure matches the manifests (' + s('no-op') + ' resources).');
+      if (partial) L.push(PARTIAL_FOOTER);
     } else {
+      const kaa = deferred.length ? ', ' + deferred.length + ' known after apply (planned in this run once their values exist)' : '';
       L.push('Plan: ' + s('create') + ' to create, ' + s('adopt') + ' to adopt, ' + (s('move') ? s('move') + ' to move, ' : '') +
         s('update') + ' to update, ' + s('drift') + ' drifted to correct, ' + s('delete') + ' to delete, ' + s('detach') + ' to detach; ' +
-        s('no-op') + ' unchanged, ' + s('observe') + ' observed.');
+        s('no-op') + ' unchanged, ' + s('observe') + ' observed' + kaa + '.');
       if (p.held) L.push('Held: nothing of this revision is applied until its deletions are approved.');
+      if (partial) L.push(PARTIAL_FOOTER);
     }
     return L;
   }
@@ -395,6 +490,7 @@
     if (/^ {6}# /.test(line)) return 'pl-note';
     if (/^(Plan:|No changes\.|gitaso plan)/.test(line)) return 'pl-summary';
     if (/^(HELD |Held: |Approve exactly )/.test(line)) return 'pl-held';
+    if (/^Partial: /.test(line)) return 'pl-partial';
     if (/^ {2}(not managed by gitaso: |\.\.\. and \d+ more not managed)/.test(line)) return 'pl-held pl-unmanaged';
     return '';
   }
@@ -430,7 +526,8 @@
       return { view: 'detail', params, key: parts.slice(1).map(decodeURIComponent) };
     }
     if (parts[0] === 'run' && /^[0-9]+$/.test(parts[1] || '')) return { view: 'run', params, id: parts[1] };
-    if (parts[0] === 'runs' || parts[0] === 'plan' || parts[0] === 'graph') return { view: parts[0], params };
+    if (parts[0] === 'unit' && parts.length === 4) return { view: 'unit', params, key: parts.slice(1).map(decodeURIComponent) };
+    if (parts[0] === 'runs' || parts[0] === 'plan' || parts[0] === 'graph' || parts[0] === 'units') return { view: parts[0], params };
     return { view: 'resources', params };
   }
 
@@ -447,9 +544,10 @@
   }
 
   function showView(name) {
-    for (const v of ['resources', 'detail', 'runs', 'run', 'plan', 'graph']) $('view-' + v).hidden = v !== name;
+    for (const v of ['resources', 'detail', 'runs', 'run', 'plan', 'graph', 'units', 'unit']) $('view-' + v).hidden = v !== name;
     for (const a of document.querySelectorAll('nav.tabs a')) {
-      const active = a.dataset.view === name || (name === 'detail' && a.dataset.view === 'resources') || (name === 'run' && a.dataset.view === 'runs');
+      const active = a.dataset.view === name || (name === 'detail' && a.dataset.view === 'resources') || (name === 'run' && a.dataset.view === 'runs') ||
+        (name === 'unit' && a.dataset.view === 'units');
       if (active) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
     }
   }
@@ -463,7 +561,7 @@
     $('f-kind').value = f.kind;
     $('f-ready').value = ['true', 'false', 'unknown'].includes(f.ready) ? f.ready : '';
     $('f-name').value = f.name;
-    document.title = { resources: 'Resources', detail: 'Resource', runs: 'Runs', run: 'Run', plan: 'Plan', graph: 'Graph' }[route.view] + ' · gitaso';
+    document.title = { resources: 'Resources', detail: 'Resource', runs: 'Runs', run: 'Run', plan: 'Plan', graph: 'Graph', units: 'Units', unit: 'Unit' }[route.view] + ' · gitaso';
     cache.detailText = '';
     cache.runText = '';
     if (route.view === 'run' && $('run-body').dataset.run !== String(route.id)) {
@@ -476,6 +574,11 @@
     if (route.view === 'detail') {
       $('h-detail').textContent = route.key[2] + ' ' + route.key[3];
       $('detail-body').replaceChildren(el('p', { class: 'muted', text: 'Loading…' }));
+    }
+    cache.unitText = '';
+    if (route.view === 'unit') {
+      $('h-unit').textContent = route.key.join('/');
+      $('unit-body').replaceChildren(el('p', { class: 'muted', text: 'Loading…' }));
     }
     refresh(true);
   }
@@ -978,6 +1081,196 @@
 
   function deletionCount(h) {
     return plural(h.deletions || 0, 'deletion', 'deletions') + ' of ' + plural(h.managed || 0, 'managed resource', 'managed resources');
+  }
+
+  // ---- units -------------------------------------------------------------
+  //
+  // api/v1/units lists the Flux Kustomizations and HelmReleases (units),
+  // with counts over all of them; it is read on every refresh, whatever the
+  // view, for the banner that says when units failed (a partial run). A
+  // repository without Flux objects has no units: no banner, and the view
+  // says so.
+
+  function unitPath(u) {
+    return [u.kind, u.namespace, u.name].map(encodeURIComponent).join('/');
+  }
+
+  async function loadUnits() {
+    let text;
+    try {
+      text = await api('api/v1/units');
+    } catch (e) {
+      if (e instanceof APIError && e.status === 404) text = '{"items":[],"total":0,"ready":{}}'; // an older gitaso
+      else throw e;
+    }
+    if (text !== cache.unitsText) {
+      cache.unitsText = text;
+      cache.units = JSON.parse(text);
+    }
+    renderUnitsBanner(cache.units);
+    if (route.view === 'units') renderUnits(cache.units);
+  }
+
+  // failedText is "2 of 43 units failed".
+  function failedText(doc) {
+    const failed = (doc.ready || {}).False || 0;
+    return failed + ' of ' + plural(doc.total || 0, 'unit', 'units') + ' failed';
+  }
+
+  // renderUnitsBanner shows, on every view, that units failed: how many,
+  // which (the first few), and that the rest applied.
+  function renderUnitsBanner(doc) {
+    const box = $('units-banner');
+    const failed = (doc.items || []).filter(unitFailing);
+    $('count-units').textContent = doc.total ? (failed.length ? failed.length + ' failed' : String(doc.total)) : '';
+    $('tab-units').classList.toggle('tab-bad', failed.length > 0);
+    const sig = failed.length ? JSON.stringify([doc.total, failed.map((u) => [unitID(u), u.ready.reason, u.lastAppliedRevision])]) : '';
+    if (sig === cache.unitsBanner) return;
+    cache.unitsBanner = sig;
+    if (!failed.length) {
+      box.hidden = true;
+      box.replaceChildren();
+      return;
+    }
+    const ul = el('ul', { class: 'units-failed' });
+    for (const u of failed.slice(0, HELD_SHOWN)) {
+      ul.append(el('li', null, el('a', { href: '#unit/' + unitPath(u), text: unitID(u) }), ' ',
+        el('span', { class: 'reason', text: (u.ready && u.ready.reason) || '' }), ' · ',
+        u.lastAppliedRevision ? el('span', null, 'last applied ', el('code', { title: u.lastAppliedRevision, text: goShortRevision(u.lastAppliedRevision) }))
+          : el('span', { text: 'never applied' })));
+    }
+    if (failed.length > HELD_SHOWN) ul.append(el('li', { class: 'muted', text: 'and ' + (failed.length - HELD_SHOWN) + ' more (Units)' }));
+    box.replaceChildren(
+      el('h2', { id: 'units-banner-title' }, failedText(doc) + ': the rest applied'),
+      el('p', null, 'A unit that fails keeps its objects exactly as last applied (not changed, not deleted) until it renders again; ',
+        'every other unit is planned and applied. ', el('a', { href: '#units', text: 'Units' })),
+      ul);
+    box.hidden = false;
+  }
+
+  // unitErrors lists a unit's errors (file:line: ...), or with message its
+  // Ready message when it has none (as the plan does).
+  function unitErrors(u, message) {
+    const errs = message ? unitProblems(u) : unitProblems(Object.assign({}, u, { ready: {} }));
+    if (!errs.length) return null;
+    return el('ul', { class: 'unit-errors' }, ...errs.map((e) => el('li', null, el('code', { text: e }))));
+  }
+
+  function unitRow(u) {
+    const c = u.ready || {};
+    const st = readyStatus(c);
+    const readyCell = el('td', { class: 'ready' }, readyBadge(c));
+    if (c.reason) readyCell.append(' ', el('span', { class: 'reason', text: c.reason }));
+    if (u.ignored) readyCell.append(' ', el('span', { class: 'muted', text: '(renders no ASO object)' }));
+    if (u.suspended) readyCell.append(' ', el('span', { class: 'muted', text: '(suspended)' }));
+    if (c.message) readyCell.append(el('div', { class: 'message', text: c.message }));
+    const rev = (r, at) => r ? el('td', { class: 'rev', title: r }, el('code', { text: goShortRevision(r) }), at && validTime(at) ? el('div', null, timeEl(at)) : null)
+      : el('td', { class: 'rev' }, el('span', { class: 'muted', text: 'never' }));
+    return el('tr', { class: 'row-' + st.toLowerCase(), 'data-unit': unitID(u) },
+      el('td', { text: u.kind }),
+      el('th', { scope: 'row', class: 'name' }, el('a', { href: '#unit/' + unitPath(u), text: u.namespace + '/' + u.name })),
+      readyCell,
+      rev(u.lastAppliedRevision, u.appliedAt),
+      el('td', { class: 'rev', title: u.lastAttemptedRevision || '' }, u.lastAttemptedRevision ? el('code', { text: goShortRevision(u.lastAttemptedRevision) }) : ''),
+      el('td', { class: 'error' }, unitFailing(u) ? unitErrors(u, false) : null),
+      el('td', { class: 'objects', text: String((u.objects || []).length) }));
+  }
+
+  function renderUnits(doc) {
+    const items = doc.items || [];
+    const sig = cache.unitsText;
+    if (sig === cache.unitsRendered && $('units-body').childElementCount === items.length) {
+      for (const t of $('units-body').querySelectorAll('time')) t.textContent = ago(new Date(t.getAttribute('datetime')));
+      return;
+    }
+    cache.unitsRendered = sig;
+    // Failed units first, then the others, each by ID.
+    const sorted = items.slice().sort((a, b) => (unitFailing(b) - unitFailing(a)) || (unitID(a) < unitID(b) ? -1 : unitID(a) > unitID(b) ? 1 : 0));
+    $('units-body').replaceChildren(...sorted.map(unitRow));
+    const r = doc.ready || {};
+    $('units-summary').replaceChildren(...['True', 'False', 'Unknown'].map((st) =>
+      el('span', { class: 'sumlink' }, readyBadge({ status: st }), ' ', el('strong', { text: String(r[st] || 0) }))));
+    const failed = r.False || 0;
+    $('units-caption').textContent = items.length
+      ? (failed ? failedText(doc) + ': the rest applied. ' : 'Every unit applied. ') + 'Failed units first.' +
+        (doc.ignored ? ' ' + plural(doc.ignored, 'release renders', 'releases render') + ' no ASO object.' : '')
+      : 'Units';
+    const empty = $('units-empty');
+    empty.hidden = items.length > 0;
+    empty.textContent = 'No units: the repository has no Flux Kustomization or HelmRelease (its manifests are one unit), or nothing has been rendered yet.';
+  }
+
+  async function loadUnit() {
+    const k = route.key;
+    let text;
+    try {
+      text = await api('api/v1/units/' + k.map(encodeURIComponent).join('/'));
+    } catch (e) {
+      if (e instanceof APIError && e.status === 404) {
+        $('unit-body').replaceChildren(el('p', { class: 'empty', text: e.message }));
+        return;
+      }
+      throw e;
+    }
+    if (text === cache.unitText) {
+      for (const t of $('unit-body').querySelectorAll('time')) t.textContent = ago(new Date(t.getAttribute('datetime')));
+      return;
+    }
+    cache.unitText = text;
+    renderUnit(JSON.parse(text));
+  }
+
+  function renderUnit(u) {
+    const c = u.ready || {};
+    $('h-unit').textContent = u.kind + ' ' + u.namespace + '/' + u.name;
+    const body = [];
+    const cond = el('section', { class: 'card cond cond-' + readyStatus(c).toLowerCase(), 'aria-labelledby': 'h-unitcond' },
+      el('h3', { id: 'h-unitcond', text: 'Ready condition' }),
+      dl([
+        ['Status', readyBadge(c)],
+        ['Reason', c.reason],
+        ['Message', c.message ? el('span', { class: 'message', text: c.message }) : ''],
+        ['Last transition', validTime(c.lastTransitionTime) ? timeEl(c.lastTransitionTime) : ''],
+        ['Next retry', validTime(u.nextRetryAt) ? at(u.nextRetryAt) : ''],
+      ]));
+    if (unitFailing(u)) {
+      cond.append(el('p', { text: 'Its objects are kept exactly as last applied (not changed, not deleted) until it renders again.' }));
+      const errs = unitErrors(u, false);
+      if (errs) cond.append(el('p', { class: 'held-label', text: 'Errors:' }), errs);
+    }
+    body.push(cond);
+    const deps = (u.dependsOn || []).map((d) => {
+      const parts = d.split('/');
+      return el('li', null, parts.length === 3 ? el('a', { href: '#unit/' + parts.map(encodeURIComponent).join('/'), text: d }) : el('code', { text: d }));
+    });
+    const parentParts = (u.parent || '').split('/');
+    body.push(el('section', { class: 'card', 'aria-labelledby': 'h-unitprops' }, el('h3', { id: 'h-unitprops', text: 'Unit' }),
+      dl([
+        ['Kind', u.kind],
+        ['Source file', u.file ? el('code', { text: u.file + (u.line > 0 ? ':' + u.line : '') }) : ''],
+        ['Declared by', u.parent ? (parentParts.length === 3 ? el('a', { href: '#unit/' + parentParts.map(encodeURIComponent).join('/'), text: u.parent }) : u.parent) : ''],
+        ['Depends on', deps.length ? el('ul', { class: 'deps' }, ...deps) : ''],
+        ['Last applied revision', u.lastAppliedRevision ? el('code', { title: u.lastAppliedRevision, text: u.lastAppliedRevision }) : 'never'],
+        ['Applied', validTime(u.appliedAt) ? timeEl(u.appliedAt) : ''],
+        ['Last attempted revision', u.lastAttemptedRevision ? el('code', { title: u.lastAttemptedRevision, text: u.lastAttemptedRevision }) : ''],
+        ['Wait for Ready', u.wait ? 'yes' : ''],
+        ['Suspended', u.suspended ? 'yes' : ''],
+        ['Ignored', u.ignored ? 'yes: the release renders no ASO object' : ''],
+        ['Updated', validTime(u.updatedAt) ? timeEl(u.updatedAt) : ''],
+      ])));
+    const rs = u.resources || [];
+    const sec = el('section', { class: 'card wide', 'aria-labelledby': 'h-unitres' },
+      el('h3', { id: 'h-unitres', text: 'Resources (' + rs.length + ')' }));
+    if (!rs.length) {
+      sec.append(el('p', { class: 'muted', text: 'gitaso manages no resource of this unit.' }));
+    } else {
+      sec.append(el('div', { class: 'tablewrap' }, el('table', { class: 'grid small', id: 'unit-resources' },
+        el('caption', { class: 'sr-only', text: 'Resources this unit rendered' }),
+        el('thead', null, el('tr', null, ...['Namespace', 'Kind', 'Name', 'Ready', 'ARM ID', 'Revision', 'Updated'].map((h) => el('th', { scope: 'col', text: h })))),
+        el('tbody', null, ...rs.map(resourceRow)))));
+    }
+    body.push(sec);
+    $('unit-body').replaceChildren(...body);
   }
 
   // ---- held revision banner ---------------------------------------------
@@ -1697,6 +1990,8 @@
     if (route.view === 'run') jobs.push(loadRun());
     if (route.view === 'graph') jobs.push(loadGraph());
     if (route.view === 'plan') jobs.push(loadPlan());
+    if (route.view === 'unit') jobs.push(loadUnit());
+    jobs.push(loadUnits());
     await Promise.all(jobs);
     renderHealth(await loadStatus());
     const runs = await loadLastRuns();
