@@ -160,8 +160,8 @@ func acRepo(t *testing.T) string {
 // Configuration store: the no-label values, then the prod label's over them, a Key Vault reference resolved and
 // recorded as secret (the object's Secrets name the vault), a feature flag skipped; the store's content is an
 // external of the revision. Before gitaso's identity has App Configuration Data Reader, and then Key Vault
-// Secrets User, the render fails with an error naming the store, the substituteFrom and the Kustomization's file,
-// one that lies outside the commit (source.ErrUnavailable).
+// Secrets User, the Kustomization fails alone (ArtifactFailed, retried without a commit) with an error naming the
+// store, the substituteFrom and the Kustomization's file, one that lies outside the commit (source.ErrUnavailable).
 func TestAppConfigSubstituteFrom(t *testing.T) {
 	f := newACFixture(t)
 	root := acRepo(t)
@@ -171,18 +171,21 @@ func TestAppConfigSubstituteFrom(t *testing.T) {
 		t.Helper()
 		return fluxFetch(t, root, "clusters/snd", Options{Strict: true, AppConfig: ac})
 	}
-	_, err := render()
+	const unit = "Kustomization/flux-system/platform"
+	snap, err := render()
+	u, err := failedUnit(t, snap, err, unit, manifest.ReasonArtifactFailed)
 	for _, want := range []string{"clusters/snd/platform.yaml", "substitute-from ConfigMap/flux-system/platform-vars", "https://platform-cfg.azconfig.io", "403", "keyValues/read", "Flux Kustomization flux-system/platform"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("without a role on the store: error %v, want it to name %q", err, want)
+			t.Fatalf("without a role on the store: unit error %v, want it to name %q", err, want)
 		}
 	}
-	if !errors.Is(err, source.ErrUnavailable) {
-		t.Errorf("a store that refuses is not source.ErrUnavailable: %v", err)
+	if !errors.Is(err, source.ErrUnavailable) || !u.Retry {
+		t.Errorf("a store that refuses is not source.ErrUnavailable, retried without a commit (retry %v): %v", u.Retry, err)
 	}
 
 	f.grant(t, "App Configuration Data Reader", f.storeID)
-	_, err = render()
+	snap, err = render()
+	_, err = failedUnit(t, snap, err, unit, manifest.ReasonArtifactFailed)
 	for _, want := range []string{"DB_PASSWORD", "Key Vault reference", "403", "secrets/getSecret/action", "https://platform-cfg.azconfig.io"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("without a role on the vault: error %v, want it to name %q", err, want)
@@ -190,7 +193,7 @@ func TestAppConfigSubstituteFrom(t *testing.T) {
 	}
 
 	f.grant(t, "Key Vault Secrets User", f.vaultID)
-	snap, err := render()
+	snap, err = render()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,14 +255,16 @@ func TestAppConfigSubstituteFrom(t *testing.T) {
 
 	// A key that is no variable name (without trim=) names the store and the key.
 	ac = f.appConfig(t, nil, `flux-system/platform-vars=https://platform-cfg.azconfig.io?label=prod`)
-	_, err = fluxFetch(t, root, "clusters/snd", Options{Strict: true, AppConfig: ac})
+	snap, err = fluxFetch(t, root, "clusters/snd", Options{Strict: true, AppConfig: ac})
+	_, err = failedUnit(t, snap, err, unit, manifest.ReasonArtifactFailed)
 	if err == nil || !strings.Contains(err.Error(), `key "teams/a:NAME"`) || !strings.Contains(err.Error(), "platform-cfg.azconfig.io") {
 		t.Errorf("an invalid variable name: %v", err)
 	}
 }
 
-// TestAppConfigUnreachable: a store that does not answer fails the render with an error naming the store and the
-// substituteFrom, which the loop retries (source.ErrUnavailable), not a refusal of the commit.
+// TestAppConfigUnreachable: a store that does not answer fails the Kustomization that reads it (ArtifactFailed)
+// with an error naming the store and the substituteFrom, which the loop retries (source.ErrUnavailable), not a
+// refusal of the commit.
 func TestAppConfigUnreachable(t *testing.T) {
 	f := newACFixture(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -278,7 +283,8 @@ func TestAppConfigUnreachable(t *testing.T) {
 		return dial(ctx, network, addr)
 	}
 	ac := f.appConfig(t, &http.Client{Transport: tr}, "flux-system/platform-vars=https://platform-cfg.azconfig.io")
-	_, err = fluxFetch(t, acRepo(t), "clusters/snd", Options{AppConfig: ac})
+	snap, err := fluxFetch(t, acRepo(t), "clusters/snd", Options{AppConfig: ac})
+	_, err = failedUnit(t, snap, err, "Kustomization/flux-system/platform", manifest.ReasonArtifactFailed)
 	for _, want := range []string{"clusters/snd/platform.yaml", "substitute-from ConfigMap/flux-system/platform-vars", "App Configuration store https://platform-cfg.azconfig.io", "connection refused"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("an unreachable store: error %v, want it to name %q", err, want)
