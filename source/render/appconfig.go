@@ -46,9 +46,10 @@ import (
 //
 // The store is read in place of the repository and the cluster: a ConfigMap of the same name in the files is not
 // read. A store that cannot be read (unreachable, 401/403, a Key Vault reference that does not resolve, a key that
-// is no variable name) is an error naming the store and the substituteFrom; it lies outside the commit, so the
-// revision is not refused: it waits (source.ErrUnavailable) and is rendered again at the next poll, when a role
-// assignment or a fixed key-value may have made it readable.
+// is no variable name) is an error naming the store and the substituteFrom; it lies outside the commit
+// (source.ErrUnavailable), so nothing is refused for it: the Flux Kustomization reading the store fails alone
+// (ArtifactFailed) and is rendered again without a new commit, when a role assignment or a fixed key-value may have
+// made the store readable; through --substitute-from without Flux, the revision waits for the next poll.
 
 // DefaultAppConfigDNSSuffix is App Configuration's DNS suffix in Azure's public cloud.
 const DefaultAppConfigDNSSuffix = "azconfig.io"
