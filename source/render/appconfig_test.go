@@ -3,8 +3,10 @@ package render
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -292,5 +294,27 @@ func TestAppConfigUnreachable(t *testing.T) {
 	}
 	if !errors.Is(err, source.ErrUnavailable) {
 		t.Errorf("an unreachable store is not source.ErrUnavailable: %v", err)
+	}
+}
+
+// TestAppConfigPages: a store answering in several pages (the emulator's pages hold emulator.AppConfigPageSize
+// items) is read to its last page through the Link headers.
+func TestAppConfigPages(t *testing.T) {
+	f := newACFixture(t)
+	f.grant(t, "App Configuration Data Reader", f.storeID)
+	n := 2*emulator.AppConfigPageSize + 7
+	for i := range n {
+		if err := f.env.Emu.PutAppConfigKeyValue("platform-cfg", emulator.AppConfigKeyValue{Key: fmt.Sprintf("BULK_%04d", i), Label: "bulk", Value: strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ac := f.appConfig(t, nil, "flux-system/platform-vars=https://platform-cfg.azconfig.io?label=bulk&key=BULK_*")
+	src, _ := ac.source(Ref{Namespace: "flux-system", Name: "platform-vars"})
+	sv, err := ac.read(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sv.vars) != n || sv.vars["BULK_0000"] != "0" || sv.vars[fmt.Sprintf("BULK_%04d", n-1)] != strconv.Itoa(n-1) || len(sv.secret) != 0 {
+		t.Errorf("read %d variables (first %q, last %q), want %d", len(sv.vars), sv.vars["BULK_0000"], sv.vars[fmt.Sprintf("BULK_%04d", n-1)], n)
 	}
 }
