@@ -64,8 +64,7 @@ var _ = func() bool {
 
 func init() {
 	typeDefaults[appConfigTypeKey] = append(typeDefaults[appConfigTypeKey],
-		fieldDefault{"properties.endpoint", "https://{name}." + AppConfigDNSSuffix},
-		fieldDefault{"properties.provisioningState", "Succeeded"})
+		fieldDefault{"properties.endpoint", "https://{name}." + AppConfigDNSSuffix})
 }
 
 // AppConfigKeyValue is a key-value of a store (PutAppConfigKeyValue).
