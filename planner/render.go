@@ -173,6 +173,8 @@ func externalLine(e manifest.External) string {
 		return ""
 	case strings.HasPrefix(e.Kind, "Exported"):
 		return "substitute-from " + strings.TrimPrefix(e.Kind, "Exported") + " " + e.User + " (not in the repository: an export or the cluster)"
+	case e.Kind == "AppConfiguration":
+		return "substitute-from " + e.User + " (not in the repository: App Configuration " + e.Name + ")"
 	}
 	return fmt.Sprintf("chart %s@%s for HelmRelease %s (%s)", e.Name, e.Version, e.User, e.Digest)
 }

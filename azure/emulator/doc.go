@@ -66,6 +66,13 @@
 // list), and a PUT of the parent makes its children exactly the ones its body lists. /resources and Resource Graph list tracked
 // resources only (not subnets, rules or other proxy children).
 //
+// Data planes served under Azure's own host names by the emulator's HTTPS server (its certificate names them; a
+// client dials the emulator for them with KeyVaultHTTPClient or through StartLoginProxy): Key Vault's keys
+// (keyvault_keys.go) and secrets (keyvault_secrets.go, PutKeyVaultSecret) at {vault}.vault.azure.net, and App
+// Configuration's key-values at {store}.azconfig.io (appconfig.go: GET /kv with the key= and label= filters and
+// Link paging, GET and PUT /kv/{key}, PutAppConfigKeyValue; Entra tokens for https://azconfig.io, App
+// Configuration Data Reader/Owner). The vault or store is created through ARM; their data live in memory only.
+//
 // The behaviour ASO's per-kind hooks guard against (hooks*.go): an AKS cluster or agent pool whose provisioningState
 // is not terminal refuses writes to itself and its pools (409 OperationNotAllowed), as do a PostgreSQL flexible
 // server whose state is not Ready (409 ServerIsBusy, OperationNotAllowed when Stopped) for itself, its databases and

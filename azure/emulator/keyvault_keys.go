@@ -108,8 +108,9 @@ func (e *Emulator) KeyVaultURL(name string) string {
 }
 
 // KeyVaultHTTPClient returns an HTTP client that trusts the emulator's CA and dials the emulator for every host
-// under KeyVaultDNSSuffix (and for the emulator's own address), so that vault URLs as Azure writes them reach the
-// emulator's Key Vault data plane. Other hosts are dialled as usual.
+// under KeyVaultDNSSuffix and AppConfigDNSSuffix (and for the emulator's own address), so that vault and store URLs
+// as Azure writes them reach the emulator's Key Vault and App Configuration data planes. Other hosts are dialled as
+// usual.
 func (e *Emulator) KeyVaultHTTPClient() *http.Client {
 	target := e.ln.Addr().String()
 	d := &net.Dialer{Timeout: 10 * time.Second}
@@ -118,7 +119,7 @@ func (e *Emulator) KeyVaultHTTPClient() *http.Client {
 		ForceAttemptHTTP2: true,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			host, _, err := net.SplitHostPort(addr)
-			if err == nil && isVaultHost(host) {
+			if err == nil && (isVaultHost(host) || isAppConfigHost(host)) {
 				addr = target
 			}
 			return d.DialContext(ctx, network, addr)
@@ -170,6 +171,10 @@ func (e *Emulator) serveKeyVaultData(w http.ResponseWriter, r *http.Request, inf
 		return
 	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if len(parts) >= 2 && parts[0] == "secrets" { // keyvault_secrets.go
+		e.serveKeyVaultSecrets(w, r, claims, vault, vbody, parts, info)
+		return
+	}
 	if len(parts) < 2 || parts[0] != "keys" || parts[1] == "" {
 		kvError(w, http.StatusNotFound, "NotFound", "The requested resource or operation is not supported: "+r.URL.Path)
 		return
@@ -393,6 +398,11 @@ func (e *Emulator) findVault(name string) (*resource, map[string]any) {
 // kvAllowed checks the caller's right to a data action on the vault: RBAC data actions when the vault uses RBAC,
 // its access policies otherwise (perm is the access policy's key permission). It writes Key Vault's 403.
 func (e *Emulator) kvAllowed(w http.ResponseWriter, c *accessClaims, vault *resource, body map[string]any, action, perm string, info *reqInfo) bool {
+	return e.kvAllowedOn(w, c, vault, body, "keys", action, perm, info)
+}
+
+// kvAllowedOn is kvAllowed for the vault's keys or secrets (kind, the access policy's permission list).
+func (e *Emulator) kvAllowedOn(w http.ResponseWriter, c *accessClaims, vault *resource, body map[string]any, kind, action, perm string, info *reqInfo) bool {
 	rbac, _ := getPath(body, "properties", "enableRbacAuthorization")
 	caller := fmt.Sprintf("appid=%s;oid=%s", c.AppID, c.Oid)
 	if rbac == true {
@@ -415,7 +425,7 @@ func (e *Emulator) kvAllowed(w http.ResponseWriter, c *accessClaims, vault *reso
 		if oid, _ := pm["objectId"].(string); !strings.EqualFold(oid, c.Oid) {
 			continue
 		}
-		keys, _ := getPath(pm, "permissions", "keys")
+		keys, _ := getPath(pm, "permissions", kind)
 		kl, _ := keys.([]any)
 		for _, k := range kl {
 			if s, _ := k.(string); strings.EqualFold(s, perm) || strings.EqualFold(s, "all") {
@@ -426,7 +436,7 @@ func (e *Emulator) kvAllowed(w http.ResponseWriter, c *accessClaims, vault *reso
 	info.code = "ForbiddenByPolicy"
 	writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]any{
 		"code":       "Forbidden",
-		"message":    fmt.Sprintf("The user, group or application '%s' does not have keys %s permission on key vault '%s;location=%s'. For help resolving this issue, please see https://go.microsoft.com/fwlink/?linkid=2125287", caller, strings.ToLower(perm), vault.Name, normalizeRegion(vault.Location)),
+		"message":    fmt.Sprintf("The user, group or application '%s' does not have %s %s permission on key vault '%s;location=%s'. For help resolving this issue, please see https://go.microsoft.com/fwlink/?linkid=2125287", caller, kind, strings.ToLower(perm), vault.Name, normalizeRegion(vault.Location)),
 		"innererror": map[string]any{"code": "ForbiddenByPolicy"},
 	}})
 	return false

@@ -85,7 +85,8 @@ func proxyAllowed(hostport, self string) bool {
 	}
 	// Key Vault's data plane ({vault}.vault.azure.net), which the emulator
 	// serves too: SOPS files with Key Vault keys open through the proxy.
-	return isVaultHost(host)
+	// and App Configuration's ({store}.azconfig.io).
+	return isVaultHost(host) || isAppConfigHost(host)
 }
 
 // tunnel answers 200 to a CONNECT and copies bytes between the client and the emulator's listener.

@@ -174,7 +174,7 @@ func (e *Emulator) initFresh() error {
 }
 
 func (e *Emulator) listen() error {
-	cert, err := e.ca.serverCert(append(append(append(hostOf(e.opts.addr), e.opts.hostnames...), entraPublicHosts...), keyVaultCertHosts...))
+	cert, err := e.ca.serverCert(append(append(append(hostOf(e.opts.addr), e.opts.hostnames...), entraPublicHosts...), append(keyVaultCertHosts, "*."+AppConfigDNSSuffix)...))
 	if err != nil {
 		return err
 	}
@@ -395,6 +395,8 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case isVaultHost(r.Host): // keyvault_keys.go
 		e.serveKeyVaultData(rec, r, info)
+	case isAppConfigHost(r.Host): // appconfig.go
+		e.serveAppConfigData(rec, r, info)
 	case strings.EqualFold(first, "subscriptions") || strings.EqualFold(first, "providers"):
 		e.serveARM(rec, r, info)
 	case isMetadataPath(path): // metadata.go

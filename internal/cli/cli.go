@@ -69,6 +69,7 @@ type settings struct {
 	kustomize, substituteStrict, flux bool
 	kustomizeDirs, substitute         []string
 	substituteFrom                    []string
+	appConfig                         []string // --app-config (appconfig.go)
 	sopsAgeKeyFile                    string
 	sopsPGPKeys                       string        // --sops-pgp-keys
 	offline                           bool          // the command reaches no Azure endpoint (plan --offline)
@@ -99,6 +100,7 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	// Arrays, not slices: a value may hold commas (NS/NAME,optional; X=a,b).
 	fs.StringArrayVar(&s.substitute, "substitute", nil, "Flux post-build substitution variable NAME=VALUE (repeatable; wins over --substitute-from)")
 	fs.StringArrayVar(&s.substituteFrom, "substitute-from", nil, "take ${VAR} values from a ConfigMap or Secret in the repository: [ConfigMap/|Secret/]NAMESPACE/NAME[,optional] (repeatable, later wins)")
+	s.registerAppConfig(fs) // appconfig.go
 	fs.BoolVar(&s.substituteStrict, "substitute-strict", false, "a ${VAR} with no value and no default is an error (Flux's strict substitution)")
 	fs.StringVar(&s.sopsPGPKeys, "sops-pgp-keys", "", "PGP private keys (armored or binary, no passphrase) that decrypt SOPS-encrypted manifests: a file, or a directory of *.asc files as Flux's sops-gpg Secret holds; no gpg binary is used")
 	fs.StringVar(&s.sopsAgeKeyFile, "sops-age-key-file", "", "age identities file that decrypts SOPS-encrypted manifests, as Flux's sops decryption (default $SOPS_AGE_KEY_FILE)")
@@ -353,6 +355,9 @@ func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 		o.AgeIdentities = ids
 	}
 	if err := s.sopsKeys(&o); err != nil { // sops_keys.go
+		return nil, err
+	}
+	if err := s.appConfigStores(&o); err != nil { // appconfig.go
 		return nil, err
 	}
 	return render.New(o)

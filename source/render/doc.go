@@ -73,6 +73,13 @@
 // is masked too (never shown where it should not be), so a short or common
 // secret value masks more than its own field.
 //
+// A ConfigMap or Secret that Options.AppConfig maps to an Azure App
+// Configuration store is read from the store, in place of the repository,
+// the exports and the cluster (appconfig.go, docs/appconfig.md): its
+// key-values are variables, its Key Vault references are resolved and
+// secret like a Secret's values, and what it read is an external of the
+// revision (a changed key-value is a new revision).
+//
 // Differences from Flux: Flux substitutes each object after serialising it
 // (JSON to YAML, keys sorted, comments dropped, quotes as the serialiser
 // chooses); gitaso substitutes the document as written for files outside

@@ -201,6 +201,7 @@ func (r *Renderer) fluxHint(files []source.File) {
 // fluxWalk holds the state of one Flux render.
 type fluxWalk struct {
 	exported ExportedData            // the exports substituteFrom may read (Options.Exported, reported)
+	stores   storeLookup             // the App Configuration stores substituteFrom may read (Options.AppConfig, reported)
 	reporter func(manifest.External) // hears of pending substituteFrom sources (RenderSources); nil: they are errors
 	mounted  map[string]bool         // other repositories mounted (GitRepository namespace/name)
 	r        *Renderer
@@ -332,7 +333,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	w := &fluxWalk{exported: r.exportedFor(ctx), reporter: externalReporter(ctx), r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
+	w := &fluxWalk{exported: r.exportedFor(ctx), stores: r.storesFor(ctx), reporter: externalReporter(ctx), r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
 		done: map[string]bool{}, out: map[string][]string{}, kunits: map[string]*kunit{}}
 	bad := map[string]*diag.Error{}
 	for _, e := range decErrs {
@@ -752,7 +753,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 			inline[n] = v
 		}
 		var pending []Ref
-		vs, sec, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline, w.exported, w.pendingOut(&pending))
+		vs, sec, es := loadVars(refs, append(slices.Clone(w.built), w.raw...), inline, w.exported, w.pendingOut(&pending), w.stores)
 		for _, p := range pending {
 			w.report(pendingExternal(p, "Flux Kustomization "+k.id+" ("+k.obj.File+")"))
 		}

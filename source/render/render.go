@@ -52,6 +52,10 @@ type Options struct {
 	// export (operatorSpec), for SubstituteFrom and Flux's substituteFrom
 	// naming one the repository does not hold. Nil: repository only.
 	Exported ExportedData
+	// AppConfig reads the ConfigMaps and Secrets it maps to Azure App
+	// Configuration stores from those stores, for SubstituteFrom and Flux's
+	// substituteFrom (see appconfig.go). Nil: none.
+	AppConfig *AppConfig
 	// Strict makes an unset variable without a default an error (Flux
 	// --feature-gates=StrictPostBuildSubstitutions). Otherwise it becomes "".
 	Strict bool
@@ -367,7 +371,7 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 	if report == nil {
 		pendingOut = nil // nobody would hear of it: a missing source stays an error
 	}
-	vars, secret, es := loadVars(r.opts.SubstituteFrom, cands, r.vars, r.exportedFor(ctx), pendingOut)
+	vars, secret, es := loadVars(r.opts.SubstituteFrom, cands, r.vars, r.exportedFor(ctx), pendingOut, r.storesFor(ctx))
 	errs = append(errs, es...)
 	for _, p := range pending {
 		report(pendingExternal(p, "--substitute-from"))

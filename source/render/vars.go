@@ -129,9 +129,23 @@ func missingSource(r Ref, exports bool) *diag.Error {
 // secret maps each variable whose value came from a Secret (of the
 // repository, decrypted or not, exported, or read from the cluster) to
 // "Secret namespace/name"; an inline variable overriding one is not.
-func loadVars(refs []Ref, docs []candidate, inline Vars, exported ExportedData, pending *[]Ref) (vars Vars, secret map[string]string, errs diag.List) {
+//
+// A ref that stores (not nil) maps to an App Configuration store is read
+// from the store only (appconfig.go), its Key Vault references secret.
+func loadVars(refs []Ref, docs []candidate, inline Vars, exported ExportedData, pending *[]Ref, stores storeLookup) (vars Vars, secret map[string]string, errs diag.List) {
 	vars, secret = Vars{}, map[string]string{}
 	for _, r := range refs {
+		if sv, ok, err := stores.lookup(r); ok { // appconfig.go: a store stands for the object
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for _, k := range sortedKeys(sv.vars) {
+				vars[k] = sv.vars[k]
+				setSecretFrom(secret, k, sv.secret[k])
+			}
+			continue
+		}
 		var found []manifest.Object
 		for _, d := range docs {
 			if !strings.Contains(d.text, r.Name) || !(strings.Contains(d.text, "ConfigMap") || strings.Contains(d.text, "Secret")) {
