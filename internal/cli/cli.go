@@ -78,6 +78,7 @@ type settings struct {
 	helmAPIVersions                   []string      // --helm-api-versions
 	chartCache                        string        // --chart-cache
 	chartsOffline                     bool          // --charts-offline
+	skipReleases                      []string      // --skip-release
 	persistCharts                     bool          // serve, apply: charts cached beside the state by default
 	maxDeletions                      int
 	maxDeletionFraction               float64
@@ -299,7 +300,18 @@ func (s *settings) readPath() string {
 func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log, Limits: s.sourceLimits,
 		Flux: s.flux, FluxPath: s.path, RepositoryURL: s.repo,
-		KubeVersion: s.helmKubeVersion, HelmAPIVersions: s.helmAPIVersions, Exported: s.exports.lookup}
+		KubeVersion: s.helmKubeVersion, HelmAPIVersions: s.helmAPIVersions, Exported: s.exports.lookup, SkipReleases: s.skipReleases}
+	if s.flux {
+		// Releases that render no ASO object are remembered beside the
+		// chart cache (none without one: plan and validate keep nothing).
+		dir, err := s.chartCacheDir()
+		if err != nil {
+			return nil, err
+		}
+		if dir != "" {
+			o.ReleaseMemory = filepath.Join(dir, "releases-without-aso.json")
+		}
+	}
 	if len(s.substitute) > 0 || len(s.substituteFrom) > 0 || s.substituteStrict {
 		o.Substitute = true
 	}

@@ -216,6 +216,9 @@ type helmRelease struct {
 	uses    []ChartUse
 	errs    diag.List
 	version string // chart@version
+	// ignored says why the release is counted and left out: it renders
+	// no ASO object, or is skipped (helm_ignore.go); "" when it is not.
+	ignored string
 }
 
 func (h *helmRelease) err(field string, cause error, format string, args ...any) *diag.Error {
@@ -434,7 +437,10 @@ func findReleases(fi int, f source.File, docs []document) []*helmRelease {
 //     v2beta's patchesStrategicMerge and patchesJson6902) and images run
 //     over the objects with kustomize, in order; then Flux's origin labels
 //     (helm.toolkit.fluxcd.io/name and namespace) and spec.commonMetadata.
-//     Objects of kinds gitaso does not apply are reported as ignored.
+//     Objects of kinds gitaso does not apply are reported as ignored; a
+//     release that renders no ASO kind at all is counted and left out,
+//     remembered by its chart's digest and values, and a release can be
+//     skipped without a fetch (helm_ignore.go).
 //   - Provenance: every object carries gitaso.io/helm-release
 //     (namespace/name), gitaso.io/helm-chart (chart@version),
 //     gitaso.io/helm-template (chart/templates/x.yaml) and, when the
@@ -554,6 +560,12 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 			if report, ok := ctx.Value(chartUsesKey{}).(func(ChartUse)); ok {
 				report(u)
 			}
+		}
+	}
+	if names := ignoredNames(releases); len(names) > 0 {
+		// Logged when the list changes, not on every render of a revision.
+		if key := strings.Join(names, "\n"); w.r.ignoredLogged.Swap(key) != key {
+			w.r.logger.Info("HelmReleases ignored: they render no ASO object or are skipped", "count", len(names), "releases", names)
 		}
 	}
 	if len(limits) > 0 {

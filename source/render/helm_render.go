@@ -69,18 +69,34 @@ func (run *helmRun) release(ctx context.Context, h *helmRelease) {
 			h.errs = append(h.errs, h.err("spec.chart", ErrHelmRender, "HelmRelease %s: helm panicked: %v", h.id, p))
 		}
 	}()
-	r, err := run.chart(ctx, h)
-	if err != nil {
-		h.errs = append(h.errs, diag.AsList(err)...)
+	if why := run.w.skipped(h); why != "" {
+		h.ignored = why // neither fetched nor rendered (helm_ignore.go)
 		return
 	}
-	h.uses = r.uses
 	vals, derr := run.values(h)
 	if derr != nil {
 		h.errs = append(h.errs, derr)
 		return
 	}
+	vh := hashJSON(vals)
+	r, err := run.chart(ctx, h)
+	if err != nil {
+		if why, ok := run.ignoredUnavailable(h, err, vh); ok {
+			h.ignored = why
+			return
+		}
+		h.errs = append(h.errs, diag.AsList(err)...)
+		return
+	}
+	h.uses = r.uses
+	if digest, name := chartDigest(r.uses); run.w.r.memory.noASO(digest, vh) {
+		h.ignored = "renders no ASO object (chart " + name + ", remembered by its digest)"
+		return
+	}
 	h.docs, h.errs = run.render(ctx, h, r, vals)
+	if len(h.errs) == 0 {
+		run.noteRendered(h, vh)
+	}
 }
 
 // values composes a release's values as helm-controller does: the
