@@ -57,6 +57,7 @@ type settings struct {
 	ref                               string           // a full Git reference instead of --branch (autoplan: a pull request)
 	repo, branch, path, dir, cacheDir string
 	gitUser, gitPasswordFile, gitCA   string
+	gitSSHKey, gitKnownHosts          string // --git-ssh-key, --git-known-hosts
 	gitTimeout                        time.Duration // --git-timeout
 	stateFile                         string
 	cloudConfig, credentialsDir       string
@@ -94,6 +95,8 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringVar(&s.gitUser, "git-username", "", "username for HTTPS Git")
 	fs.StringVar(&s.gitPasswordFile, "git-password-file", "", "file holding the HTTPS Git password or token")
 	fs.StringVar(&s.gitCA, "git-ca-file", "", "PEM file of extra CAs to trust for HTTPS Git")
+	fs.StringVar(&s.gitSSHKey, "git-ssh-key", "", "private key `FILE` for an SSH --repo (ssh://git@host/repo or git@host:repo); its passphrase, if any, in GITASO_GIT_SSH_PASSPHRASE")
+	fs.StringVar(&s.gitKnownHosts, "git-known-hosts", "", "known_hosts `FILE` holding the SSH --repo server's host key (required: a host is never trusted on first use)")
 	durationFlag(fs, &s.gitTimeout, "git-timeout", source.DefaultTimeout, "deadline of each exchange with the Git server (a fetch, a listing of its branches): a server that has not answered by then fails the poll, which counts as a source failure (GET /api/v1/status, gitaso_source_consecutive_failures); 0 or less: none")
 	fs.BoolVar(&s.kustomize, "kustomize", true, "build directories holding a kustomization.yaml in memory (remote bases are refused)")
 	fs.BoolVar(&s.flux, "flux", false, "follow the Flux Kustomization objects (kustomize.toolkit.fluxcd.io) found under --path as kustomize-controller does: build each one's spec.path (relative to the repository root, so the whole repository is read) with its patches, targetNamespace and postBuild substitution")
@@ -270,6 +273,24 @@ func (s *settings) source(log *slog.Logger) (source.Source, error) {
 				return nil, fmt.Errorf("read --git-ca-file: %w", err)
 			}
 			opts.CABundle = b
+		}
+		if source.IsSSHURL(s.repo) {
+			key := &source.SSHKey{Passphrase: os.Getenv("GITASO_GIT_SSH_PASSPHRASE")}
+			if s.gitSSHKey != "" {
+				b, err := os.ReadFile(s.gitSSHKey)
+				if err != nil {
+					return nil, fmt.Errorf("read --git-ssh-key: %w", err)
+				}
+				key.Identity = b
+			}
+			if s.gitKnownHosts != "" {
+				b, err := os.ReadFile(s.gitKnownHosts)
+				if err != nil {
+					return nil, fmt.Errorf("read --git-known-hosts: %w", err)
+				}
+				key.KnownHosts = string(b)
+			}
+			opts.SSH = key
 		}
 		return source.NewGit(opts)
 	}
