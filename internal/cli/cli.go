@@ -57,7 +57,7 @@ type settings struct {
 	ref                               string           // a full Git reference instead of --branch (autoplan: a pull request)
 	repo, branch, path, dir, cacheDir string
 	gitUser, gitPasswordFile, gitCA   string
-	gitSSHKey, gitKnownHosts          string // --git-ssh-key, --git-known-hosts
+	gitSSHKey, gitKnownHosts          string        // --git-ssh-key, --git-known-hosts
 	gitTimeout                        time.Duration // --git-timeout
 	stateFile                         string
 	cloudConfig, credentialsDir       string
