@@ -52,6 +52,7 @@ type settings struct {
 	// stateCreated: openState made the state file (it did not exist).
 	stateCreated                      bool
 	exports                           stateExports     // exported values for substituteFrom (see stateExports)
+	lookups                           reconcile.Lookup // Helm's lookup of ASO objects (DB and Get set once open)
 	kube                              clusterSettings  // --kubeconfig, --in-cluster (cluster.go)
 	autoplan                          autoplanSettings // serve --autoplan (autoplan.go)
 	ref                               string           // a full Git reference instead of --branch (autoplan: a pull request)
@@ -321,7 +322,8 @@ func (s *settings) readPath() string {
 func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log, Limits: s.sourceLimits,
 		Flux: s.flux, FluxPath: s.path, RepositoryURL: s.repo,
-		KubeVersion: s.helmKubeVersion, HelmAPIVersions: s.helmAPIVersions, Exported: s.exports.lookup, SkipReleases: s.skipReleases}
+		KubeVersion: s.helmKubeVersion, HelmAPIVersions: s.helmAPIVersions, Exported: s.exports.lookup, SkipReleases: s.skipReleases,
+		Lookup: s.lookups.Func}
 	if s.flux {
 		// Releases that render no ASO object are remembered beside the
 		// chart cache (none without one: plan and validate keep nothing).
@@ -587,6 +589,17 @@ func (s *settings) openState(e *env, opts ...state.Option) error {
 			"state", s.stateFile, "detail", rep.MetaFallback)
 	}
 	s.exports.db = e.db
+	s.lookups.DB = e.db
+	if e.clients != nil && e.cfg.Global != nil {
+		clients, cred := e.clients, e.cfg.Global
+		s.lookups.Get = func(ctx context.Context, id, apiVersion string) ([]byte, error) {
+			c, err := clients.For(cred)
+			if err != nil {
+				return nil, err
+			}
+			return c.Get(ctx, id, apiVersion)
+		}
+	}
 	return s.wireExports(e) // cluster.go
 }
 

@@ -219,6 +219,9 @@ type helmRelease struct {
 	// ignored says why the release is counted and left out: it renders
 	// no ASO object, or is skipped (helm_ignore.go); "" when it is not.
 	ignored string
+	// lookupWait: waiting is a lookup of an object not applied yet; the
+	// release is rendered again once it is (helm_lookup.go).
+	lookupWait bool
 }
 
 func (h *helmRelease) err(field string, cause error, format string, args ...any) *diag.Error {
@@ -425,8 +428,12 @@ func findReleases(fi int, f source.File, docs []document) []*helmRelease {
 //     whatever was applied before; a template that branches on IsUpgrade
 //     renders as for an install. .Capabilities are Helm's defaults with
 //     Options.KubeVersion (DefaultKubeVersion) and Options.HelmAPIVersions.
-//     lookup returns an empty map, as in "helm template" (a label taking
-//     its value from it is then empty: the parser makes that "").
+//     lookup is Options.Lookup (helm_lookup.go): gitaso's reconciler
+//     answers an ASO object it manages with its status as ASO writes it
+//     (reconcile.Lookup); one not applied yet makes the release wait
+//     (DependencyNotReady, rendered again once it exists, in the same
+//     run's next phase). Without Options.Lookup, and for other kinds, an
+//     empty map, as in "helm template".
 //   - Output: NOTES.txt is dropped, and so are CRDs (crds/, which Helm
 //     installs apart from the release; gitaso applies ASO kinds only).
 //     Hooks: pre/post-install and pre/post-upgrade hooks become ordinary
@@ -533,8 +540,8 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 		}
 		// What a level rendered is there for the valuesFrom of the next.
 		for _, h := range todo {
-			if len(h.errs) > 0 {
-				h.docs = nil // a release that failed renders nothing
+			if len(h.errs) > 0 || h.waiting != "" {
+				h.docs = nil // a release that failed (or waits on a lookup) renders nothing
 				continue
 			}
 			deps.rendered[h] = true

@@ -94,7 +94,7 @@ func (run *helmRun) release(ctx context.Context, h *helmRelease) {
 		return
 	}
 	h.docs, h.errs = run.render(ctx, h, r, vals)
-	if len(h.errs) == 0 {
+	if len(h.errs) == 0 && h.waiting == "" {
 		run.noteRendered(h, vh)
 	}
 }
@@ -226,7 +226,13 @@ func (run *helmRun) render(ctx context.Context, h *helmRelease, r *resolved, val
 	lim := run.w.lim
 	budget := budgetOf(ctx, lim)
 	budget.starting(h.obj.File, "HelmRelease "+h.id)
-	files, err := helmtpl.Render(ctx, c, rv, helmtpl.Budget{MaxOutput: lim.MaxFileSize, MaxBytes: lim.MaxHelmBytes, MaxSteps: lim.MaxHelmSteps})
+	var afterApply error // a lookup of an object not applied yet (helm_lookup.go)
+	files, err := helmtpl.Render(ctx, c, rv, helmtpl.Budget{MaxOutput: lim.MaxFileSize, MaxBytes: lim.MaxHelmBytes, MaxSteps: lim.MaxHelmSteps,
+		Lookup: run.w.lookup(ctx, &afterApply)})
+	if afterApply != nil {
+		h.waiting, h.lookupWait = afterApply.Error(), true
+		return nil, nil
+	}
 	if be := (*helmtpl.BoundError)(nil); errors.As(err, &be) {
 		return fail(r.field, boundError(ctx, be, lim), "")
 	}

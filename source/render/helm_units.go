@@ -65,6 +65,7 @@ func releaseUnits(rs []*helmRelease) []manifest.Unit {
 		switch {
 		case h.waiting != "":
 			u.Reason, u.Message = manifest.ReasonDependencyNotReady, h.waiting
+			u.Retry = h.lookupWait // rendered again once the object exists
 		case len(h.errs) > 0:
 			u.Reason, u.Retry = failReason(h.errs, ErrHelmSource, ErrHelmChart)
 			u.Message, u.Errors = source.UnitMessage(h.errs), h.errs

@@ -100,6 +100,13 @@ type Options struct {
 	// flux-system) is refused: it reads another repository.
 	RepositoryURL string
 
+	// Lookup answers Helm's lookup function in charts (apiVersion, kind,
+	// namespace, name; name "" lists): gitaso's reconciler answers ASO
+	// objects it manages with their status (reconcile.Lookup). An error
+	// wrapping ErrKnownAfterApply makes the release wait (its unit
+	// DependencyNotReady, rendered again once the object exists); nil
+	// answers every lookup with an empty map, as helm template does.
+	Lookup func(ctx context.Context, apiVersion, kind, namespace, name string) (map[string]any, error)
 	// SkipReleases are namespace/name patterns (path.Match) of
 	// HelmReleases gitaso neither fetches nor renders (gitaso
 	// --skip-release); the annotation gitaso.io/skip: "true" does the same
