@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,6 +231,10 @@ func TestFluxTeamsOneTeamBroken(t *testing.T) {
 	for _, br := range teamBreaks {
 		t.Run(br.name, func(t *testing.T) {
 			before := azureState(ft.em)
+			held := ft.heldResources(t)
+			if len(held) == 0 {
+				t.Fatal("team-b has no resources in state before the break")
+			}
 			lastGood := ft.head
 			release++
 			broken := withRelease(healthy, release)
@@ -238,35 +244,16 @@ func TestFluxTeamsOneTeamBroken(t *testing.T) {
 			if code != cli.ExitPartial {
 				t.Fatalf("exit %d, want %d (partial)\n%s", code, cli.ExitPartial, out)
 			}
-			after := azureState(ft.em)
-			for id, body := range before {
-				got, ok := after[id]
-				switch {
-				case !ok:
-					t.Errorf("%s was deleted", id)
-				case strings.Contains(id, "/team-b-") && got != body:
-					t.Errorf("team-b's %s changed in Azure:\n%s\nwas\n%s", id, got, body)
-				}
-			}
-			var tagged int
-			for id, body := range after {
-				if strings.Contains(id, "/team-a-") && strings.Contains(body, fmt.Sprintf(`"release":"release-%d"`, release)) {
-					tagged++
-				}
-			}
-			if tagged == 0 {
-				t.Errorf("team-a's change (release %d) was not applied", release)
+			checkAzure(t, before, azureState(ft.em), release)
+			if got := ft.heldResources(t); !maps.Equal(got, held) {
+				t.Errorf("team-b's resources in state changed: %v, were %v", got, held)
 			}
 			units, runs := ft.stateOf(t)
 			u := units[br.unit]
 			if u.Ready.Status != "False" || u.Ready.Reason != br.reason || !strings.HasPrefix(u.LastAppliedRevision, lastGood) || len(u.Errors) == 0 {
 				t.Errorf("%s: ready %+v, last applied %s (want %s), errors %q", br.unit, u.Ready, u.LastAppliedRevision, lastGood, u.Errors)
 			}
-			for _, e := range u.Errors {
-				if !strings.Contains(e, ".yaml") {
-					t.Errorf("%s: error %q names no file", br.unit, e)
-				}
-			}
+			checkErrors(t, br.unit, u.Errors)
 			for _, w := range br.waits {
 				if u := units[w]; u.Ready.Reason != "DependencyNotReady" {
 					t.Errorf("%s: %+v, want DependencyNotReady", w, u.Ready)
@@ -384,4 +371,76 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// teamBUnits are the units of team-b: its Kustomization and its release.
+var teamBUnits = []string{teamB, "HelmRelease/team-b/infra"}
+
+// heldResources returns team-b's resources in state (those of its units), by key, with the hash of the body last
+// applied: a failed unit's resources must neither change nor go.
+func (ft *fluxTeams) heldResources(t *testing.T) map[string]string {
+	t.Helper()
+	db, err := state.Open(ft.stateDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rs, err := db.Resources(record.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range rs {
+		if slices.Contains(teamBUnits, r.Unit) {
+			out[r.Key()] = r.AppliedHash
+		}
+	}
+	return out
+}
+
+// checkAzure compares the emulator's resources before and after a commit that breaks team-b and sets team-a's
+// release: nothing deleted, team-b's resources exactly as they were, team-a's change applied.
+func checkAzure(t *testing.T, before, after map[string]string, release int) {
+	t.Helper()
+	var teamBs int
+	for id, body := range before {
+		got, ok := after[id]
+		switch {
+		case !ok:
+			t.Errorf("%s was deleted", id)
+		case strings.Contains(id, "/team-b-"):
+			teamBs++
+			if got != body {
+				t.Errorf("team-b's %s changed in Azure:\n%s\nwas\n%s", id, got, body)
+			}
+		}
+	}
+	if teamBs == 0 {
+		t.Error("team-b had no resources in Azure before the break")
+	}
+	var tagged int
+	for id, body := range after {
+		if strings.Contains(id, "/team-a-") && strings.Contains(body, fmt.Sprintf(`"release":"release-%d"`, release)) {
+			tagged++
+		}
+	}
+	if tagged == 0 {
+		t.Errorf("team-a's change (release %d) was not applied", release)
+	}
+}
+
+// fileLine is how a unit's error begins: the file and line that caused it.
+var fileLine = regexp.MustCompile(`^[^\s:]+\.yaml:\d+: `)
+
+// checkErrors: a failed unit has errors, each naming the file and line that caused it.
+func checkErrors(t *testing.T, unit string, errs []string) {
+	t.Helper()
+	if len(errs) == 0 {
+		t.Errorf("%s failed with no error", unit)
+	}
+	for _, e := range errs {
+		if !fileLine.MatchString(e) {
+			t.Errorf("%s: error %q does not begin with file:line", unit, e)
+		}
+	}
 }
