@@ -305,6 +305,7 @@ func TestFluxTeamsServe(t *testing.T) {
 	})
 	api := "http://" + addr + "/api/v1/"
 	waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, good) && r.Outcome == "succeeded" })
+	before := azureState(ft.em)
 	broken := withRelease(ft.files, 2)
 	teamBreaks[1].edit(broken) // spec.path not created yet
 	rev := ft.commit(broken, "team-b moves its path before creating it")
@@ -347,6 +348,8 @@ func TestFluxTeamsServe(t *testing.T) {
 	if r.Outcome != "partial" {
 		t.Errorf("run of the broken commit: %+v, want partial", r)
 	}
+	checkErrors(t, teamB, b.Errors)
+	checkAzure(t, before, azureState(ft.em), 2)
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
