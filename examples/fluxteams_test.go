@@ -447,3 +447,95 @@ func checkErrors(t *testing.T, unit string, errs []string) {
 		}
 	}
 }
+
+// TestFluxTeamsServeEveryBreak: each way team-b breaks, through gitaso serve, after a healthy revision: the run of
+// the broken commit is partial, team-a's change is applied, team-b's resources are unchanged in Azure and still
+// listed under its unit, and GET /api/v1/units says which unit failed, why, where (file:line) and which revision
+// it last applied; units whose dependsOn names team-b wait. The fix makes every unit Ready again.
+func TestFluxTeamsServeEveryBreak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: emulator, registry, Git server")
+	}
+	ft := newFluxTeams(t)
+	healthy := ft.files
+	good := ft.commit(healthy, "three teams")
+	addr := "127.0.0.1:" + freePort(t)
+	ctx, stop := context.WithCancel(t.Context())
+	var serveOut, serveErr syncBuffer
+	served := make(chan error, 1)
+	go func() {
+		served <- cli.Run(ctx, append([]string{"serve", "--listen", addr, "--interval", "200ms"}, ft.common...), &serveOut, &serveErr)
+	}()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-served:
+		case <-time.After(30 * time.Second):
+			t.Error("gitaso serve did not stop")
+		}
+	})
+	api := "http://" + addr + "/api/v1/"
+	waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, good) && r.Outcome == "succeeded" })
+	release := 1
+	for _, br := range teamBreaks {
+		t.Run(br.name, func(t *testing.T) {
+			before := azureState(ft.em)
+			lastGood := ft.head
+			release++
+			broken := withRelease(healthy, release)
+			br.edit(broken)
+			rev := ft.commit(broken, "team-b: "+br.name+"; team-a: release "+fmt.Sprint(release))
+			if r := waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, rev) }); r.Outcome != "partial" {
+				t.Errorf("run of the broken commit: %+v, want partial", r)
+			}
+			checkAzure(t, before, azureState(ft.em), release)
+			var list struct {
+				Items []record.Unit `json:"items"`
+			}
+			if err := getJSON(api+"units", &list); err != nil {
+				t.Fatal(err)
+			}
+			units := map[string]record.Unit{}
+			for _, u := range list.Items {
+				units[u.ID()] = u
+			}
+			u := units[br.unit]
+			if u.Ready.Status != "False" || u.Ready.Reason != br.reason || !strings.HasPrefix(u.LastAppliedRevision, lastGood) {
+				t.Errorf("%s in the API: ready %+v, last applied %s (want %s)", br.unit, u.Ready, u.LastAppliedRevision, lastGood)
+			}
+			checkErrors(t, br.unit, u.Errors)
+			for _, w := range br.waits {
+				if u := units[w]; u.Ready.Reason != "DependencyNotReady" {
+					t.Errorf("%s: %+v, want DependencyNotReady", w, u.Ready)
+				}
+			}
+			if a := units["Kustomization/flux-system/team-a"]; a.Ready.Status != "True" || !strings.HasPrefix(a.LastAppliedRevision, rev) {
+				t.Errorf("team-a: %+v at %s, want Ready at %s", a.Ready, a.LastAppliedRevision, rev)
+			}
+			var detail struct {
+				Resources []struct {
+					Name string `json:"name"`
+				} `json:"resources"`
+			}
+			if err := getJSON(api+"units/HelmRelease/team-b/infra", &detail); err != nil {
+				t.Fatal(err)
+			}
+			if len(detail.Resources) == 0 {
+				t.Error("team-b's release lists no resources: its objects left the state")
+			}
+			// Fixed: every unit Ready again.
+			fixed := ft.commit(withRelease(healthy, release), "fix team-b")
+			if r := waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, fixed) }); r.Outcome != "succeeded" {
+				t.Fatalf("run of the fix: %+v\n%s", r, serveErr.String())
+			}
+			if err := getJSON(api+"units", &list); err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range list.Items {
+				if u.Ready.Status != "True" {
+					t.Errorf("after the fix %s: %+v", u.ID(), u.Ready)
+				}
+			}
+		})
+	}
+}
