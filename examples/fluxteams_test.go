@@ -73,12 +73,14 @@ type teamBreak struct {
 	edit   func(files map[string]string)
 	// waits are units that wait for it (DependencyNotReady).
 	waits []string
+	// where begins the unit's first error, when set: the file and line to blame.
+	where string
 }
 
 const teamB = "Kustomization/flux-system/team-b"
 
 var teamBreaks = []teamBreak{
-	{name: "patch matching nothing after a rename", unit: teamB, reason: "BuildFailed", edit: func(f map[string]string) {
+	{name: "patch matching nothing after a rename", unit: teamB, reason: "BuildFailed", where: "teams/b/kustomization.yaml:6: ", edit: func(f map[string]string) {
 		f["teams/b/kustomization.yaml"] += "patches:\n  - path: owner.yaml\n"
 		f["teams/b/owner.yaml"] = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: infra-old\nspec:\n  values:\n    tags:\n      owner: team-b\n"
 	}},
@@ -254,6 +256,9 @@ func TestFluxTeamsOneTeamBroken(t *testing.T) {
 				t.Errorf("%s: ready %+v, last applied %s (want %s), errors %q", br.unit, u.Ready, u.LastAppliedRevision, lastGood, u.Errors)
 			}
 			checkErrors(t, br.unit, u.Errors)
+			if br.where != "" && (len(u.Errors) == 0 || !strings.HasPrefix(u.Errors[0], br.where)) {
+				t.Errorf("%s: errors %q, want the first to begin with %q", br.unit, u.Errors, br.where)
+			}
 			for _, w := range br.waits {
 				if u := units[w]; u.Ready.Reason != "DependencyNotReady" {
 					t.Errorf("%s: %+v, want DependencyNotReady", w, u.Ready)
@@ -504,6 +509,9 @@ func TestFluxTeamsServeEveryBreak(t *testing.T) {
 				t.Errorf("%s in the API: ready %+v, last applied %s (want %s)", br.unit, u.Ready, u.LastAppliedRevision, lastGood)
 			}
 			checkErrors(t, br.unit, u.Errors)
+			if br.where != "" && (len(u.Errors) == 0 || !strings.HasPrefix(u.Errors[0], br.where)) {
+				t.Errorf("%s: errors %q, want the first to begin with %q", br.unit, u.Errors, br.where)
+			}
 			for _, w := range br.waits {
 				if u := units[w]; u.Ready.Reason != "DependencyNotReady" {
 					t.Errorf("%s: %+v, want DependencyNotReady", w, u.Ready)
