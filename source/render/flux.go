@@ -731,6 +731,9 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 	}
 	objs, derr := kustomizeBuildCtx(ctx, fs, dir, kf)
 	if derr != nil {
+		if e := k.specPatchErr(derr); e != nil {
+			return nil, diag.List{e}
+		}
 		return nil, w.blame(k, exists, diag.List{derr})
 	}
 

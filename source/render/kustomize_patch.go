@@ -1,12 +1,16 @@
 package render
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	sigyaml "sigs.k8s.io/yaml"
+
+	"github.com/gitaso/gitaso/internal/diag"
 )
 
 // patchTarget finds the kind and name of the patch in kustomize's error for a
@@ -72,6 +76,38 @@ func patchIs(fs filesys.FileSystem, dir string, item *yaml.Node, kind, name stri
 		}
 		text = string(b)
 	}
+	return patchTextIs(text, kind, name)
+}
+
+// specPatchErr blames a patch of a Flux Kustomization's own spec (patches,
+// patchesStrategicMerge) that matches no object on that field of the
+// Kustomization (gitaso writes those patches into the kustomization it
+// builds, where no line of the repository is). nil when derr is not such a
+// patch's error or the patch is the kustomization files' (patchLine found it).
+func (k *fluxKustomization) specPatchErr(derr *diag.Error) *diag.Error {
+	if derr.Line > 0 {
+		return nil
+	}
+	m := patchTarget.FindStringSubmatch(derr.Error())
+	if m == nil {
+		return nil
+	}
+	for i, p := range k.spec.Patches {
+		if p.Path == "" && patchTextIs(p.Patch, m[1], m[2]) {
+			return k.err(fmt.Sprintf("spec.patches[%d]", i), derr.Err, "")
+		}
+	}
+	for i, p := range k.spec.PatchesSM {
+		if b, err := sigyaml.Marshal(p); err == nil && patchTextIs(string(b), m[1], m[2]) {
+			return k.err(fmt.Sprintf("spec.patchesStrategicMerge[%d]", i), derr.Err, "")
+		}
+	}
+	return nil
+}
+
+// patchTextIs says whether a patch's text has a document of kind and
+// metadata.name.
+func patchTextIs(text, kind, name string) bool {
 	dec := yaml.NewDecoder(strings.NewReader(text))
 	for {
 		var obj struct {
