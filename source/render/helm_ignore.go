@@ -41,7 +41,12 @@ import (
 //     meanwhile, which the next answer of the registry shows).
 //
 // Decision: a release whose chart is in the repository is rendered every
-// time (no fetch to spare, and its templates change with commits).
+// time (no fetch to spare, and its templates change with commits); so is a
+// release another release names in spec.dependsOn: its ConfigMaps and
+// Secrets may feed that release's valuesFrom (they reach it, though the
+// release is counted as ignored and its objects are left out of the
+// output), so memory never stands for its render, and a registry that does
+// not answer fails it as before.
 
 // AnnotationSkip on a HelmRelease ("true") makes gitaso neither fetch nor
 // render it.
@@ -247,7 +252,10 @@ func (run *helmRun) noteRendered(h *helmRelease, values string) {
 	if name != "" {
 		h.ignored += " (chart " + name + ")"
 	}
-	h.docs, h.secrets = nil, nil
+	h.fed, h.docs, h.secrets = h.docs, nil, nil
+	if run.dependedOn[h.id] {
+		return // rendered every time: its objects may feed a valuesFrom
+	}
 	if err := run.w.r.memory.remember(h.id, memoryRelease{Spec: h.chartSpecHash(), Values: values, Chart: name, Digest: digest, At: time.Now().UTC()}); err != nil {
 		run.w.r.logger.Warn("remember a release that renders no ASO object", "release", h.id, "file", run.w.r.memory.path, "error", err)
 	}
@@ -262,5 +270,21 @@ func ignoredNames(rs []*helmRelease) []string {
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// dependedOn are the releases (namespace/name) another release's
+// spec.dependsOn names.
+func dependedOn(releases []*helmRelease) map[string]bool {
+	out := map[string]bool{}
+	for _, h := range releases {
+		for _, d := range h.spec.DependsOn {
+			ns := d.Namespace
+			if ns == "" {
+				ns = h.obj.Namespace()
+			}
+			out[ns+"/"+d.Name] = true
+		}
+	}
 	return out
 }
