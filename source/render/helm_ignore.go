@@ -31,9 +31,11 @@ import (
 //   - remembered (Options.ReleaseMemory, a file beside the chart cache): a
 //     release of a chart from outside the repository that rendered no ASO
 //     kind is remembered by the chart's digest and a hash of the release's
-//     values (a chart that renders objects from its values, a "raw" chart,
-//     may render ASO kinds with other values), and by the release and its
-//     chart spec. Next time the chart resolves to the same digest with the
+//     values, name, namespace, post-renderers and capabilities (a chart
+//     that renders objects from its values, a "raw" chart, may render ASO
+//     kinds with other values; a chart may render an object only when
+//     .Capabilities has its API version), and by the release and its chart
+//     spec. Next time the chart resolves to the same digest with the
 //     same values, it is not rendered; and when its registry does not
 //     answer but the release's chart spec and values are those remembered,
 //     the release is ignored rather than failed (the chart it would fetch
@@ -287,4 +289,14 @@ func dependedOn(releases []*helmRelease) map[string]bool {
 		}
 	}
 	return out
+}
+
+// inputsHash is the hash memory keys a release's render by besides its
+// chart: the values, and what else templates read that could make them
+// render an ASO kind: the release's name and namespace, its
+// post-renderers, and .Capabilities (a chart may render an object only
+// when its API version is there, --helm-api-versions).
+func (run *helmRun) inputsHash(h *helmRelease, vals map[string]any) string {
+	return hashJSON([]any{vals, h.releaseName(), h.releaseNamespace(), h.spec.PostRenderers,
+		run.caps.KubeVersion.Version, run.w.r.opts.HelmAPIVersions})
 }

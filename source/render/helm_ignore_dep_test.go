@@ -152,3 +152,39 @@ spec:
 		t.Errorf("registry down: consumer %+v, want DependencyNotReady", u)
 	}
 }
+
+// TestRememberedReleaseCapabilities: a chart that renders an ASO object
+// only when .Capabilities has its API version (as charts gate objects of
+// CRDs) renders none, is remembered, and renders it once
+// --helm-api-versions adds the version: the memory's key holds the
+// capabilities. Before, it was keyed by digest and values only and the
+// release stayed ignored.
+func TestRememberedReleaseCapabilities(t *testing.T) {
+	repo := newChartRepo(t)
+	repo.publish("1.0.0", chartArchive(t, "certm", "1.0.0", "replicas: 1\n", map[string]string{
+		"deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: certm\n",
+		"rg.yaml": `{{- if .Capabilities.APIVersions.Has "resources.azure.com/v1api20200601" }}
+apiVersion: resources.azure.com/v1api20200601
+kind: ResourceGroup
+metadata:
+  name: rg-certm
+spec:
+  location: westeurope
+{{- end }}
+`}, nil))
+	root := writeRepo(t, certmRepo(repo.srv.URL, ""))
+	memory := filepath.Join(t.TempDir(), "releases.json")
+	const id = "HelmRelease/cert-manager/cert-manager"
+	for i := range 2 {
+		snap, err := fluxFetch(t, root, "clusters/snd", Options{Charts: ChartsFetcher(mustFetcher(t, repo)), ReleaseMemory: memory})
+		if u := releaseUnit(t, snap, err, id); !u.Ignored {
+			t.Fatalf("render %d without the API version: %+v, want ignored", i, u)
+		}
+	}
+	snap, err := fluxFetch(t, root, "clusters/snd", Options{Charts: ChartsFetcher(mustFetcher(t, repo)), ReleaseMemory: memory,
+		HelmAPIVersions: []string{"resources.azure.com/v1api20200601"}})
+	if u := releaseUnit(t, snap, err, id); u.Ignored || u.Failed() {
+		t.Errorf("with the API version: %+v, want rendered", u)
+	}
+	findID(t, snap.Objects, "cert-manager/ResourceGroup/rg-certm")
+}

@@ -78,7 +78,7 @@ func (run *helmRun) release(ctx context.Context, h *helmRelease) {
 		h.errs = append(h.errs, derr)
 		return
 	}
-	vh := hashJSON(vals)
+	vh := run.inputsHash(h, vals) // helm_ignore.go
 	r, err := run.chart(ctx, h)
 	if err != nil {
 		if why, ok := run.ignoredUnavailable(h, err, vh); ok && !run.dependedOn[h.id] {
