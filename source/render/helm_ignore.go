@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -198,9 +200,35 @@ func hashJSON(v any) string {
 }
 
 // chartSpecHash names what a release asks for: its chart spec or chartRef
-// (source, chart, version), not the values.
-func (h *helmRelease) chartSpecHash() string {
-	return hashJSON([]any{h.spec.Chart, h.spec.ChartRef})
+// (source, chart, version) and the specs of the source objects they name
+// (a HelmRepository's URL, type, provider; a HelmChart and its source),
+// not the values.
+func (run *helmRun) chartSpecHash(h *helmRelease) string {
+	var sources []any
+	get := func(kind, ns, name string) (manifest.Object, bool) {
+		o, ok := run.index.get(kind, ns, name)
+		if ok {
+			sources = append(sources, []any{kind, ns, name, o.Content["spec"]})
+		}
+		return o, ok
+	}
+	switch {
+	case h.spec.ChartRef != nil:
+		ref := h.spec.ChartRef
+		ns := cmp.Or(ref.Namespace, h.obj.Namespace())
+		if hc, ok := get(ref.Kind, ns, ref.Name); ok && ref.Kind == "HelmChart" {
+			spec, _ := hc.Content["spec"].(map[string]any)
+			src, _ := spec["sourceRef"].(map[string]any)
+			kind, _ := src["kind"].(string)
+			name, _ := src["name"].(string)
+			srcNS, _ := src["namespace"].(string)
+			get(kind, cmp.Or(srcNS, ns), name)
+		}
+	case h.spec.Chart != nil:
+		ref := h.spec.Chart.Spec.SourceRef
+		get(ref.Kind, cmp.Or(ref.Namespace, h.obj.Namespace()), ref.Name)
+	}
+	return hashJSON([]any{h.spec.Chart, h.spec.ChartRef, sources})
 }
 
 // rendersASO reports whether rendered documents hold an ASO kind.
@@ -234,7 +262,7 @@ func (run *helmRun) ignoredUnavailable(h *helmRelease, err error, values string)
 	if !errors.Is(err, source.ErrUnavailable) {
 		return "", false
 	}
-	m, ok := run.w.r.memory.sameRelease(h.id, h.chartSpecHash(), values)
+	m, ok := run.w.r.memory.sameRelease(h.id, run.chartSpecHash(h), values)
 	if !ok {
 		return "", false
 	}
@@ -258,7 +286,7 @@ func (run *helmRun) noteRendered(h *helmRelease, values string) {
 	if run.dependedOn[h.id] {
 		return // rendered every time: its objects may feed a valuesFrom
 	}
-	if err := run.w.r.memory.remember(h.id, memoryRelease{Spec: h.chartSpecHash(), Values: values, Chart: name, Digest: digest, At: time.Now().UTC()}); err != nil {
+	if err := run.w.r.memory.remember(h.id, memoryRelease{Spec: run.chartSpecHash(h), Values: values, Chart: name, Digest: digest, At: time.Now().UTC()}); err != nil {
 		run.w.r.logger.Warn("remember a release that renders no ASO object", "release", h.id, "file", run.w.r.memory.path, "error", err)
 	}
 }

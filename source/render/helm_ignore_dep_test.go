@@ -188,3 +188,32 @@ spec:
 	}
 	findID(t, snap.Objects, "cert-manager/ResourceGroup/rg-certm")
 }
+
+// TestRememberedReleaseMovedRegistry: a release remembered to render no
+// ASO object whose HelmRepository now names another registry, which does
+// not answer, fails (ArtifactFailed) as Flux would: the memory is of the
+// chart of the old registry. Before, the chart spec named the source only
+// by name, and the release was ignored.
+func TestRememberedReleaseMovedRegistry(t *testing.T) {
+	repo := newChartRepo(t)
+	repo.publish("1.0.0", chartArchive(t, "certm", "1.0.0", "replicas: 1\n", map[string]string{
+		"deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: certm\n"}, nil))
+	moved := newChartRepo(t)
+	moved.down.Store(true)
+	memory := filepath.Join(t.TempDir(), "releases.json")
+	const id = "HelmRelease/cert-manager/cert-manager"
+	snap, err := fluxFetch(t, writeRepo(t, certmRepo(repo.srv.URL, "")), "clusters/snd", Options{Charts: ChartsFetcher(mustFetcher(t, repo)), ReleaseMemory: memory})
+	if u := releaseUnit(t, snap, err, id); !u.Ignored {
+		t.Fatalf("first render: %+v, want ignored", u)
+	}
+	snap, err = fluxFetch(t, writeRepo(t, certmRepo(moved.srv.URL, "")), "clusters/snd", Options{Charts: ChartsFetcher(mustFetcher(t, moved)), ReleaseMemory: memory})
+	if u := releaseUnit(t, snap, err, id); u.Reason != manifest.ReasonArtifactFailed {
+		t.Errorf("moved registry down: %+v, want ArtifactFailed", u)
+	}
+	// The old registry down: the remembered release is ignored.
+	repo.down.Store(true)
+	snap, err = fluxFetch(t, writeRepo(t, certmRepo(repo.srv.URL, "")), "clusters/snd", Options{Charts: ChartsFetcher(mustFetcher(t, repo)), ReleaseMemory: memory})
+	if u := releaseUnit(t, snap, err, id); !u.Ignored || u.Failed() {
+		t.Errorf("old registry down: %+v, want ignored", u)
+	}
+}
