@@ -3,16 +3,13 @@ package reconcile_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"
-	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/source/render"
-	"github.com/gitaso/gitaso/state"
 )
 
 // A chart reads a live ASO object with Helm's lookup: gitaso answers with
@@ -61,21 +58,12 @@ spec:
     identities: {{ len $all.items | quote }}
     configmap: {{ len $cm | quote }}
 `)
-	db, err := state.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	lookups := &reconcile.Lookup{DB: db, Get: func(ctx context.Context, id, apiVersion string) ([]byte, error) {
+	var lookups reconcile.Lookup
+	rec, db := repo.reconciler(env, render.Options{Kustomize: true, Flux: true, FluxPath: "clusters/c", Lookup: lookups.Func})
+	lookups.DB = db
+	lookups.Get = func(ctx context.Context, id, apiVersion string) ([]byte, error) {
 		return env.Client.Get(ctx, id, apiVersion)
-	}}
-	rnd2, err := render.New(render.Options{Kustomize: true, Flux: true, FluxPath: "clusters/c", Lookup: lookups.Func})
-	if err != nil {
-		t.Fatal(err)
 	}
-	cfg := reconcile.DefaultConfig()
-	cfg.Global = env.Cred
-	rec := reconcile.New(source.NewDir(repo.root, "", source.WithRenderer(rnd2)), db, env.Clients, cfg, nil)
 	ctx := context.Background()
 
 	// A plan alone: the release waits on the identity.

@@ -1,15 +1,10 @@
 package cli_test
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"golang.org/x/crypto/ssh"
 
 	"github.com/gitaso/gitaso/internal/gittest"
 )
@@ -18,25 +13,14 @@ import (
 // SSH server running git-upload-pack; without known_hosts it is refused
 // before anything is fetched.
 func TestRepoOverSSH(t *testing.T) {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sshPub, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sshPub, identity := gittest.NewClientKey(t)
 	srv := gittest.NewServer(t)
 	repo := srv.CreateRepo("infra")
 	repo.Commit(map[string]string{"rg.yaml": "apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata:\n  name: rg\n  namespace: ops\nspec:\n  location: westeurope\n"}, nil, "first")
 	sshSrv := gittest.NewSSHServer(t, srv, sshPub)
 	dir := t.TempDir()
 	key, hosts := filepath.Join(dir, "id"), filepath.Join(dir, "known_hosts")
-	if err := os.WriteFile(key, pem.EncodeToMemory(block), 0o600); err != nil {
+	if err := os.WriteFile(key, []byte(identity), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(hosts, []byte(sshSrv.KnownHosts()+"\n"), 0o644); err != nil {

@@ -1,13 +1,8 @@
 package render
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"strings"
 	"testing"
-
-	"golang.org/x/crypto/ssh"
 
 	"github.com/gitaso/gitaso/internal/gittest"
 	"github.com/gitaso/gitaso/manifest"
@@ -21,19 +16,7 @@ import (
 // git-upload-pack; without known_hosts the unit fails (ArtifactFailed),
 // never trusting a host on first use. It was refused as unsupported.
 func TestFluxSSHGitRepository(t *testing.T) {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sshPub, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	identity := string(pem.EncodeToMemory(block))
+	sshPub, identity := gittest.NewClientKey(t)
 	srv := gittest.NewServer(t)
 	other := srv.CreateRepo("team-infra")
 	other.Commit(map[string]string{"apps/rg.yaml": rg("over-ssh")}, nil, "first")

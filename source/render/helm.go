@@ -219,6 +219,9 @@ type helmRelease struct {
 	// ignored says why the release is counted and left out: it renders
 	// no ASO object, or is skipped (helm_ignore.go); "" when it is not.
 	ignored string
+	// fed are the objects of an ignored release that rendered, left out
+	// of the output but there for the valuesFrom of releases after it.
+	fed []string
 	// lookupWait: waiting is a lookup of an object not applied yet; the
 	// release is rendered again once it is (helm_lookup.go).
 	lookupWait bool
@@ -494,6 +497,7 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 		return out, nil, nil
 	}
 	run := newHelmRun(w)
+	run.dependedOn = dependedOn(releases) // helm_ignore.go
 	levels := releaseLevels(releases)
 	deps := newReleaseDeps(releases, levels)
 	for _, level := range levels {
@@ -546,6 +550,7 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 			}
 			deps.rendered[h] = true
 			run.index.add(h.docs)
+			run.index.add(h.fed)
 		}
 	}
 	objects := 0

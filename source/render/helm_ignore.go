@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
 
@@ -31,9 +33,11 @@ import (
 //   - remembered (Options.ReleaseMemory, a file beside the chart cache): a
 //     release of a chart from outside the repository that rendered no ASO
 //     kind is remembered by the chart's digest and a hash of the release's
-//     values (a chart that renders objects from its values, a "raw" chart,
-//     may render ASO kinds with other values), and by the release and its
-//     chart spec. Next time the chart resolves to the same digest with the
+//     values, name, namespace, post-renderers and capabilities (a chart
+//     that renders objects from its values, a "raw" chart, may render ASO
+//     kinds with other values; a chart may render an object only when
+//     .Capabilities has its API version), and by the release and its chart
+//     spec. Next time the chart resolves to the same digest with the
 //     same values, it is not rendered; and when its registry does not
 //     answer but the release's chart spec and values are those remembered,
 //     the release is ignored rather than failed (the chart it would fetch
@@ -41,7 +45,12 @@ import (
 //     meanwhile, which the next answer of the registry shows).
 //
 // Decision: a release whose chart is in the repository is rendered every
-// time (no fetch to spare, and its templates change with commits).
+// time (no fetch to spare, and its templates change with commits); so is a
+// release another release names in spec.dependsOn: its ConfigMaps and
+// Secrets may feed that release's valuesFrom (they reach it, though the
+// release is counted as ignored and its objects are left out of the
+// output), so memory never stands for its render, and a registry that does
+// not answer fails it as before.
 
 // AnnotationSkip on a HelmRelease ("true") makes gitaso neither fetch nor
 // render it.
@@ -191,9 +200,35 @@ func hashJSON(v any) string {
 }
 
 // chartSpecHash names what a release asks for: its chart spec or chartRef
-// (source, chart, version), not the values.
-func (h *helmRelease) chartSpecHash() string {
-	return hashJSON([]any{h.spec.Chart, h.spec.ChartRef})
+// (source, chart, version) and the specs of the source objects they name
+// (a HelmRepository's URL, type, provider; a HelmChart and its source),
+// not the values.
+func (run *helmRun) chartSpecHash(h *helmRelease) string {
+	var sources []any
+	get := func(kind, ns, name string) (manifest.Object, bool) {
+		o, ok := run.index.get(kind, ns, name)
+		if ok {
+			sources = append(sources, []any{kind, ns, name, o.Content["spec"]})
+		}
+		return o, ok
+	}
+	switch {
+	case h.spec.ChartRef != nil:
+		ref := h.spec.ChartRef
+		ns := cmp.Or(ref.Namespace, h.obj.Namespace())
+		if hc, ok := get(ref.Kind, ns, ref.Name); ok && ref.Kind == "HelmChart" {
+			spec, _ := hc.Content["spec"].(map[string]any)
+			src, _ := spec["sourceRef"].(map[string]any)
+			kind, _ := src["kind"].(string)
+			name, _ := src["name"].(string)
+			srcNS, _ := src["namespace"].(string)
+			get(kind, cmp.Or(srcNS, ns), name)
+		}
+	case h.spec.Chart != nil:
+		ref := h.spec.Chart.Spec.SourceRef
+		get(ref.Kind, cmp.Or(ref.Namespace, h.obj.Namespace()), ref.Name)
+	}
+	return hashJSON([]any{h.spec.Chart, h.spec.ChartRef, sources})
 }
 
 // rendersASO reports whether rendered documents hold an ASO kind.
@@ -227,7 +262,7 @@ func (run *helmRun) ignoredUnavailable(h *helmRelease, err error, values string)
 	if !errors.Is(err, source.ErrUnavailable) {
 		return "", false
 	}
-	m, ok := run.w.r.memory.sameRelease(h.id, h.chartSpecHash(), values)
+	m, ok := run.w.r.memory.sameRelease(h.id, run.chartSpecHash(h), values)
 	if !ok {
 		return "", false
 	}
@@ -247,8 +282,11 @@ func (run *helmRun) noteRendered(h *helmRelease, values string) {
 	if name != "" {
 		h.ignored += " (chart " + name + ")"
 	}
-	h.docs, h.secrets = nil, nil
-	if err := run.w.r.memory.remember(h.id, memoryRelease{Spec: h.chartSpecHash(), Values: values, Chart: name, Digest: digest, At: time.Now().UTC()}); err != nil {
+	h.fed, h.docs, h.secrets = h.docs, nil, nil
+	if run.dependedOn[h.id] {
+		return // rendered every time: its objects may feed a valuesFrom
+	}
+	if err := run.w.r.memory.remember(h.id, memoryRelease{Spec: run.chartSpecHash(h), Values: values, Chart: name, Digest: digest, At: time.Now().UTC()}); err != nil {
 		run.w.r.logger.Warn("remember a release that renders no ASO object", "release", h.id, "file", run.w.r.memory.path, "error", err)
 	}
 }
@@ -263,4 +301,30 @@ func ignoredNames(rs []*helmRelease) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// dependedOn are the releases (namespace/name) another release's
+// spec.dependsOn names.
+func dependedOn(releases []*helmRelease) map[string]bool {
+	out := map[string]bool{}
+	for _, h := range releases {
+		for _, d := range h.spec.DependsOn {
+			ns := d.Namespace
+			if ns == "" {
+				ns = h.obj.Namespace()
+			}
+			out[ns+"/"+d.Name] = true
+		}
+	}
+	return out
+}
+
+// inputsHash is the hash memory keys a release's render by besides its
+// chart: the values, and what else templates read that could make them
+// render an ASO kind: the release's name and namespace, its
+// post-renderers, and .Capabilities (a chart may render an object only
+// when its API version is there, --helm-api-versions).
+func (run *helmRun) inputsHash(h *helmRelease, vals map[string]any) string {
+	return hashJSON([]any{vals, h.releaseName(), h.releaseNamespace(), h.spec.PostRenderers,
+		run.caps.KubeVersion.Version, run.w.r.opts.HelmAPIVersions})
 }

@@ -78,10 +78,10 @@ func (run *helmRun) release(ctx context.Context, h *helmRelease) {
 		h.errs = append(h.errs, derr)
 		return
 	}
-	vh := hashJSON(vals)
+	vh := run.inputsHash(h, vals) // helm_ignore.go
 	r, err := run.chart(ctx, h)
 	if err != nil {
-		if why, ok := run.ignoredUnavailable(h, err, vh); ok {
+		if why, ok := run.ignoredUnavailable(h, err, vh); ok && !run.dependedOn[h.id] {
 			h.ignored = why
 			return
 		}
@@ -89,7 +89,7 @@ func (run *helmRun) release(ctx context.Context, h *helmRelease) {
 		return
 	}
 	h.uses = r.uses
-	if digest, name := chartDigest(r.uses); run.w.r.memory.noASO(digest, vh) {
+	if digest, name := chartDigest(r.uses); !run.dependedOn[h.id] && run.w.r.memory.noASO(digest, vh) {
 		h.ignored = "renders no ASO object (chart " + name + ", remembered by its digest)"
 		return
 	}
