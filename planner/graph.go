@@ -154,6 +154,9 @@ func lookupKind(o manifest.Object) (*aso.Kind, *diag.Error) {
 		}
 	}
 	msg := fmt.Sprintf("unknown ASO kind %s %s", o.APIVersion(), o.Kind())
+	if r, ok := aso.LookupRemoved(o.Group(), o.Version(), o.Kind()); ok {
+		return nil, objErr(o, "apiVersion", "%s: %s", msg, r.Message())
+	}
 	if s := suggestKinds(o.Group(), o.Version(), o.Kind()); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"
 	}
