@@ -245,7 +245,7 @@ type gvk struct{ g, v, k string }
 
 // replacements are the versions of k's group and kind at the pinned commit, newest first.
 func replacements(current map[gvk]bool, k gvk) []string {
-	var vs []string
+	vs := []string{}
 	for c := range current {
 		if c.g == k.g && c.k == k.k {
 			vs = append(vs, c.v)
@@ -335,7 +335,11 @@ func (w *walker) versionKinds(h plumbing.Hash, path string) ([]string, error) {
 			return nil, fmt.Errorf("%s/%s: %w", path, e.Name, err)
 		}
 		for _, m := range getType.FindAllStringSubmatch(src, -1) {
-			ks = append(ks, m[1])
+			// Before v2.11.0 the ARM payload types (Kind_Spec_ARM, with a
+			// GetType method) sat next to the Kubernetes types.
+			if !strings.HasSuffix(m[1], "_ARM") {
+				ks = append(ks, m[1])
+			}
 		}
 	}
 	w.cache[h] = ks

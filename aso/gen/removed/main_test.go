@@ -33,6 +33,10 @@ func TestGenerate(t *testing.T) {
 				t.Fatal(err)
 			}
 			src := "package " + v + "\n\nfunc (cluster *ManagedCluster) GetType() string {\n\treturn \"x\"\n}\n"
+			arm := "package " + v + "\n\nfunc (cluster *ManagedCluster_Spec_ARM) GetType() string {\n\treturn \"x\"\n}\n"
+			if err := os.WriteFile(filepath.Join(p, "managed_cluster_spec_arm_types_gen.go"), []byte(arm), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			for _, f := range []string{"managed_cluster_types_gen.go", "arm/managed_cluster_types_gen.go"} {
 				if err := os.WriteFile(filepath.Join(p, f), []byte(src), 0o644); err != nil {
 					t.Fatal(err)
