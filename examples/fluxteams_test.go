@@ -84,7 +84,7 @@ var teamBreaks = []teamBreak{
 		f["teams/b/kustomization.yaml"] += "patches:\n  - path: owner.yaml\n"
 		f["teams/b/owner.yaml"] = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: infra-old\nspec:\n  values:\n    tags:\n      owner: team-b\n"
 	}},
-	{name: "spec.path not created yet", unit: teamB, reason: "BuildFailed", edit: func(f map[string]string) {
+	{name: "spec.path not created yet", unit: teamB, reason: "ArtifactFailed", edit: func(f map[string]string) {
 		f["clusters/prod/teams.yaml"] = strings.Replace(f["clusters/prod/teams.yaml"], "path: ./teams/b\n", "path: ./teams/b-v2\n", 1)
 	}},
 	{name: "chart version not pushed yet", unit: "HelmRelease/team-b/infra", reason: "ArtifactFailed", edit: func(f map[string]string) {
@@ -102,7 +102,7 @@ var teamBreaks = []teamBreak{
 		f["teams/b/charts.yaml"] = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata:\n  name: team-b-charts\nspec:\n  type: oci\n  url: oci://127.0.0.1:1/helm\n"
 		f["teams/b/source.yaml"] = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: infra\nspec:\n  chart:\n    spec:\n      sourceRef:\n        kind: HelmRepository\n        name: team-b-charts\n        namespace: team-b\n"
 	}},
-	{name: "dependsOn a broken team", unit: teamB, reason: "BuildFailed", waits: []string{"Kustomization/flux-system/team-c"}, edit: func(f map[string]string) {
+	{name: "dependsOn a broken team", unit: teamB, reason: "ArtifactFailed", waits: []string{"Kustomization/flux-system/team-c"}, edit: func(f map[string]string) {
 		f["clusters/prod/teams.yaml"] = strings.Replace(f["clusters/prod/teams.yaml"], "path: ./teams/b\n", "path: ./teams/b-v2\n", 1)
 		f["clusters/prod/teams.yaml"] = strings.Replace(f["clusters/prod/teams.yaml"], "  dependsOn:\n    - name: platform\n", "  dependsOn:\n    - name: platform\n    - name: team-b\n", 1)
 	}},
@@ -334,7 +334,7 @@ func TestFluxTeamsServe(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("the broken commit showed in the API after %s", time.Since(start).Round(time.Millisecond))
-	if b.Ready.Status != "False" || b.Ready.Reason != "BuildFailed" || !strings.HasPrefix(b.LastAppliedRevision, good) || len(b.Errors) == 0 ||
+	if b.Ready.Status != "False" || b.Ready.Reason != "ArtifactFailed" || !strings.HasPrefix(b.LastAppliedRevision, good) || len(b.Errors) == 0 ||
 		!strings.Contains(b.Errors[0], "clusters/prod/teams.yaml") {
 		t.Fatalf("team-b in the API: %+v\n%s", b, serveErr.String())
 	}
@@ -365,7 +365,7 @@ func TestFluxTeamsServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	metrics := string(mb)
-	if !strings.Contains(metrics, `gitaso_units{ready="False"} 2`) || !strings.Contains(metrics, `gitaso_unit_ready{kind="Kustomization",name="team-b",namespace="flux-system",reason="BuildFailed"} 0`) {
+	if !strings.Contains(metrics, `gitaso_units{ready="False"} 2`) || !strings.Contains(metrics, `gitaso_unit_ready{kind="Kustomization",name="team-b",namespace="flux-system",reason="ArtifactFailed"} 0`) {
 		t.Errorf("/metrics lacks team-b's failure:\n%s", grepLines(metrics, "gitaso_unit"))
 	}
 }

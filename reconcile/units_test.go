@@ -128,7 +128,7 @@ func TestFailedUnitKeepsItsObjects(t *testing.T) {
 		t.Fatalf("broken team-b: the others must apply: %v", err)
 	}
 	broken := rep.Run.Revision
-	if rep.Run.Outcome != record.OutcomePartial || !strings.Contains(rep.Run.Error, "team-b (BuildFailed)") {
+	if rep.Run.Outcome != record.OutcomePartial || !strings.Contains(rep.Run.Error, "team-b (ArtifactFailed)") {
 		t.Errorf("run with team-b broken: outcome %s, error %q; want partial naming team-b", rep.Run.Outcome, rep.Run.Error)
 	}
 	if !rep.Plan.Partial() {
@@ -150,9 +150,9 @@ func TestFailedUnitKeepsItsObjects(t *testing.T) {
 	if a.Ready.Status != record.StatusTrue || a.LastAppliedRevision != broken {
 		t.Errorf("team-a: %+v, want Ready at %s", a.Ready, broken)
 	}
-	if b.Ready.Status != record.StatusFalse || b.Ready.Reason != manifest.ReasonBuildFailed || b.LastAppliedRevision != good ||
+	if b.Ready.Status != record.StatusFalse || b.Ready.Reason != manifest.ReasonArtifactFailed || b.LastAppliedRevision != good ||
 		len(b.Errors) == 0 || !strings.Contains(b.Errors[0], "clusters/c/teams.yaml") {
-		t.Errorf("team-b: ready %+v, last applied %s, errors %q; want BuildFailed, %s, the Kustomization's file", b.Ready, b.LastAppliedRevision, b.Errors, good)
+		t.Errorf("team-b: ready %+v, last applied %s, errors %q; want ArtifactFailed (path not found), %s, the Kustomization's file", b.Ready, b.LastAppliedRevision, b.Errors, good)
 	}
 	if c.Ready.Status != record.StatusFalse || c.Ready.Reason != manifest.ReasonDependencyNotReady || c.LastAppliedRevision != good {
 		t.Errorf("team-c: %+v at %s, want DependencyNotReady, still at %s", c.Ready, c.LastAppliedRevision, good)
@@ -314,7 +314,7 @@ func TestUnitHealthAndParent(t *testing.T) {
 			t.Errorf("%s: %+v, want ParentNotReady, last applied %s", id, u.Ready, good)
 		}
 	}
-	if a := unitOf(t, units, "Kustomization/flux-system/apps"); a.Ready.Reason != manifest.ReasonBuildFailed {
+	if a := unitOf(t, units, "Kustomization/flux-system/apps"); a.Ready.Reason != manifest.ReasonArtifactFailed {
 		t.Errorf("apps: %+v", a.Ready)
 	}
 	if tag := tagOf(t, env, "team-w"); tag != "1" {

@@ -436,7 +436,7 @@ func TestPlanPartialExitCode(t *testing.T) {
 	if exitCode(err) != cli.ExitPartial {
 		t.Fatalf("exit %d (%v), want %d\n%s\n%s", exitCode(err), err, cli.ExitPartial, out, stderr)
 	}
-	if !strings.Contains(err.Error(), "Kustomization/flux-system/team-b (BuildFailed)") {
+	if !strings.Contains(err.Error(), "Kustomization/flux-system/team-b (ArtifactFailed)") {
 		t.Errorf("error %q does not name the failed unit", err)
 	}
 	if !strings.Contains(out, "rg-a") || !strings.Contains(out, "Partial: 1 of 2 units failed") {

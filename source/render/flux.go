@@ -45,6 +45,11 @@ var ErrFluxCycle = errors.New("flux Kustomizations form a cycle")
 // Kustomization's spec.sourceRef is not this Git repository.
 var ErrFluxSource = errors.New("unsupported Flux source")
 
+// msgNoPath begins the error of a Kustomization whose spec.path is not in
+// its source: kustomize-controller's "kustomization path not found", whose
+// Ready reason is ArtifactFailed (pathNotFound).
+const msgNoPath = "no such directory with *.yaml files in the repository"
+
 // fluxVersions are the Kustomization versions read (v1beta2 is still common).
 var fluxVersions = []string{FluxGroup + "/v1", FluxGroup + "/v1beta2"}
 
@@ -636,7 +641,7 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 		dir = path.Join(prefix, dir)
 	}
 	if !w.t.dirs[dir] {
-		return nil, diag.List{k.err("spec.path", nil, "%q: no such directory with *.yaml files in the repository (the path is relative to the repository root)", s.Path)}
+		return nil, diag.List{k.err("spec.path", nil, "%q: "+msgNoPath+" (the path is relative to the repository root)", s.Path)}
 	}
 
 	fs := filesys.MakeFsInMemory()

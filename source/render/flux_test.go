@@ -289,7 +289,7 @@ func TestFluxEntryKustomization(t *testing.T) {
 		"clusters/c/apps.yaml":          "# comment\n" + fluxKustomizationDoc("apps", "./missing", ""),
 	})
 	snap, err = fluxFetch(t, bad, "clusters/c", Options{})
-	if _, err := failedUnit(t, snap, err, "Kustomization/flux-system/apps", manifest.ReasonBuildFailed); err == nil || !strings.Contains(err.Error(), `clusters/c/apps.yaml:9: flux-system/Kustomization/apps: spec.path: "./missing"`) {
+	if _, err := failedUnit(t, snap, err, "Kustomization/flux-system/apps", manifest.ReasonArtifactFailed); err == nil || !strings.Contains(err.Error(), `clusters/c/apps.yaml:9: flux-system/Kustomization/apps: spec.path: "./missing"`) {
 		t.Errorf("err = %v, want one naming clusters/c/apps.yaml:9 spec.path", err)
 	}
 }
@@ -374,7 +374,7 @@ func TestFluxErrors(t *testing.T) {
 		is:   ErrFluxSource,
 	}, {
 		name: "missing path",
-		unit: "Kustomization/flux-system/a", reason: manifest.ReasonBuildFailed,
+		unit: "Kustomization/flux-system/a", reason: manifest.ReasonArtifactFailed,
 		files: map[string]string{
 			"clusters/c/a.yaml": fluxKustomizationDoc("a", "./nowhere", ""),
 		},

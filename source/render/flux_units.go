@@ -148,6 +148,9 @@ func (w *fluxWalk) settle() ([]manifest.Unit, map[string]bool) {
 				}
 			}
 			u.Reason, u.Retry = failReason(ku.errs, ErrFluxSource)
+			if pathNotFound(ku.errs) {
+				u.Reason = manifest.ReasonArtifactFailed // as kustomize-controller says "kustomization path not found"
+			}
 			u.Message, u.Errors = source.UnitMessage(ku.errs), ku.errs
 		}
 		units = append(units, u)
@@ -259,4 +262,15 @@ func failedCount(units []manifest.Unit) int {
 		}
 	}
 	return n
+}
+
+// pathNotFound reports whether a Kustomization failed because its spec.path
+// is not in its source.
+func pathNotFound(errs diag.List) bool {
+	for _, e := range errs {
+		if e.Field == "spec.path" && strings.Contains(e.Msg, msgNoPath) {
+			return true
+		}
+	}
+	return false
 }

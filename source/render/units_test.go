@@ -239,7 +239,7 @@ func TestFluxOneBrokenTeam(t *testing.T) {
 	}, {
 		name:    "spec.path not created",
 		break_:  func(files map[string]string) { teamC(files, "path: ./teams/c", "path: ./teams/c-next") },
-		failed:  map[string]string{"Kustomization/flux-system/team-c": manifest.ReasonBuildFailed},
+		failed:  map[string]string{"Kustomization/flux-system/team-c": manifest.ReasonArtifactFailed},
 		absent:  []string{"team-c/ResourceGroup/app", "team-c/ResourceGroup/team-c-rg"},
 		unknown: []string{"HelmRelease/team-c/app"},
 		want: func(files map[string]string) []string {
@@ -292,7 +292,7 @@ func TestFluxOneBrokenTeam(t *testing.T) {
 			teamC(files, "path: ./teams/c", "path: ./teams/c-next")
 			files["clusters/c/teams.yaml"] = strings.Replace(files["clusters/c/teams.yaml"], "      TEAM: b\n", "      TEAM: b\n  dependsOn:\n    - name: team-c\n", 1)
 		},
-		failed:  map[string]string{"Kustomization/flux-system/team-c": manifest.ReasonBuildFailed, "Kustomization/flux-system/team-b": manifest.ReasonDependencyNotReady},
+		failed:  map[string]string{"Kustomization/flux-system/team-c": manifest.ReasonArtifactFailed, "Kustomization/flux-system/team-b": manifest.ReasonDependencyNotReady},
 		absent:  []string{"team-b/ResourceGroup/app", "team-b/ResourceGroup/team-b-rg", "team-c/ResourceGroup/app", "team-c/ResourceGroup/team-c-rg"},
 		unknown: []string{"HelmRelease/team-b/app", "HelmRelease/team-c/app"},
 		want:    func(map[string]string) []string { return []string{"./teams/c-next"} },
