@@ -177,7 +177,6 @@ type nsGen struct {
 	files   map[string]*bytes.Buffer
 	count   map[string]int
 	topic   string // last topic, owner of the next subscription
-	rgs     int
 }
 
 func (g *nsGen) file(name string) *bytes.Buffer {
