@@ -141,7 +141,7 @@ func newFixture(t testing.TB) *fixture {
 		}
 		prior[r.Key()] = record.Resource{
 			Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
-			ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: r.Policy,
+			ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: string(r.Policy),
 			AppliedHash: planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON),
 			AppliedBody: red, Generation: 1, Revision: p1.Revision, UpdatedAt: now.Add(-90 * time.Second), DependsOn: r.DependsOn,
 			Ready: record.Condition{Type: "Ready", Status: "True", Reason: "Succeeded", ObservedGeneration: 1, LastTransitionTime: now.Add(-90 * time.Second)},
