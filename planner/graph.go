@@ -144,11 +144,15 @@ func lookupKind(o manifest.Object) (*aso.Kind, *diag.Error) {
 	// The field to fix: the version when the group has the kind in another
 	// version, else the kind.
 	field := "kind"
+	var served []*aso.Kind
 	for _, c := range aso.Kinds() {
 		if c.Group == o.Group() && c.Kind == o.Kind() {
 			field = "apiVersion"
-			break
+			served = append(served, c)
 		}
+	}
+	if v := o.Version(); len(served) > 0 && (strings.HasPrefix(v, "v1beta") || strings.HasPrefix(v, "v1alpha")) {
+		return nil, objErr(o, field, "%s", servedElsewhere(o, served))
 	}
 	msg := fmt.Sprintf("unknown ASO kind %s %s", o.APIVersion(), o.Kind())
 	if s := suggestKinds(o.Group(), o.Version(), o.Kind()); len(s) > 0 {
@@ -918,4 +922,51 @@ func (g *Graph) unitEdges(deps map[string][]string) {
 		}
 		sort.Strings(n.DependsOn)
 	}
+}
+
+// servedElsewhere says that ASO removed the object's version (a v1alpha or
+// v1beta one) and names the versions that serve the kind: the newest
+// stable one first. (Which release removed it is the catalog's to say once
+// it holds every release.)
+func servedElsewhere(o manifest.Object, served []*aso.Kind) string {
+	// The same Azure API version first (v1beta20210401 → v1api20210401):
+	// its spec has the same fields; then the newest stable one.
+	date := strings.TrimLeft(strings.TrimPrefix(strings.TrimPrefix(o.Version(), "v1beta"), "v1alpha1api"), "v")
+	same := func(k *aso.Kind) int {
+		switch {
+		case date == "":
+			return 2
+		case k.Version == "v1api"+date:
+			return 0
+		case strings.HasSuffix(k.Version, date):
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(served, func(i, j int) bool {
+		if si, sj := same(served[i]), same(served[j]); si != sj {
+			return si < sj
+		}
+		pi, pj := strings.Contains(served[i].Version, "preview"), strings.Contains(served[j].Version, "preview")
+		if pi != pj {
+			return !pi
+		}
+		return served[i].Version > served[j].Version
+	})
+	var vs []string
+	for i, k := range served {
+		if i == 4 {
+			vs = append(vs, fmt.Sprintf("%d more", len(served)-4))
+			break
+		}
+		vs = append(vs, k.Group+"/"+k.Version)
+	}
+	what := "is a version ASO has removed (ASO replaced its v1alpha and v1beta versions)"
+	prov := aso.CatalogProvenance()
+	at := ""
+	if len(prov.Commit) >= 12 {
+		at = " (ASO at " + prov.Commit[:12] + ")"
+	}
+	return fmt.Sprintf("%s %s %s; the kind %s is served as %s%s: change apiVersion to %s",
+		o.APIVersion(), o.Kind(), what, o.Kind(), strings.Join(vs, ", "), at, vs[0])
 }

@@ -385,6 +385,9 @@ func (r *Reconciler) laterPhases(ctx context.Context, rep *Report, opts Options)
 // mayProgress reports whether a phase left objects known after apply and
 // wrote a resource that exports values: the next phase may resolve them.
 func mayProgress(rep *Report) bool {
+	if lookupMayProgress(rep) {
+		return true
+	}
 	if rep == nil || rep.Graph == nil || len(rep.Graph.Deferred) == 0 || rep.Plan == nil || rep.Plan.Held != nil ||
 		rep.Run.Outcome != record.OutcomeSucceeded {
 		return false

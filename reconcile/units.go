@@ -516,6 +516,8 @@ func (us *unitSet) unitsAfter(p *planner.Plan, res *executor.Result, resources f
 		}
 		rec.Objects = tt.keys
 		switch {
+		case u.Ignored:
+			setUnitReady(&rec, record.StatusTrue, manifest.ReasonSucceeded, "ignored: "+u.Message, now)
 		case u.Suspended:
 			setUnitReady(&rec, record.StatusUnknown, manifest.ReasonSuspended, "suspended: its objects are left as they are (reconcile-policy skip)", now)
 		case tt.failed > 0:

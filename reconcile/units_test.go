@@ -89,18 +89,7 @@ func TestFailedUnitKeepsItsObjects(t *testing.T) {
 	for _, team := range []string{"a", "b", "c"} {
 		repo.write("teams/"+team+"/objects.yaml", teamObjects("team-"+team, "1"))
 	}
-	rnd, err := render.New(render.Options{Kustomize: true, Flux: true, FluxPath: "clusters/c", Substitute: true, Strict: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := state.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cfg := reconcile.DefaultConfig()
-	cfg.Global = env.Cred
-	rec := reconcile.New(source.NewDir(repo.root, "", source.WithRenderer(rnd)), db, env.Clients, cfg, nil)
+	rec, db := repo.reconciler(env, render.Options{Kustomize: true, Flux: true, FluxPath: "clusters/c", Substitute: true, Strict: true})
 	ctx := context.Background()
 
 	rep, err := rec.Once(ctx, reconcile.Options{Trigger: "test", Refresh: true, All: true})
@@ -280,18 +269,7 @@ func TestUnitHealthAndParent(t *testing.T) {
 			"    - apiVersion: managedidentity.azure.com/v1api20230131\n      kind: UserAssignedIdentity\n      name: id-elsewhere\n      namespace: team-x\n"))
 	repo.write("teams/w/objects.yaml", teamObjects("team-w", "1"))
 	repo.write("teams/x/objects.yaml", teamObjects("team-x", "1"))
-	rnd, err := render.New(render.Options{Kustomize: true, Flux: true, FluxPath: "clusters/c"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := state.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	cfg := reconcile.DefaultConfig()
-	cfg.Global = env.Cred
-	rec := reconcile.New(source.NewDir(repo.root, "", source.WithRenderer(rnd)), db, env.Clients, cfg, nil)
+	rec, db := repo.reconciler(env, render.Options{Kustomize: true, Flux: true, FluxPath: "clusters/c"})
 	ctx := context.Background()
 	once := func() *reconcile.Report {
 		t.Helper()
@@ -342,4 +320,22 @@ func TestUnitHealthAndParent(t *testing.T) {
 	if tag := tagOf(t, env, "team-w"); tag != "1" {
 		t.Errorf("team-w's tag %q, want 1: its Kustomization is not known at this revision", tag)
 	}
+}
+
+// reconciler is a reconciler over the repository with Flux rendering
+// (opts), a state file of its own, against the emulator.
+func (u *unitsRepo) reconciler(env *emutest.Env, opts render.Options) (*reconcile.Reconciler, *state.DB) {
+	u.t.Helper()
+	rnd, err := render.New(opts)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	db, err := state.Open(filepath.Join(u.t.TempDir(), "state.db"))
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	u.t.Cleanup(func() { db.Close() })
+	cfg := reconcile.DefaultConfig()
+	cfg.Global = env.Cred
+	return reconcile.New(source.NewDir(u.root, "", source.WithRenderer(rnd)), db, env.Clients, cfg, nil), db
 }

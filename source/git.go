@@ -63,8 +63,8 @@ const DefaultTimeout = time.Minute
 
 // GitOptions configures a Git source.
 type GitOptions struct {
-	// URL of the repository: https://, http://, git://, file:// or a local
-	// path. Credentials in the URL's user info are moved to Username and
+	// URL of the repository: https://, http://, ssh:// (or git@host:path,
+	// with SSH), git://, file:// or a local path. Credentials in the URL's user info are moved to Username and
 	// Password; they never appear in errors or logs.
 	URL string
 	// Branch to follow; "main" when empty.
@@ -82,6 +82,9 @@ type GitOptions struct {
 	CacheDir string
 	// Username and Password for HTTP basic auth (a token is a password).
 	Username, Password string
+	// SSH is the key of an SSH URL (ssh://git@host/repo or git@host:repo):
+	// required for one, as Flux's GitRepository secretRef gives it.
+	SSH *SSHKey
 	// CABundle is extra PEM certificates to trust for https.
 	CABundle []byte
 	// InsecureSkipTLS disables TLS verification (tests only).
@@ -161,6 +164,16 @@ func NewGit(opts GitOptions) (*Git, error) {
 	g := &Git{opts: opts, url: u, display: redactURL(u), path: sub, log: opts.Logger}
 	if g.log == nil {
 		g.log = slog.Default()
+	}
+	if IsSSHURL(u) {
+		key := SSHKey{}
+		if opts.SSH != nil {
+			key = *opts.SSH
+		}
+		if g.auth, err = SSHAuth(u, key); err != nil {
+			return nil, fmt.Errorf("git source: %w", err)
+		}
+		return g, nil
 	}
 	if opts.Username != "" || opts.Password != "" {
 		user := opts.Username

@@ -72,12 +72,19 @@ type RepositoryRequest struct {
 	URL, Branch        string
 	Username, Password string
 	CABundle           []byte
+	// SSH is the key of an SSH URL (the GitRepository secretRef's
+	// identity, password and known_hosts).
+	SSH *SSHKey
 }
 
 // Files returns the head commit of the branch and the repository's files.
 func (rs *Repositories) Files(ctx context.Context, req RepositoryRequest) (string, []File, error) {
 	h := sha256.New()
-	for _, s := range []string{req.URL, req.Branch, req.Username, req.Password, string(req.CABundle)} {
+	keyParts := []string{req.URL, req.Branch, req.Username, req.Password, string(req.CABundle)}
+	if req.SSH != nil {
+		keyParts = append(keyParts, string(req.SSH.Identity), req.SSH.Passphrase, req.SSH.KnownHosts)
+	}
+	for _, s := range keyParts {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -88,7 +95,7 @@ func (rs *Repositories) Files(ctx context.Context, req RepositoryRequest) (strin
 	}
 	g := rs.repos[key]
 	if g == nil {
-		opts := GitOptions{URL: req.URL, Branch: req.Branch, Username: req.Username, Password: req.Password,
+		opts := GitOptions{URL: req.URL, Branch: req.Branch, Username: req.Username, Password: req.Password, SSH: req.SSH,
 			CABundle: append(append([]byte(nil), rs.CABundle...), req.CABundle...), Limits: rs.Limits, Logger: rs.Logger,
 			Timeout: rs.Timeout}
 		if rs.CacheDir != "" {

@@ -18,8 +18,10 @@
 //	runResources   big-endian run ID           → []Touched (JSON): what the run changed or failed on; pruned with runs
 //	resourceRuns   key, 0x00, run ID           → ResourceRun (JSON): a resource's newest MaxResourceRuns runs
 //	changes        key (the resource key)      → Change (JSON): the redacted body before its last change
+//	units          unit ID (Kind/ns/name)      → record.Unit (JSON): a Flux Kustomization or HelmRelease (units.go)
+//	unitObjects    unit ID                     → the unit's objects as last applied, sealed like secret exports
 //
-// The last three are created on first write (see touched.go), so a file
+// The last five are created on first write (touched.go, units.go), so a file
 // without them reads as empty; a run writes its list once, never rewriting
 // resource records for it.
 //

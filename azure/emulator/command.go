@@ -132,7 +132,7 @@ func RunCommand(ctx context.Context, opts CommandOptions, stdout io.Writer) erro
 		"# export REQUESTS_CA_BUNDLE=" + caFile + " AZURE_CONFIG_DIR=$PWD/.azure",
 		"# az cloud register -n gitaso --cloud-config '" + AzureCLICloudConfig(e.ARMEndpoint()) + "' && az cloud set -n gitaso",
 		"# az login --service-principal -u $AZURE_CLIENT_ID -p $AZURE_CLIENT_SECRET --tenant $AZURE_TENANT_ID",
-		"# Tools that must reach {vault}.vault.azure.net, {store}.azconfig.io or Entra's public host names: export HTTPS_PROXY=" + proxyURL,
+		"# Tools that must reach {vault}.vault.azure.net, {store}.azconfig.io, {registry}.azurecr.io or Entra's public host names: export HTTPS_PROXY=" + proxyURL,
 	}
 	for _, name := range opts.Registries {
 		host := e.RegistryHost(name)

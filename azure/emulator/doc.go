@@ -72,6 +72,8 @@
 // Configuration's key-values at {store}.azconfig.io (appconfig.go: GET /kv with the key= and label= filters and
 // Link paging, GET and PUT /kv/{key}, PutAppConfigKeyValue; Entra tokens for https://azconfig.io, App
 // Configuration Data Reader/Owner). The vault or store is created through ARM; their data live in memory only.
+// Container registries (WithRegistry, acr.go) answer on listeners of their own and, through StartLoginProxy, under
+// {registry}.azurecr.io, so a HelmRepository or OCIRepository URL written for Azure runs against the emulator as is.
 //
 // The behaviour ASO's per-kind hooks guard against (hooks*.go): an AKS cluster or agent pool whose provisioningState
 // is not terminal refuses writes to itself and its pools (409 OperationNotAllowed), as do a PostgreSQL flexible

@@ -29,7 +29,8 @@ type loginProxy struct {
 
 // StartLoginProxy starts (once) an HTTP CONNECT proxy on a loopback port and returns its URL ("http://127.0.0.1:PORT")
 // for HTTPS_PROXY. It tunnels CONNECT requests for the emulator's address and for login.microsoftonline.com and
-// login.windows.net (port 443) to the emulator, whose certificate names those hosts; anything else answers 403, so a
+// login.windows.net (port 443) to the emulator, whose certificate names those hosts, and for {registry}.azurecr.io
+// (port 443) to the listener of that registry (WithRegistry), as Key Vault is served under *.vault.azure.net; anything else answers 403, so a
 // client behind it reaches nothing but the emulator. The proxy stops with Close.
 func (e *Emulator) StartLoginProxy() (string, error) {
 	e.proxyMu.Lock()
@@ -49,6 +50,13 @@ func (e *Emulator) StartLoginProxy() (string, error) {
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodConnect {
 				http.Error(w, "this proxy only tunnels HTTPS (CONNECT) to the gitaso emulator", http.StatusMethodNotAllowed)
+				return
+			}
+			if reg := e.registryOfHost(r.Host); reg != nil {
+				// {registry}.azurecr.io: the registry's own listener, whose
+				// certificate names that host (a HelmRepository or
+				// OCIRepository URL as it reads against Azure).
+				e.tunnel(w, reg.ln.Addr().String(), &p.wg)
 				return
 			}
 			if !proxyAllowed(r.Host, self) {
@@ -156,4 +164,22 @@ func (e *Emulator) closeLoginProxy(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	return err
+}
+
+// ACRDNSSuffix is the DNS suffix of Azure Container Registry login servers
+// ({registry}.azurecr.io).
+const ACRDNSSuffix = "azurecr.io"
+
+// registryOfHost returns the registry the emulator serves as host:443
+// ({name}.azurecr.io), nil for any other host.
+func (e *Emulator) registryOfHost(hostport string) *acrRegistry {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil || port != "443" {
+		return nil
+	}
+	name, ok := strings.CutSuffix(strings.ToLower(host), "."+ACRDNSSuffix)
+	if !ok || strings.Contains(name, ".") {
+		return nil
+	}
+	return e.registries[name]
 }

@@ -25,6 +25,7 @@ import (
 // Helm repositories and OCI registries, with --flux).
 func (s *settings) registerCharts(fs *pflag.FlagSet) {
 	fs.StringVar(&s.chartCache, "chart-cache", "", "with --flux, keep the charts HelmReleases take from Helm repositories and OCI registries in `DIR`, by digest, with the last index and tag lists (default: <state>.charts for serve and apply; memory only for plan and validate, but <state>.charts for plan --charts-offline)")
+	fs.StringArrayVar(&s.skipReleases, "skip-release", nil, "a HelmRelease (`NAMESPACE/NAME`, globs as cert-manager/*) gitaso neither fetches nor renders, as the annotation gitaso.io/skip: \"true\" does; repeatable")
 	fs.BoolVar(&s.chartsOffline, "charts-offline", false, "fetch no chart: every HelmRelease's chart and version come from --chart-cache only (air-gapped sites; a chart not cached is an error naming the release)")
 }
 

@@ -53,11 +53,13 @@ type settings struct {
 	// stateCreated: openState made the state file (it did not exist).
 	stateCreated                      bool
 	exports                           stateExports     // exported values for substituteFrom (see stateExports)
+	lookups                           reconcile.Lookup // Helm's lookup of ASO objects (DB and Get set once open)
 	kube                              clusterSettings  // --kubeconfig, --in-cluster (cluster.go)
 	autoplan                          autoplanSettings // serve --autoplan (autoplan.go)
 	ref                               string           // a full Git reference instead of --branch (autoplan: a pull request)
 	repo, branch, path, dir, cacheDir string
 	gitUser, gitPasswordFile, gitCA   string
+	gitSSHKey, gitKnownHosts          string        // --git-ssh-key, --git-known-hosts
 	gitTimeout                        time.Duration // --git-timeout
 	stateFile                         string
 	cloudConfig, credentialsDir       string
@@ -79,6 +81,7 @@ type settings struct {
 	helmAPIVersions                   []string      // --helm-api-versions
 	chartCache                        string        // --chart-cache
 	chartsOffline                     bool          // --charts-offline
+	skipReleases                      []string      // --skip-release
 	persistCharts                     bool          // serve, apply: charts cached beside the state by default
 	maxDeletions                      int
 	maxDeletionFraction               float64
@@ -94,6 +97,8 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	fs.StringVar(&s.gitUser, "git-username", "", "username for HTTPS Git")
 	fs.StringVar(&s.gitPasswordFile, "git-password-file", "", "file holding the HTTPS Git password or token")
 	fs.StringVar(&s.gitCA, "git-ca-file", "", "PEM file of extra CAs to trust for HTTPS Git")
+	fs.StringVar(&s.gitSSHKey, "git-ssh-key", "", "private key `FILE` for an SSH --repo (ssh://git@host/repo or git@host:repo); its passphrase, if any, in GITASO_GIT_SSH_PASSPHRASE")
+	fs.StringVar(&s.gitKnownHosts, "git-known-hosts", "", "known_hosts `FILE` holding the SSH --repo server's host key (required: a host is never trusted on first use)")
 	durationFlag(fs, &s.gitTimeout, "git-timeout", source.DefaultTimeout, "deadline of each exchange with the Git server (a fetch, a listing of its branches): a server that has not answered by then fails the poll, which counts as a source failure (GET /api/v1/status, gitaso_source_consecutive_failures); 0 or less: none")
 	fs.BoolVar(&s.kustomize, "kustomize", true, "build directories holding a kustomization.yaml in memory (remote bases are refused)")
 	fs.BoolVar(&s.flux, "flux", false, "follow the Flux Kustomization objects (kustomize.toolkit.fluxcd.io) found under --path as kustomize-controller does: build each one's spec.path (relative to the repository root, so the whole repository is read) with its patches, targetNamespace and postBuild substitution")
@@ -271,6 +276,24 @@ func (s *settings) source(log *slog.Logger) (source.Source, error) {
 			}
 			opts.CABundle = b
 		}
+		if source.IsSSHURL(s.repo) {
+			key := &source.SSHKey{Passphrase: os.Getenv("GITASO_GIT_SSH_PASSPHRASE")}
+			if s.gitSSHKey != "" {
+				b, err := os.ReadFile(s.gitSSHKey)
+				if err != nil {
+					return nil, fmt.Errorf("read --git-ssh-key: %w", err)
+				}
+				key.Identity = b
+			}
+			if s.gitKnownHosts != "" {
+				b, err := os.ReadFile(s.gitKnownHosts)
+				if err != nil {
+					return nil, fmt.Errorf("read --git-known-hosts: %w", err)
+				}
+				key.KnownHosts = string(b)
+			}
+			opts.SSH = key
+		}
 		return source.NewGit(opts)
 	}
 	return nil, errors.New("no source: set --repo URL (with --branch and --path) or --dir DIRECTORY")
@@ -300,7 +323,19 @@ func (s *settings) readPath() string {
 func (s *settings) renderer(log *slog.Logger) (*render.Renderer, error) {
 	o := render.Options{Kustomize: s.kustomize, KustomizeDirs: s.kustomizeDirs, Strict: s.substituteStrict, Logger: log, Limits: s.sourceLimits,
 		Flux: s.flux, FluxPath: s.path, RepositoryURL: s.repo,
-		KubeVersion: s.helmKubeVersion, HelmAPIVersions: s.helmAPIVersions, Exported: s.exports.lookup}
+		KubeVersion: s.helmKubeVersion, HelmAPIVersions: s.helmAPIVersions, Exported: s.exports.lookup, SkipReleases: s.skipReleases,
+		Lookup: s.lookups.Func}
+	if s.flux {
+		// Releases that render no ASO object are remembered beside the
+		// chart cache (none without one: plan and validate keep nothing).
+		dir, err := s.chartCacheDir()
+		if err != nil {
+			return nil, err
+		}
+		if dir != "" {
+			o.ReleaseMemory = filepath.Join(dir, "releases-without-aso.json")
+		}
+	}
 	if len(s.substitute) > 0 || len(s.substituteFrom) > 0 || s.substituteStrict {
 		o.Substitute = true
 	}
@@ -555,6 +590,17 @@ func (s *settings) openState(e *env, opts ...state.Option) error {
 			"state", s.stateFile, "detail", rep.MetaFallback)
 	}
 	s.exports.db = e.db
+	s.lookups.DB = e.db
+	if e.clients != nil && e.cfg.Global != nil {
+		clients, cred := e.clients, e.cfg.Global
+		s.lookups.Get = func(ctx context.Context, id, apiVersion string) ([]byte, error) {
+			c, err := clients.For(cred)
+			if err != nil {
+				return nil, err
+			}
+			return c.Get(ctx, id, apiVersion)
+		}
+	}
 	return s.wireExports(e) // cluster.go
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/pem"
 	"errors"
 	"net"
 	"os/exec"
@@ -130,4 +131,24 @@ func serveSession(ch ssh.Channel, reqs <-chan *ssh.Request, root string) {
 		_, _ = ch.SendRequest("exit-status", false, ssh.Marshal(struct{ Status uint32 }{status}))
 		return
 	}
+}
+
+// NewClientKey returns a new ed25519 client key: its public half for
+// NewSSHServer and its private half as the PEM a GitRepository secretRef's
+// identity (or gitaso --git-ssh-key) holds.
+func NewClientKey(t testing.TB) (ssh.PublicKey, string) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshPub, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sshPub, string(pem.EncodeToMemory(block))
 }

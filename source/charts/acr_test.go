@@ -3,6 +3,7 @@ package charts_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -226,5 +228,47 @@ func TestACRExchangeForm(t *testing.T) {
 	mu.Lock()
 	if exchanges != 3 {
 		t.Fatalf("%d exchanges, want 3 (a token expiring within 5 minutes is not reused)", exchanges)
+	}
+}
+
+// TestACRUnderItsAzureHostName: a HelmRepository written as it reads against
+// Azure (oci://{registry}.azurecr.io/charts, provider azure) pulls from the
+// emulator's registry with no edit, through the emulator's proxy (HTTPS_PROXY,
+// as `gitaso emulator` prints it) and its CA, the exchange included.
+func TestACRUnderItsAzureHostName(t *testing.T) {
+	env := emutest.New(t, emutest.Emulator(emulator.WithRegistry(acrName), emulator.WithoutThrottling()), emutest.Roles("AcrPull"))
+	e := env.Emu
+	archive := buildChart(t, "infra", "1.2.0")
+	if _, err := e.PushHelmChart(bg, acrName, "charts", archive); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := e.StartLoginProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, err := url.Parse(proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu), TLSClientConfig: &tls.Config{RootCAs: e.CertPool(), MinVersion: tls.VersionTLS12}}}
+	f := newFetcher(t, client, func(o *charts.Options) {
+		o.Azure = charts.AzureTokenSource(emulatorCredential(t, e, env.Principal))
+	})
+	for _, src := range []charts.Source{
+		{Kind: "HelmRepository", Namespace: "flux-system", Name: "acr", Spec: map[string]any{"type": "oci", "url": "oci://" + acrName + ".azurecr.io/charts", "provider": "azure"}},
+		{Kind: "HelmRepository", Namespace: "flux-system", Name: "acr-upper", Spec: map[string]any{"type": "oci", "url": "oci://" + strings.ToUpper(acrName) + ".azurecr.io/charts", "provider": "azure"}},
+	} {
+		c, err := f.Fetch(bg, charts.Request{Source: src, Chart: "infra", Version: "1.x"})
+		if err != nil {
+			t.Fatalf("%s: %v", src.Spec["url"], err)
+		}
+		if c.Version != "1.2.0" || !bytes.Equal(c.Archive, archive) {
+			t.Errorf("%s: got %s", src.Spec["url"], c.Version)
+		}
+	}
+	// A registry the emulator does not serve is not reached.
+	other := charts.Source{Kind: "HelmRepository", Namespace: "flux-system", Name: "other", Spec: map[string]any{"type": "oci", "url": "oci://elsewhere1.azurecr.io/charts", "provider": "azure"}}
+	if _, err := f.Fetch(bg, charts.Request{Source: other, Chart: "infra", Version: "1.x"}); err == nil {
+		t.Error("a registry the emulator does not serve answered")
 	}
 }

@@ -111,8 +111,7 @@
 //
 // # Not read
 //
-// Bucket sources; Git over SSH for a Kustomization's GitRepository (charts
-// only); GitRepository spec.ignore, .sourceignore,
+// Bucket sources; GitRepository spec.ignore, .sourceignore,
 // include, recurseSubmodules and sparseCheckout (a chart from Git is its
 // directory less .helmignore); HelmChart reconcileStrategy Revision (the
 // version stays Chart.yaml's); spec.proxySecretRef (the process's proxy

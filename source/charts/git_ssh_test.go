@@ -20,19 +20,7 @@ import (
 // A wrong host key, a key the server refuses and a secret without
 // known_hosts are errors. It was refused as unsupported (issue 25).
 func TestGitRepositoryChartSSH(t *testing.T) {
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sshPub, err := ssh.NewPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(priv, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	identity := string(pem.EncodeToMemory(block))
+	sshPub, identity := gittest.NewClientKey(t)
 
 	srv := gittest.NewServer(t)
 	repo := srv.CreateRepo("charts")

@@ -204,6 +204,18 @@
 // template, line and column, and the limit. What a chart renders is
 // Helm's, byte for byte (helmtpl's TestSameAsHelm).
 //
+// A HelmRelease that renders no ASO object (cert-manager, an ingress
+// controller, ASO itself) is counted as ignored (manifest.Unit.Ignored) and
+// its objects are left out. One whose chart is fetched is remembered in
+// Options.ReleaseMemory (a file beside the chart cache, written atomically)
+// by the chart's digest and a hash of its other inputs (values, name,
+// namespace, post-renderers, capabilities): next time the chart is resolved
+// and, at the same digest, not rendered; when its registry does not answer,
+// the memory stands for it. A release another release depends on is
+// rendered every time (its ConfigMaps may feed a valuesFrom). A release
+// annotated gitaso.io/skip: "true" or named by Options.SkipReleases is
+// neither fetched nor rendered (helm_ignore.go).
+//
 // Example:
 //
 //	from, _ := render.ParseRef("platform/platform-vars")

@@ -32,6 +32,12 @@ func Repositories(rs *source.Repositories) GitFetcher {
 		if t := src.Secret["bearerToken"]; t != "" && req.Password == "" {
 			req.Username, req.Password = "git", t
 		}
+		if source.IsSSHURL(src.URL) {
+			// As source-controller reads an SSH GitRepository's secretRef:
+			// identity, password (the key's passphrase), known_hosts.
+			req.Username, req.Password = "", ""
+			req.SSH = &source.SSHKey{Identity: []byte(src.Secret["identity"]), Passphrase: src.Secret["password"], KnownHosts: src.Secret["known_hosts"]}
+		}
 		return rs.Files(ctx, req)
 	}
 }

@@ -216,6 +216,15 @@ type helmRelease struct {
 	uses    []ChartUse
 	errs    diag.List
 	version string // chart@version
+	// ignored says why the release is counted and left out: it renders
+	// no ASO object, or is skipped (helm_ignore.go); "" when it is not.
+	ignored string
+	// fed are the objects of an ignored release that rendered, left out
+	// of the output but there for the valuesFrom of releases after it.
+	fed []string
+	// lookupWait: waiting is a lookup of an object not applied yet; the
+	// release is rendered again once it is (helm_lookup.go).
+	lookupWait bool
 }
 
 func (h *helmRelease) err(field string, cause error, format string, args ...any) *diag.Error {
@@ -422,8 +431,12 @@ func findReleases(fi int, f source.File, docs []document) []*helmRelease {
 //     whatever was applied before; a template that branches on IsUpgrade
 //     renders as for an install. .Capabilities are Helm's defaults with
 //     Options.KubeVersion (DefaultKubeVersion) and Options.HelmAPIVersions.
-//     lookup returns an empty map, as in "helm template" (a label taking
-//     its value from it is then empty: the parser makes that "").
+//     lookup is Options.Lookup (helm_lookup.go): gitaso's reconciler
+//     answers an ASO object it manages with its status as ASO writes it
+//     (reconcile.Lookup); one not applied yet makes the release wait
+//     (DependencyNotReady, rendered again once it exists, in the same
+//     run's next phase). Without Options.Lookup, and for other kinds, an
+//     empty map, as in "helm template".
 //   - Output: NOTES.txt is dropped, and so are CRDs (crds/, which Helm
 //     installs apart from the release; gitaso applies ASO kinds only).
 //     Hooks: pre/post-install and pre/post-upgrade hooks become ordinary
@@ -434,7 +447,10 @@ func findReleases(fi int, f source.File, docs []document) []*helmRelease {
 //     v2beta's patchesStrategicMerge and patchesJson6902) and images run
 //     over the objects with kustomize, in order; then Flux's origin labels
 //     (helm.toolkit.fluxcd.io/name and namespace) and spec.commonMetadata.
-//     Objects of kinds gitaso does not apply are reported as ignored.
+//     Objects of kinds gitaso does not apply are reported as ignored; a
+//     release that renders no ASO kind at all is counted and left out,
+//     remembered by its chart's digest and values, and a release can be
+//     skipped without a fetch (helm_ignore.go).
 //   - Provenance: every object carries gitaso.io/helm-release
 //     (namespace/name), gitaso.io/helm-chart (chart@version),
 //     gitaso.io/helm-template (chart/templates/x.yaml) and, when the
@@ -481,6 +497,7 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 		return out, nil, nil
 	}
 	run := newHelmRun(w)
+	run.dependedOn = dependedOn(releases) // helm_ignore.go
 	levels := releaseLevels(releases)
 	deps := newReleaseDeps(releases, levels)
 	for _, level := range levels {
@@ -527,12 +544,13 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 		}
 		// What a level rendered is there for the valuesFrom of the next.
 		for _, h := range todo {
-			if len(h.errs) > 0 {
-				h.docs = nil // a release that failed renders nothing
+			if len(h.errs) > 0 || h.waiting != "" {
+				h.docs = nil // a release that failed (or waits on a lookup) renders nothing
 				continue
 			}
 			deps.rendered[h] = true
 			run.index.add(h.docs)
+			run.index.add(h.fed)
 		}
 	}
 	objects := 0
@@ -554,6 +572,12 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 			if report, ok := ctx.Value(chartUsesKey{}).(func(ChartUse)); ok {
 				report(u)
 			}
+		}
+	}
+	if names := ignoredNames(releases); len(names) > 0 {
+		// Logged when the list changes, not on every render of a revision.
+		if key := strings.Join(names, "\n"); w.r.ignoredLogged.Swap(key) != key {
+			w.r.logger.Info("HelmReleases ignored: they render no ASO object or are skipped", "count", len(names), "releases", names)
 		}
 	}
 	if len(limits) > 0 {

@@ -38,6 +38,9 @@ type helmRun struct {
 	caps  *chartutil.Capabilities
 	index *objectIndex
 	paths []string // every file of the repository, sorted
+	// dependedOn are the releases another release's dependsOn names:
+	// never ignored by memory (helm_ignore.go).
+	dependedOn map[string]bool
 
 	mu       sync.Mutex
 	repo     map[string]*chartEntry // repository chart directory → chart

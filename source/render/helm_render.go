@@ -70,18 +70,34 @@ func (run *helmRun) release(ctx context.Context, h *helmRelease) {
 			h.errs = append(h.errs, h.err("spec.chart", ErrHelmRender, "HelmRelease %s: helm panicked: %v", h.id, p))
 		}
 	}()
-	r, err := run.chart(ctx, h)
-	if err != nil {
-		h.errs = append(h.errs, diag.AsList(err)...)
+	if why := run.w.skipped(h); why != "" {
+		h.ignored = why // neither fetched nor rendered (helm_ignore.go)
 		return
 	}
-	h.uses = r.uses
 	vals, derr := run.values(h)
 	if derr != nil {
 		h.errs = append(h.errs, derr)
 		return
 	}
+	vh := run.inputsHash(h, vals) // helm_ignore.go
+	r, err := run.chart(ctx, h)
+	if err != nil {
+		if why, ok := run.ignoredUnavailable(h, err, vh); ok && !run.dependedOn[h.id] {
+			h.ignored = why
+			return
+		}
+		h.errs = append(h.errs, diag.AsList(err)...)
+		return
+	}
+	h.uses = r.uses
+	if digest, name := chartDigest(r.uses); !run.dependedOn[h.id] && run.w.r.memory.noASO(digest, vh) {
+		h.ignored = "renders no ASO object (chart " + name + ", remembered by its digest)"
+		return
+	}
 	h.docs, h.errs = run.render(ctx, h, r, vals)
+	if len(h.errs) == 0 && h.waiting == "" {
+		run.noteRendered(h, vh)
+	}
 }
 
 // values composes a release's values as helm-controller does: the
@@ -211,7 +227,13 @@ func (run *helmRun) render(ctx context.Context, h *helmRelease, r *resolved, val
 	lim := run.w.lim
 	budget := budgetOf(ctx, lim)
 	budget.starting(h.obj.File, "HelmRelease "+h.id)
-	files, err := helmtpl.Render(ctx, c, rv, helmtpl.Budget{MaxOutput: lim.MaxFileSize, MaxBytes: lim.MaxHelmBytes, MaxSteps: lim.MaxHelmSteps})
+	var afterApply error // a lookup of an object not applied yet (helm_lookup.go)
+	files, err := helmtpl.Render(ctx, c, rv, helmtpl.Budget{MaxOutput: lim.MaxFileSize, MaxBytes: lim.MaxHelmBytes, MaxSteps: lim.MaxHelmSteps,
+		Lookup: run.w.lookup(ctx, &afterApply)})
+	if afterApply != nil {
+		h.waiting, h.lookupWait = afterApply.Error(), true
+		return nil, nil
+	}
 	if be := (*helmtpl.BoundError)(nil); errors.As(err, &be) {
 		return fail(r.field, boundError(ctx, be, lim), "")
 	}

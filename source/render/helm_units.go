@@ -65,6 +65,7 @@ func releaseUnits(rs []*helmRelease) []manifest.Unit {
 		switch {
 		case h.waiting != "":
 			u.Reason, u.Message = manifest.ReasonDependencyNotReady, h.waiting
+			u.Retry = h.lookupWait // rendered again once the object exists
 		case len(h.errs) > 0:
 			u.Reason, u.Retry = failReason(h.errs, ErrHelmSource, ErrHelmChart)
 			u.Message, u.Errors = source.UnitMessage(h.errs), h.errs
@@ -90,7 +91,7 @@ func releaseUnits(rs []*helmRelease) []manifest.Unit {
 func (h *helmRelease) unit() manifest.Unit {
 	s := &h.spec
 	u := manifest.Unit{Kind: manifest.UnitHelmRelease, Namespace: h.obj.Namespace(), Name: h.obj.Name(),
-		File: h.obj.File, Line: h.obj.Line, Suspended: h.suspended(), Wait: true}
+		File: h.obj.File, Line: h.obj.Line, Suspended: h.suspended(), Wait: true, Ignored: h.ignored != "", Message: h.ignored}
 	if (s.Install != nil && s.Install.DisableWait) || (s.Upgrade != nil && s.Upgrade.DisableWait) {
 		u.Wait = false
 	}

@@ -100,6 +100,24 @@ type Options struct {
 	// flux-system) is refused: it reads another repository.
 	RepositoryURL string
 
+	// Lookup answers Helm's lookup function in charts (apiVersion, kind,
+	// namespace, name; name "" lists): gitaso's reconciler answers ASO
+	// objects it manages with their status (reconcile.Lookup). An error
+	// wrapping ErrKnownAfterApply makes the release wait (its unit
+	// DependencyNotReady, rendered again once the object exists); nil
+	// answers every lookup with an empty map, as helm template does.
+	Lookup func(ctx context.Context, apiVersion, kind, namespace, name string) (map[string]any, error)
+	// SkipReleases are namespace/name patterns (path.Match) of
+	// HelmReleases gitaso neither fetches nor renders (gitaso
+	// --skip-release); the annotation gitaso.io/skip: "true" does the same
+	// for one release (helm_ignore.go).
+	SkipReleases []string
+	// ReleaseMemory is the file that remembers the releases that render
+	// no ASO object, by chart digest and values, so that they are neither
+	// rendered again nor failed when their registry does not answer; ""
+	// remembers nothing (helm_ignore.go).
+	ReleaseMemory string
+
 	// Charts fetches the charts of HelmReleases that are not in the
 	// repository (Helm repositories, OCI registries, other Git
 	// repositories); nil refuses such a release (see helm.go).
@@ -143,6 +161,11 @@ type Renderer struct {
 	// deprecated remembers the kustomization files whose deprecation
 	// warnings were logged.
 	deprecated deprecationLog
+	// memory remembers the releases that render no ASO object
+	// (helm_ignore.go); nil without Options.ReleaseMemory.
+	memory *releaseMemory
+	// ignoredLogged is the last list of ignored releases logged.
+	ignoredLogged atomic.Value
 }
 
 var _ source.Renderer = (*Renderer)(nil)
@@ -165,7 +188,12 @@ func New(opts Options) (*Renderer, error) {
 			return nil, fmt.Errorf("substitute-from %s: kind must be ConfigMap or Secret", r)
 		}
 	}
-	r := &Renderer{opts: opts, vars: vars}
+	for _, p := range opts.SkipReleases {
+		if _, err := path.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("skip-release %q: %w", p, err)
+		}
+	}
+	r := &Renderer{opts: opts, vars: vars, memory: newReleaseMemory(opts.ReleaseMemory)}
 	if _, err := r.capabilities(); err != nil {
 		return nil, fmt.Errorf("helm: %w", err)
 	}

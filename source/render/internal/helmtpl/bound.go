@@ -30,6 +30,10 @@ type Budget struct {
 	// executions and function calls the templates may make. It stops
 	// loops that write nothing.
 	MaxSteps int64
+	// Lookup answers the templates' lookup function (apiVersion, kind,
+	// namespace, name; name "" lists); nil answers an empty map, as helm
+	// template does. Its error stops the render.
+	Lookup func(apiVersion, kind, namespace, name string) (map[string]interface{}, error)
 }
 
 // maxNesting is how deeply include and tpl calls may nest (Helm stops a

@@ -163,6 +163,10 @@ func (st *state) initFunMap(t *template.Template) {
 		return "", errors.New(warnWrap(msg))
 	}
 
+	if st.b.Lookup != nil {
+		funcMap["lookup"] = st.b.Lookup
+	}
+
 	// DNS lookups are not enabled: override the sprig function and return
 	// an empty string.
 	funcMap["getHostByName"] = func(_ string) string {
