@@ -198,7 +198,11 @@ func checkRunPage(t *testing.T, wd *webDriver, f *fixture) {
 	wd.open(f.srv.URL + "/#runs")
 	wd.waitFor("the runs", `return !!document.querySelector('#runs-body a[href="#run/2"]')`)
 	wd.click(`#runs-body a[href="#run/2"]`)
-	wd.waitFor("the run page", `return !!document.getElementById('run-resources')`)
+	// The run view still holds run 2 from the resource page's link: wait for
+	// the route itself (the view shown, its heading focused) and run 2's
+	// rendering, not for an element already there.
+	wd.waitFor("the run page", `return !document.getElementById('view-run').hidden && document.activeElement.id === 'h-run' &&
+		document.getElementById('run-body').dataset.run === '2' && !!document.getElementById('run-resources')`)
 	body := wd.str(`return document.getElementById('run-body').textContent`)
 	for _, want := range []string{"partial", "webhook", "fedcba9876543210fedcba9876543210fedcba98", "1 create, 1 delete, 5 no-op, 2 update",
 		"AuthorizationFailed", "Resources touched (3)", keyStorage, keyPG, keyContainer, "deleted", "failed"} {
