@@ -125,7 +125,8 @@ func TestEveryPackageHasARule(t *testing.T) {
 var asoNames = []string{"serviceoperator.azure.com/", "aso-credential", "aso-controller-settings"}
 
 // TestASONamesOnlyInASO: no string literal outside package aso (and its
-// sub-packages) holds one of ASO's names. Tests are excepted: their
+// sub-packages) holds one of ASO's names, and none is ".azure.com" ("is
+// this an ASO kind" is aso.IsASOGroup). Tests are excepted: their
 // manifests are ASO's input as users write it, literally.
 func TestASONamesOnlyInASO(t *testing.T) {
 	fset := token.NewFileSet()
@@ -157,6 +158,9 @@ func TestASONamesOnlyInASO(t *testing.T) {
 			v, err := strconv.Unquote(lit.Value)
 			if err != nil {
 				v = lit.Value
+			}
+			if v == ".azure.com" {
+				t.Errorf("%s: an ASO group test of its own: use aso.IsASOGroup", fset.Position(lit.Pos()))
 			}
 			for _, name := range asoNames {
 				if strings.Contains(v, name) {
