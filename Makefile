@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X github.com/gitaso/gitaso/internal/cli.Version=$(VERSION)
 TAGS    := kustomize_disable_go_plugin_support
 SHARED  ?= $(abspath ../shared)
 
-.PHONY: all build test test-short lint bench fuzz demo catalog emulator-table roles clean reliability image aso-anchor
+.PHONY: all build test test-short lint bench fuzz demo catalog aso-removed emulator-table roles clean reliability image aso-anchor
 
 all: build
 
@@ -59,6 +59,12 @@ catalog:
 emulator-table:
 	$(GO) run ./azure/emulator/gen -in $(SHARED)/conformance/arm-responses.json -sets $(SHARED)/conformance/aso \
 		-supplement azure/emulator/gen/supplement.json -out azure/emulator/armtable_gen.go
+
+## aso-removed: regenerate aso/catalog/removed.json, the ASO versions removed since v2.0.0 (aso.LookupRemoved), from
+## ASO's release tags and the catalog's commit: make aso-removed ASO_SRC=<ASO checkout or git dir> [ASO_REF=<commit>]
+ASO_REF ?= e88a45d1f78cb4946b8c96b1c629d35963ac81dd
+aso-removed:
+	$(GO) run ./aso/gen/removed -git '$(ASO_SRC)' -ref '$(ASO_REF)' -out aso/catalog/removed.json
 
 ## roles: regenerate aso/roles/builtin-roles.json, Azure's built-in roles (aso/roles.go), from a role list:
 ## ROLES_FROM is a directory of `az role definition list` files (github.com/easimon/azure-builtin-roles azure-roles/),

@@ -14,6 +14,12 @@
 //
 //	go run ./aso/gen -schema ../shared/aso-schema -out aso/catalog/catalog.json.gz
 //
+// Versions that an ASO release since v2.0.0 shipped and the catalog's commit no
+// longer has are in catalog/removed.json (generated from ASO's release tags by
+// `make aso-removed`): LookupRemoved says the last release that had one, the
+// first without it and the versions of the same kind that replace it. They are
+// known, not convertible: the planner refuses them with that message.
+//
 // A typical use, for one object of a Git snapshot:
 //
 //	k, ok := aso.Lookup("storage.azure.com", "v1api20230101", "StorageAccount")

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,12 +73,14 @@ type teamBreak struct {
 	edit   func(files map[string]string)
 	// waits are units that wait for it (DependencyNotReady).
 	waits []string
+	// where begins the unit's first error, when set: the file and line to blame.
+	where string
 }
 
 const teamB = "Kustomization/flux-system/team-b"
 
 var teamBreaks = []teamBreak{
-	{name: "patch matching nothing after a rename", unit: teamB, reason: "BuildFailed", edit: func(f map[string]string) {
+	{name: "patch matching nothing after a rename", unit: teamB, reason: "BuildFailed", where: "teams/b/kustomization.yaml:6: ", edit: func(f map[string]string) {
 		f["teams/b/kustomization.yaml"] += "patches:\n  - path: owner.yaml\n"
 		f["teams/b/owner.yaml"] = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: infra-old\nspec:\n  values:\n    tags:\n      owner: team-b\n"
 	}},
@@ -229,6 +233,10 @@ func TestFluxTeamsOneTeamBroken(t *testing.T) {
 	for _, br := range teamBreaks {
 		t.Run(br.name, func(t *testing.T) {
 			before := azureState(ft.em)
+			held := ft.heldResources(t)
+			if len(held) == 0 {
+				t.Fatal("team-b has no resources in state before the break")
+			}
 			lastGood := ft.head
 			release++
 			broken := withRelease(healthy, release)
@@ -238,34 +246,18 @@ func TestFluxTeamsOneTeamBroken(t *testing.T) {
 			if code != cli.ExitPartial {
 				t.Fatalf("exit %d, want %d (partial)\n%s", code, cli.ExitPartial, out)
 			}
-			after := azureState(ft.em)
-			for id, body := range before {
-				got, ok := after[id]
-				switch {
-				case !ok:
-					t.Errorf("%s was deleted", id)
-				case strings.Contains(id, "/team-b-") && got != body:
-					t.Errorf("team-b's %s changed in Azure:\n%s\nwas\n%s", id, got, body)
-				}
-			}
-			var tagged int
-			for id, body := range after {
-				if strings.Contains(id, "/team-a-") && strings.Contains(body, fmt.Sprintf(`"release":"release-%d"`, release)) {
-					tagged++
-				}
-			}
-			if tagged == 0 {
-				t.Errorf("team-a's change (release %d) was not applied", release)
+			checkAzure(t, before, azureState(ft.em), release)
+			if got := ft.heldResources(t); !maps.Equal(got, held) {
+				t.Errorf("team-b's resources in state changed: %v, were %v", got, held)
 			}
 			units, runs := ft.stateOf(t)
 			u := units[br.unit]
 			if u.Ready.Status != "False" || u.Ready.Reason != br.reason || !strings.HasPrefix(u.LastAppliedRevision, lastGood) || len(u.Errors) == 0 {
 				t.Errorf("%s: ready %+v, last applied %s (want %s), errors %q", br.unit, u.Ready, u.LastAppliedRevision, lastGood, u.Errors)
 			}
-			for _, e := range u.Errors {
-				if !strings.Contains(e, ".yaml") {
-					t.Errorf("%s: error %q names no file", br.unit, e)
-				}
+			checkErrors(t, br.unit, u.Errors)
+			if br.where != "" && (len(u.Errors) == 0 || !strings.HasPrefix(u.Errors[0], br.where)) {
+				t.Errorf("%s: errors %q, want the first to begin with %q", br.unit, u.Errors, br.where)
 			}
 			for _, w := range br.waits {
 				if u := units[w]; u.Ready.Reason != "DependencyNotReady" {
@@ -318,6 +310,7 @@ func TestFluxTeamsServe(t *testing.T) {
 	})
 	api := "http://" + addr + "/api/v1/"
 	waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, good) && r.Outcome == "succeeded" })
+	before := azureState(ft.em)
 	broken := withRelease(ft.files, 2)
 	teamBreaks[1].edit(broken) // spec.path not created yet
 	rev := ft.commit(broken, "team-b moves its path before creating it")
@@ -360,6 +353,8 @@ func TestFluxTeamsServe(t *testing.T) {
 	if r.Outcome != "partial" {
 		t.Errorf("run of the broken commit: %+v, want partial", r)
 	}
+	checkErrors(t, teamB, b.Errors)
+	checkAzure(t, before, azureState(ft.em), 2)
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -384,4 +379,171 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// teamBUnits are the units of team-b: its Kustomization and its release.
+var teamBUnits = []string{teamB, "HelmRelease/team-b/infra"}
+
+// heldResources returns team-b's resources in state (those of its units), by key, with the hash of the body last
+// applied: a failed unit's resources must neither change nor go.
+func (ft *fluxTeams) heldResources(t *testing.T) map[string]string {
+	t.Helper()
+	db, err := state.Open(ft.stateDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rs, err := db.Resources(record.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range rs {
+		if slices.Contains(teamBUnits, r.Unit) {
+			out[r.Key()] = r.AppliedHash
+		}
+	}
+	return out
+}
+
+// checkAzure compares the emulator's resources before and after a commit that breaks team-b and sets team-a's
+// release: nothing deleted, team-b's resources exactly as they were, team-a's change applied.
+func checkAzure(t *testing.T, before, after map[string]string, release int) {
+	t.Helper()
+	var teamBs int
+	for id, body := range before {
+		got, ok := after[id]
+		switch {
+		case !ok:
+			t.Errorf("%s was deleted", id)
+		case strings.Contains(id, "/team-b-"):
+			teamBs++
+			if got != body {
+				t.Errorf("team-b's %s changed in Azure:\n%s\nwas\n%s", id, got, body)
+			}
+		}
+	}
+	if teamBs == 0 {
+		t.Error("team-b had no resources in Azure before the break")
+	}
+	var tagged int
+	for id, body := range after {
+		if strings.Contains(id, "/team-a-") && strings.Contains(body, fmt.Sprintf(`"release":"release-%d"`, release)) {
+			tagged++
+		}
+	}
+	if tagged == 0 {
+		t.Errorf("team-a's change (release %d) was not applied", release)
+	}
+}
+
+// fileLine is how a unit's error begins: the file and line that caused it.
+var fileLine = regexp.MustCompile(`^[^\s:]+\.yaml:\d+: `)
+
+// checkErrors: a failed unit has errors, each naming the file and line that caused it.
+func checkErrors(t *testing.T, unit string, errs []string) {
+	t.Helper()
+	if len(errs) == 0 {
+		t.Errorf("%s failed with no error", unit)
+	}
+	for _, e := range errs {
+		if !fileLine.MatchString(e) {
+			t.Errorf("%s: error %q does not begin with file:line", unit, e)
+		}
+	}
+}
+
+// TestFluxTeamsServeEveryBreak: each way team-b breaks, through gitaso serve, after a healthy revision: the run of
+// the broken commit is partial, team-a's change is applied, team-b's resources are unchanged in Azure and still
+// listed under its unit, and GET /api/v1/units says which unit failed, why, where (file:line) and which revision
+// it last applied; units whose dependsOn names team-b wait. The fix makes every unit Ready again.
+func TestFluxTeamsServeEveryBreak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end: emulator, registry, Git server")
+	}
+	ft := newFluxTeams(t)
+	healthy := ft.files
+	good := ft.commit(healthy, "three teams")
+	addr := "127.0.0.1:" + freePort(t)
+	ctx, stop := context.WithCancel(t.Context())
+	var serveOut, serveErr syncBuffer
+	served := make(chan error, 1)
+	go func() {
+		served <- cli.Run(ctx, append([]string{"serve", "--listen", addr, "--interval", "200ms"}, ft.common...), &serveOut, &serveErr)
+	}()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-served:
+		case <-time.After(30 * time.Second):
+			t.Error("gitaso serve did not stop")
+		}
+	})
+	api := "http://" + addr + "/api/v1/"
+	waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, good) && r.Outcome == "succeeded" })
+	release := 1
+	for _, br := range teamBreaks {
+		t.Run(br.name, func(t *testing.T) {
+			before := azureState(ft.em)
+			lastGood := ft.head
+			release++
+			broken := withRelease(healthy, release)
+			br.edit(broken)
+			rev := ft.commit(broken, "team-b: "+br.name+"; team-a: release "+fmt.Sprint(release))
+			if r := waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, rev) }); r.Outcome != "partial" {
+				t.Errorf("run of the broken commit: %+v, want partial", r)
+			}
+			checkAzure(t, before, azureState(ft.em), release)
+			var list struct {
+				Items []record.Unit `json:"items"`
+			}
+			if err := getJSON(api+"units", &list); err != nil {
+				t.Fatal(err)
+			}
+			units := map[string]record.Unit{}
+			for _, u := range list.Items {
+				units[u.ID()] = u
+			}
+			u := units[br.unit]
+			if u.Ready.Status != "False" || u.Ready.Reason != br.reason || !strings.HasPrefix(u.LastAppliedRevision, lastGood) {
+				t.Errorf("%s in the API: ready %+v, last applied %s (want %s)", br.unit, u.Ready, u.LastAppliedRevision, lastGood)
+			}
+			checkErrors(t, br.unit, u.Errors)
+			if br.where != "" && (len(u.Errors) == 0 || !strings.HasPrefix(u.Errors[0], br.where)) {
+				t.Errorf("%s: errors %q, want the first to begin with %q", br.unit, u.Errors, br.where)
+			}
+			for _, w := range br.waits {
+				if u := units[w]; u.Ready.Reason != "DependencyNotReady" {
+					t.Errorf("%s: %+v, want DependencyNotReady", w, u.Ready)
+				}
+			}
+			if a := units["Kustomization/flux-system/team-a"]; a.Ready.Status != "True" || !strings.HasPrefix(a.LastAppliedRevision, rev) {
+				t.Errorf("team-a: %+v at %s, want Ready at %s", a.Ready, a.LastAppliedRevision, rev)
+			}
+			var detail struct {
+				Resources []struct {
+					Name string `json:"name"`
+				} `json:"resources"`
+			}
+			if err := getJSON(api+"units/HelmRelease/team-b/infra", &detail); err != nil {
+				t.Fatal(err)
+			}
+			if len(detail.Resources) == 0 {
+				t.Error("team-b's release lists no resources: its objects left the state")
+			}
+			// Fixed: every unit Ready again.
+			fixed := ft.commit(withRelease(healthy, release), "fix team-b")
+			if r := waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, fixed) }); r.Outcome != "succeeded" {
+				t.Fatalf("run of the fix: %+v\n%s", r, serveErr.String())
+			}
+			if err := getJSON(api+"units", &list); err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range list.Items {
+				if u.Ready.Status != "True" {
+					t.Errorf("after the fix %s: %+v", u.ID(), u.Ready)
+				}
+			}
+		})
+	}
 }

@@ -151,10 +151,17 @@ func lookupKind(o manifest.Object) (*aso.Kind, *diag.Error) {
 			served = append(served, c)
 		}
 	}
+	msg := fmt.Sprintf("unknown ASO kind %s %s", o.APIVersion(), o.Kind())
+	if r, ok := aso.LookupRemoved(o.Group(), o.Version(), o.Kind()); ok {
+		// A version a release since v2.0 had: which release removed it,
+		// and what replaces it (aso/catalog/removed.json).
+		return nil, objErr(o, "apiVersion", "%s: %s", msg, r.Message())
+	}
 	if v := o.Version(); len(served) > 0 && (strings.HasPrefix(v, "v1beta") || strings.HasPrefix(v, "v1alpha")) {
+		// An older one (before v2.0's releases as read): the versions
+		// serving the kind, the same Azure API version first.
 		return nil, objErr(o, field, "%s", servedElsewhere(o, served))
 	}
-	msg := fmt.Sprintf("unknown ASO kind %s %s", o.APIVersion(), o.Kind())
 	if s := suggestKinds(o.Group(), o.Version(), o.Kind()); len(s) > 0 {
 		msg += "; did you mean " + strings.Join(s, " or ") + "?"
 	}

@@ -699,6 +699,9 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 	if err != nil {
 		return nil, diag.List{k.err("spec", err, "cannot write the kustomization")}
 	}
+	// The committed text (none when generated) stays what errors are blamed
+	// on: a line of the written one points nowhere in the repository.
+	saveOriginal(fs, kf, w.byPath[kf])
 	if err := fs.WriteFile("/"+kf, kb); err != nil {
 		return nil, diag.List{k.err("spec", err, "cannot write the kustomization")}
 	}
@@ -726,6 +729,9 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 	}
 	objs, derr := kustomizeBuildCtx(ctx, fs, dir, kf)
 	if derr != nil {
+		if e := k.specPatchErr(derr); e != nil {
+			return nil, diag.List{e}
+		}
 		return nil, w.blame(k, exists, diag.List{derr})
 	}
 

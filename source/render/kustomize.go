@@ -247,7 +247,11 @@ func kustomizeBuild(fs filesys.FileSystem, dir, kfile string) ([]builtObject, *d
 		if s := err.Error(); strings.Contains(s, "no such file") || strings.Contains(s, "not exist") || strings.Contains(s, "doesn't exist") {
 			hint = " (gitaso gives kustomize only the *.yaml/*.yml files below the source path)"
 		}
-		return nil, &diag.Error{File: kfile, Err: fmt.Errorf("%w: %w%s", ErrKustomizeBuild, err, hint)}
+		file, line := kfile, 0
+		if f, l := w.patchLine(fs, err.Error()); f != "" {
+			file, line = f, l
+		}
+		return nil, &diag.Error{File: file, Line: line, Err: fmt.Errorf("%w: %w%s", ErrKustomizeBuild, err, hint)}
 	}
 	res := m.Resources()
 	out := make([]builtObject, 0, len(res))

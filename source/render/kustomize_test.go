@@ -111,6 +111,7 @@ func TestKustomizeErrors(t *testing.T) {
 		files []source.File
 		dirs  []string
 		want  []string
+		line  string // the first error begins with it
 		is    error
 	}{
 		{
@@ -158,6 +159,29 @@ func TestKustomizeErrors(t *testing.T) {
 			is: ErrKustomizeBuild,
 		},
 		{
+			name: "a patch that matches nothing after a rename, blamed on the entry listing it",
+			files: []source.File{
+				{Path: "app/kustomization.yaml", Data: k("resources:\n  - ../base\n")},
+				{Path: "base/kustomization.yaml", Data: k("resources:\n  - rg.yaml\npatches:\n  - path: tags.yaml\n  - path: old.yaml\n")},
+				{Path: "base/rg.yaml", Data: rg},
+				{Path: "base/tags.yaml", Data: []byte("apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata: {name: rg}\nspec: {tags: {a: b}}\n")},
+				{Path: "base/old.yaml", Data: []byte("apiVersion: resources.azure.com/v1api20200601\nkind: ResourceGroup\nmetadata: {name: rg-old}\nspec: {tags: {a: b}}\n")},
+			},
+			dirs: []string{"app"},
+			line: "base/kustomization.yaml:7: ",
+			is:   ErrKustomizeBuild,
+		},
+		{
+			name: "an inline patch that matches nothing",
+			files: []source.File{
+				{Path: "app/kustomization.yaml", Data: k("resources:\n  - rg.yaml\npatches:\n  - patch: |-\n      apiVersion: resources.azure.com/v1api20200601\n      kind: ResourceGroup\n      metadata:\n        name: rg-old\n")},
+				{Path: "app/rg.yaml", Data: rg},
+			},
+			dirs: []string{"app"},
+			line: "app/kustomization.yaml:6: ",
+			is:   ErrKustomizeBuild,
+		},
+		{
 			name:  "directory without a kustomization",
 			files: []source.File{{Path: "app/rg.yaml", Data: rg}},
 			dirs:  []string{"app"},
@@ -178,6 +202,9 @@ func TestKustomizeErrors(t *testing.T) {
 				if diff := cmp.Diff(tt.want, errorLines(err)); diff != "" {
 					t.Errorf("errors (-want +got):\n%s", diff)
 				}
+			}
+			if got := errorLines(err); tt.line != "" && (len(got) == 0 || !strings.HasPrefix(got[0], tt.line)) {
+				t.Errorf("errors %q, want the first to begin with %q", got, tt.line)
 			}
 			if tt.is != nil {
 				for _, e := range diag.AsList(err) {

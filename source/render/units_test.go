@@ -231,9 +231,10 @@ func TestFluxOneBrokenTeam(t *testing.T) {
 		failed:  map[string]string{"Kustomization/flux-system/team-c": manifest.ReasonBuildFailed},
 		absent:  []string{"team-c/ResourceGroup/app", "team-c/ResourceGroup/team-c-rg"},
 		unknown: []string{"HelmRelease/team-c/app"},
-		want: func(map[string]string) []string {
-			// The kustomization the spec's patches were added to.
-			return []string{`teams/c/kustomization.yaml: kustomize build failed: no resource matches strategic merge patch "ResourceGroup.v1api20200601.resources.azure.com/team-c-resources`}
+		want: func(files map[string]string) []string {
+			// The Kustomization's patch, not the kustomization gitaso wrote it into.
+			return []string{fmt.Sprintf(`clusters/c/teams.yaml:%d: flux-system/Kustomization/team-c: spec.patches[0]: kustomize build failed: no resource matches strategic merge patch "ResourceGroup.v1api20200601.resources.azure.com/team-c-resources`,
+				lineOf(t, files["clusters/c/teams.yaml"], "    - patch: |", 1))}
 		},
 	}, {
 		name:    "spec.path not created",
