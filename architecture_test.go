@@ -1,10 +1,18 @@
 // Package architecture_test enforces the import rules of DESIGN.md and
-// docs/internal-contracts.md: which packages may depend on which. It lives
-// at the repository root because the rules are about the whole module.
+// docs/internal-contracts.md: which packages may depend on which, for every
+// package of the module, and that ASO's own names (its annotations and
+// Secret names) are written in package aso only. It lives at the
+// repository root because the rules are about the whole module.
 package architecture_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -44,12 +52,135 @@ var rules = []struct {
 	{"cluster", []string{module + "/planner", module + "/executor", module + "/reconcile", module + "/source",
 		module + "/state", module + "/api"},
 		"the cluster adapter is an output and an input of reconcile: it knows no plans, no YAML, no store"},
+	{"azure", []string{module + "/planner", module + "/executor", module + "/reconcile", module + "/source",
+		module + "/state", module + "/api", module + "/cluster"},
+		"the Azure client speaks ARM and Entra ID; it knows no plans, no YAML, no store"},
+	{"reconcile", []string{module + "/api", module + "/web", module + "/internal/cli", module + "/autoplan"},
+		"the loop knows no HTTP and no command line: the API and the CLI call it"},
+	{"autoplan", []string{module + "/api", module + "/web", module + "/internal/cli"},
+		"pull-request plans run the loop's pieces; they serve nothing"},
+	{"forge", []string{module + "/executor", module + "/reconcile", module + "/azure", module + "/state",
+		module + "/source", module + "/cluster", module + "/api"},
+		"a forge comment renders a Plan: it applies nothing and reads no repository"},
+	{"api", []string{module + "/planner", module + "/executor", module + "/reconcile", module + "/source",
+		module + "/azure", module + "/cluster", module + "/aso"},
+		"the API serves the store's records and metrics; the daemon sits behind an interface"},
+	{"metrics", []string{module + "/"}, "metrics count records: standard library and record only"},
+	{"web", []string{module + "/"}, "the page is static assets reading the API's JSON"},
+	{"internal/diag", []string{module + "/"}, "diagnostics are a leaf"},
+	{"internal/syncbuf", []string{module + "/"}, "a leaf"},
+	{"internal/rss", []string{module + "/"}, "a leaf"},
+	{"internal/cli", harnesses, "the shipped binary carries no test harness"},
+	{"cmd/gitaso", harnesses, "the shipped binary carries no test harness"},
+}
+
+// harnesses are the module's test and measurement harnesses, examples and
+// generators: they may import anything, and the shipped binary imports
+// none of them (the rules of internal/cli and cmd/gitaso).
+var harnesses = []string{
+	module + "/e2e", module + "/examples", module + "/deploy",
+	module + "/internal/anchor", module + "/cmd/aso-anchor", module + "/internal/benchdata",
+	module + "/internal/reliability", module + "/internal/hostile", module + "/internal/image",
+	module + "/internal/emutest", module + "/internal/gittest", module + "/internal/kubetest",
+	module + "/internal/fixtures", module + "/internal/forgetest", module + "/api/internal/apiload",
+	// The generators of the catalog, roles and removed versions read ASO's
+	// Git history and source; what they write is the pure package aso.
+	module + "/aso/gen",
+}
+
+func isHarness(p string) bool {
+	for _, h := range harnesses {
+		if p == h || strings.HasPrefix(p, h+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // allowed are gitaso packages a leaf may import despite a module-wide ban.
 var allowed = map[string][]string{
 	"manifest":       {module + "/internal/diag"},
 	"azure/emulator": {module + "/azure/emulator"},
+	"metrics":        {module + "/record"},
+}
+
+// TestEveryPackageHasARule: each package of the module falls under a rule
+// above or is a harness; a new package must say where it stands.
+func TestEveryPackageHasARule(t *testing.T) {
+	covered := func(p string) bool {
+		if p == module {
+			return true // this test
+		}
+		for _, r := range rules {
+			if pre := module + "/" + r.pkg; p == pre || strings.HasPrefix(p, pre+"/") {
+				return true
+			}
+		}
+		return isHarness(p)
+	}
+	for _, p := range list(t, module+"/...") {
+		if !covered(p) {
+			t.Errorf("%s has no import rule and is not a harness: add it to rules or harnesses", p)
+		}
+	}
+}
+
+// asoNames are ASO's annotation prefix and the Secret and ConfigMap names
+// ASO reads: package aso names them (aso.AnnotationReconcilePolicy,
+// aso.AnnotationCredentialFrom, aso.NamespaceCredentialSecret, ...); every
+// other package uses those constants.
+var asoNames = []string{"serviceoperator.azure.com/", "aso-credential", "aso-controller-settings"}
+
+// TestASONamesOnlyInASO: no string literal outside package aso (and its
+// sub-packages) holds one of ASO's names, and none is ".azure.com" ("is
+// this an ASO kind" is aso.IsASOGroup). Tests are excepted: their
+// manifests are ASO's input as users write it, literally.
+func TestASONamesOnlyInASO(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != "." && (strings.HasPrefix(n, ".") || n == "testdata" || n == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		if dir := filepath.ToSlash(filepath.Dir(path)); dir == "aso" || strings.HasPrefix(dir, "aso/") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			v, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				v = lit.Value
+			}
+			if v == ".azure.com" {
+				t.Errorf("%s: an ASO group test of its own: use aso.IsASOGroup", fset.Position(lit.Pos()))
+			}
+			for _, name := range asoNames {
+				if strings.Contains(v, name) {
+					t.Errorf("%s: the string literal %s holds ASO's %q: use package aso's constant", fset.Position(lit.Pos()), lit.Value, name)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestImportRules checks the dependency closure of every package against
@@ -59,6 +190,9 @@ func TestImportRules(t *testing.T) {
 		t.Run(r.pkg, func(t *testing.T) {
 			pkgs := list(t, module+"/"+r.pkg+"/...")
 			for _, p := range pkgs {
+				if isHarness(p) {
+					continue // a harness below a rule's package (aso/gen) may import anything
+				}
 				for _, dep := range deps(t, p) {
 					if dep == p || isAllowed(r.pkg, dep) {
 						continue

@@ -415,7 +415,7 @@ func (x *exporter) named(name string, secret bool) (string, error) {
 	}
 	if p, ok := paths[name]; ok {
 		if p == "$subscriptionId" {
-			return armSubscription(x.a.ARMID), nil
+			return SubscriptionOf(x.a.ARMID), nil
 		}
 		if v, ok := exportString(memberAt(x.doc, p)); ok {
 			return v, nil
@@ -559,7 +559,7 @@ func hasName(l []string, s string) bool {
 // resource as ARM returns it.
 func untabledValue(doc map[string]any, armID, name string) (string, bool) {
 	if name == "subscriptionId" {
-		return armSubscription(armID), true
+		return SubscriptionOf(armID), true
 	}
 	props, _ := doc["properties"].(map[string]any)
 	if s, ok := exportString(props[name]); ok {
@@ -577,15 +577,6 @@ func untabledValue(doc map[string]any, armID, name string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// armSubscription returns the subscription ID of an ARM ID, or "".
-func armSubscription(id string) string {
-	parts := strings.Split(id, "/")
-	if len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
-		return parts[2]
-	}
-	return ""
 }
 
 func exportDest(name, key string) string {

@@ -83,7 +83,7 @@ func vaultCreateMode(ctx context.Context, arm ARM, t Target, body []byte) ([]byt
 // of that name leaves in location.
 func DeletedVaultPath(vaultID, location, name string) string {
 	return fmt.Sprintf("/subscriptions/%s/providers/Microsoft.KeyVault/locations/%s/deletedVaults/%s",
-		idSubscription(vaultID), url.PathEscape(location), url.PathEscape(name))
+		SubscriptionOf(vaultID), url.PathEscape(location), url.PathEscape(name))
 }
 
 // sameResourceGroup fails (fatally, as ASO does) when the soft-deleted vault
@@ -141,15 +141,6 @@ func PlanPayload(group, kind string, body []byte, exists bool) (PlannedBody, err
 	out.JSON = b
 	out.Instructions = []string{"/properties/createMode"}
 	return out, nil
-}
-
-// idSubscription is the subscription of an ARM ID, or "".
-func idSubscription(id string) string {
-	parts := strings.Split(id, "/")
-	if len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
-		return parts[2]
-	}
-	return ""
 }
 
 // idResourceGroup is the resource group of an ARM ID, or "".

@@ -20,6 +20,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+
+	"github.com/gitaso/gitaso/aso"
 )
 
 // moduleVersion is sent in the User-Agent by azcore's telemetry policy.
@@ -529,7 +531,7 @@ func (c *Client) failedState(method string, resp *http.Response, body []byte, st
 		e.Code = "ResourceProvisioning" + state
 		e.Message = "ARM answered with provisioningState " + state
 	}
-	e.Retryable = IsRetryableCode(e.Code)
+	e.Retryable = aso.ClassifyCode(e.Code) == aso.Retryable
 	return e
 }
 

@@ -12,6 +12,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/gitaso/gitaso/aso"
 )
 
 // Credential scopes, from least to most specific.
@@ -250,7 +252,7 @@ func CredentialFromEnv() (*Credential, error) {
 // is ScopeNamespace for aso-credential and ScopeResource otherwise.
 func CredentialFromSecret(source string, data map[string]string) (*Credential, error) {
 	scope := ScopeResource
-	if _, name, ok := strings.Cut(source, "/"); ok && name == NamespaceSecretName {
+	if _, name, ok := strings.Cut(source, "/"); ok && name == aso.NamespaceCredentialSecret {
 		scope = ScopeNamespace
 	}
 	get := func(k string) string { return strings.TrimSpace(data[k]) }

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gitaso/gitaso/aso"
 )
 
 // testCertPEM returns a self-signed certificate and its key as one PEM bundle.
@@ -217,7 +219,7 @@ func TestDirSecretsCredentials(t *testing.T) {
 	lookup := DirSecrets(dir)
 
 	for _, tc := range []struct{ ns, name, client, sub string }{
-		{"team-a", NamespaceSecretName, "team-a-client", testSub},
+		{"team-a", aso.NamespaceCredentialSecret, "team-a-client", testSub},
 		{"team-a", "deployer", "deployer-client", "99999999-0000-0000-0000-000000000000"},
 	} {
 		data, ok, err := lookup(tc.ns, tc.name)
@@ -232,7 +234,7 @@ func TestDirSecretsCredentials(t *testing.T) {
 			t.Errorf("%s/%s: got %v", tc.ns, tc.name, c)
 		}
 	}
-	if _, ok, err := lookup("team-b", NamespaceSecretName); ok || err != nil {
+	if _, ok, err := lookup("team-b", aso.NamespaceCredentialSecret); ok || err != nil {
 		t.Errorf("missing file: ok=%v err=%v", ok, err)
 	}
 	if _, ok, err := lookup("../team-a", "deployer"); ok || err != nil {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gitaso/gitaso/aso"
 )
 
 // ErrNotFound is returned (as an *ARMError that matches it with errors.Is)
@@ -17,9 +19,8 @@ var ErrNotFound = errors.New("not found")
 // ARMError is a failure reported by Azure Resource Manager: an error status
 // or a failed long-running operation. Code and Message are ARM's own (e.g.
 // AuthorizationFailed); when the body carries no code the HTTP status text
-// stands in. Retryable follows ASO's classification: codes that no retry can
-// fix (InvalidRequestContent, LocationRequired, PropertyChangeNotAllowed, …)
-// are fatal, everything else is retried. RetryAfter is the server's hint.
+// stands in. Retryable follows ASO's generic classification (aso.ClassifyCode:
+// codes that no retry can fix are fatal, everything else is retried). RetryAfter is the server's hint.
 // StatusCode is the HTTP status of the response that carried the error: for a
 // long-running operation that ended Failed it is the status of the operation
 // resource (usually 200), and Code/Message come from its "error".
@@ -64,43 +65,6 @@ func (e *ARMError) Is(target error) bool {
 
 // HTTPStatusCode is the HTTP status that carried the error (aso.ResponseError).
 func (e *ARMError) HTTPStatusCode() int { return e.StatusCode }
-
-// fatalCodes are the ARM error codes ASO classifies as fatal: no retry can
-// succeed until the desired state changes. See
-// shared/conformance/aso/conversion-rules.md §8. BadRequest and an unknown
-// code on HTTP 400 are retried (slowly) there, not fatal.
-var fatalCodes = map[string]bool{
-	"InvalidParameter":                           true,
-	"InvalidParameterValue":                      true,
-	"InvalidResourceGroupLocation":               true,
-	"InvalidResourceType":                        true,
-	"InvalidRequestContent":                      true,
-	"InvalidTemplate":                            true,
-	"InvalidValuesForRequestParameters":          true,
-	"InvalidGatewaySkuProvidedForGatewayVpnType": true,
-	"InvalidGatewaySize":                         true,
-	"LocationRequired":                           true,
-	"MethodNotAllowed":                           true,
-	"MissingRequiredParameter":                   true,
-	"PasswordTooLong":                            true,
-	"PrivateIPAddressInReservedRange":            true,
-	"PrivateIPAddressNotInSubnet":                true,
-	"PropertyChangeNotAllowed":                   true,
-	"PublicIpForGatewayIsRequired":               true,
-	"RegionIsOfferRestricted":                    true,
-	"RequestDisallowedByPolicy":                  true,
-	"ReservedResourceName":                       true,
-	"SkuNotAvailable":                            true,
-	"SubscriptionNotFound":                       true,
-	// api-version problems never fix themselves.
-	"MissingApiVersionParameter": true,
-	"InvalidApiVersionParameter": true,
-	// A role assignment's role or principal cannot change in place.
-	"RoleAssignmentUpdateNotPermitted": true,
-}
-
-// IsRetryableCode reports whether ASO would retry an ARM error with this code.
-func IsRetryableCode(code string) bool { return !fatalCodes[code] }
 
 // armErrorBody covers ARM's shapes: {"error":{...}}, a bare {"code","message"},
 // and an operation-status resource {"status":"Failed","error":{...}}.
@@ -152,7 +116,7 @@ func newARMError(resp *http.Response, body []byte) *ARMError {
 		}
 		e.Message = msg
 	}
-	e.Retryable = IsRetryableCode(e.Code)
+	e.Retryable = aso.ClassifyCode(e.Code) == aso.Retryable
 	return e
 }
 

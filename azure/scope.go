@@ -15,11 +15,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// NamespaceSecretName is the Secret that sets a namespace's credential
-// (aso.NamespaceCredentialSecret; which credential a resource uses is
-// aso.ChooseCredential's rule).
-const NamespaceSecretName = "aso-credential"
-
 // SecretLookup returns the string data of the Secret namespace/name, with
 // found=false when it does not hold that Secret.
 type SecretLookup func(namespace, name string) (data map[string]string, found bool, err error)

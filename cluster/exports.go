@@ -380,7 +380,7 @@ func (x *Exporter) apply(ctx context.Context, e Export, known bool, meta objectM
 	// Server-side apply without forcing ownership: a field another manager
 	// owns is a conflict (409), reported, never overwritten. (ssa's
 	// ResourceManager.Apply forces ownership, which would overwrite it.)
-	err := x.c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager))
+	err := x.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager))
 	if err == nil {
 		return true, nil
 	}

@@ -17,11 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
-)
 
-// CredentialSecretName is the Secret ASO reads in every namespace for the
-// namespace's credential.
-const CredentialSecretName = "aso-credential"
+	"github.com/gitaso/gitaso/aso"
+)
 
 // Inputs reads what gitaso takes from the cluster: credential Secrets (as
 // ASO reads them: a namespace's aso-credential, and the Secret a resource
@@ -77,7 +75,7 @@ func (in *Inputs) Start(ctx context.Context) error {
 	var synced []cache.InformerSynced
 	for _, ns := range namespaces {
 		lw := cache.NewListWatchFromClient(in.cl.Clientset.CoreV1().RESTClient(), "secrets", ns,
-			fields.OneTermEqualSelector("metadata.name", CredentialSecretName))
+			fields.OneTermEqualSelector("metadata.name", aso.NamespaceCredentialSecret))
 		inf := cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
 		if _, err := inf.AddEventHandler(in.handler()); err != nil {
 			return err
@@ -92,7 +90,7 @@ func (in *Inputs) Start(ctx context.Context) error {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if !cache.WaitForCacheSync(wctx.Done(), synced...) {
-		return fmt.Errorf("list the cluster's %s Secrets: not done in 30 s (is the API server reachable, may gitaso list secrets?)", CredentialSecretName)
+		return fmt.Errorf("list the cluster's %s Secrets: not done in 30 s (is the API server reachable, may gitaso list secrets?)", aso.NamespaceCredentialSecret)
 	}
 	return nil
 }
@@ -175,7 +173,7 @@ func (in *Inputs) Secrets(ctx context.Context, keys []string) (map[string]map[st
 		if !in.readable(ns) {
 			continue // outside --cluster-namespaces: absent
 		}
-		if name == CredentialSecretName && in.credsSynced() {
+		if name == aso.NamespaceCredentialSecret && in.credsSynced() {
 			obj, found, err := in.credStore(ns).GetByKey(ns + "/" + name)
 			if err != nil {
 				return nil, err

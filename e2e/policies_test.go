@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"
@@ -117,7 +118,7 @@ spec:
 	for _, kind := range [][2]string{{rgGroup, "ResourceGroup"}, {uaiGroup, "UserAssignedIdentity"}} {
 		name := map[string]string{"ResourceGroup": "legacy-rg", "UserAssignedIdentity": "legacy-identity"}[kind[1]]
 		r := e.resource("platform", kind[0], kind[1], name)
-		if r.Ready.Status != record.StatusTrue || r.AppliedHash == "" || r.Policy != planner.PolicyManage {
+		if r.Ready.Status != record.StatusTrue || r.AppliedHash == "" || r.Policy != string(aso.ReconcilePolicyManage) {
 			t.Errorf("%s after adoption: ready %+v, hash %q, policy %q", name, r.Ready, r.AppliedHash, r.Policy)
 		}
 	}
@@ -245,7 +246,7 @@ spec:
 		}
 	}
 	shared := e.resource("platform", rgGroup, "ResourceGroup", "shared-rg")
-	if shared.Ready.Status != record.StatusTrue || shared.Policy != planner.PolicySkip || shared.AppliedHash != "" {
+	if shared.Ready.Status != record.StatusTrue || shared.Policy != string(aso.ReconcilePolicySkip) || shared.AppliedHash != "" {
 		t.Errorf("shared-rg: %+v policy %q hash %q", shared.Ready, shared.Policy, shared.AppliedHash)
 	}
 	missing := e.resource("platform", rgGroup, "ResourceGroup", "missing-rg")
@@ -354,7 +355,7 @@ spec:
 	rgID := e.rgID("keep-rg")
 	keepID := rgID + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/keep-identity"
 	managedID := rgID + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/managed-identity"
-	if r := e.resource("platform", rgGroup, "ResourceGroup", "keep-rg"); r.Policy != planner.PolicyDetachOnDelete || r.Ready.Status != record.StatusTrue {
+	if r := e.resource("platform", rgGroup, "ResourceGroup", "keep-rg"); r.Policy != string(aso.ReconcilePolicyDetachOnDelete) || r.Ready.Status != record.StatusTrue {
 		t.Errorf("keep-rg: policy %q ready %+v", r.Policy, r.Ready)
 	}
 
@@ -403,8 +404,8 @@ func TestDefaultReconcilePolicy(t *testing.T) {
 	}
 	t.Parallel()
 	e := newEnvWith(t, envOptions{config: func(c *reconcile.Config) {
-		c.DefaultPolicy = planner.PolicySkip
-		c.NamespacePolicy = map[string]string{"platform": planner.PolicyManage, "archive": planner.PolicyDetachOnDelete}
+		c.DefaultPolicy = string(aso.ReconcilePolicySkip)
+		c.NamespacePolicy = map[string]string{"platform": string(aso.ReconcilePolicyManage), "archive": string(aso.ReconcilePolicyDetachOnDelete)}
 	}})
 	for _, rg := range []string{"legacy-rg", "platform-ro-rg"} {
 		e.mustPut(e.rgID(rg), rgAPI, `{"location":"westeurope"}`)
@@ -429,16 +430,16 @@ func TestDefaultReconcilePolicy(t *testing.T) {
 		ns, policy string
 		action     planner.Action
 	}{
-		"legacy-rg":       {"legacy", planner.PolicySkip, planner.Observe},
-		"legacy-new-rg":   {"legacy", planner.PolicyManage, planner.Create},
-		"platform-new-rg": {"platform", planner.PolicyManage, planner.Create},
-		"platform-ro-rg":  {"platform", planner.PolicySkip, planner.Observe},
-		"archive-rg":      {"archive", planner.PolicyDetachOnDelete, planner.Create},
+		"legacy-rg":       {"legacy", string(aso.ReconcilePolicySkip), planner.Observe},
+		"legacy-new-rg":   {"legacy", string(aso.ReconcilePolicyManage), planner.Create},
+		"platform-new-rg": {"platform", string(aso.ReconcilePolicyManage), planner.Create},
+		"platform-ro-rg":  {"platform", string(aso.ReconcilePolicySkip), planner.Observe},
+		"archive-rg":      {"archive", string(aso.ReconcilePolicyDetachOnDelete), planner.Create},
 	}
 	var puts []string
 	for name, w := range want {
 		r := planned(t, rep.Plan, w.ns, rgGroup, "ResourceGroup", name)
-		if r.Policy != w.policy || r.Action != w.action {
+		if string(r.Policy) != w.policy || r.Action != w.action {
 			t.Errorf("%s: policy %q action %s, want %q %s", name, r.Policy, r.Action, w.policy, w.action)
 		}
 		s := e.resource(w.ns, rgGroup, "ResourceGroup", name)

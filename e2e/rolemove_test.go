@@ -160,6 +160,9 @@ func TestRoleAssignmentMoveNeverLosesAccess(t *testing.T) {
 			// The next run keeps the names: nothing written.
 			e.emu.ResetStats()
 			rep = e.runSucceeds(t, "after the move")
+			if rep.Plan.HasChanges() {
+				t.Errorf("the run after the move planned changes:\n%s", planText(t, rep.Plan))
+			}
 			if w := e.writes(); len(w) != 0 {
 				t.Errorf("the run after the move wrote %v", w)
 			}

@@ -89,6 +89,9 @@ func TestMoveKeepsAzureResources(t *testing.T) {
 			e := newEnv(t)
 			e.commit("create", map[string]string{"app.yaml": movableIn("team-a", "data-rg")})
 			rep := e.runSucceeds(t, "create")
+			if c := planned(t, rep.Plan, "team-a", "resources.azure.com", "ResourceGroup", "data-rg"); c.Action != planner.Create {
+				t.Errorf("resource group planned %s at creation, want create", c.Action)
+			}
 			rgID := e.rgID("data-rg")
 			uaiID := rgID + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/app-identity"
 			before := string(mustGet(t, e, uaiID, uaiAPIVersion))
@@ -135,9 +138,7 @@ func TestMoveKeepsAzureResources(t *testing.T) {
 			e.emu.ResetStats()
 			rep = e.run(true)
 			if rep.Plan.HasChanges() {
-				var b strings.Builder
-				_ = planner.RenderText(&b, rep.Plan, planner.TextOptions{})
-				t.Errorf("plan after the move has changes:\n%s", b.String())
+				t.Errorf("plan after the move has changes:\n%s", planText(t, rep.Plan))
 			}
 			if w := e.writes(); len(w) != 0 {
 				t.Errorf("writes after the move: %v", w)
@@ -193,17 +194,18 @@ func TestDeletionGuard(t *testing.T) {
 	if w := e.writes(); len(w) != 0 {
 		t.Errorf("a held revision wrote %v", w)
 	}
-	if rs, _ := e.db.Resources(record.Filter{}); len(rs) != 8 {
-		t.Errorf("state holds %d resources, want 8", len(rs))
+	if n := len(e.stateResources(t)); n != 8 {
+		t.Errorf("state holds %d resources, want 8", n)
 	}
-	runs, _ := e.db.Runs(1)
+	runs, err := e.db.Runs(1)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(runs) != 1 || runs[0].Outcome != record.OutcomeHeld || runs[0].Revision != rev || runs[0].Held == nil {
 		t.Errorf("recorded run %+v, want the held one", runs)
 	}
-	var text strings.Builder
-	_ = planner.RenderText(&text, rep.Plan, planner.TextOptions{})
-	if !strings.Contains(text.String(), "HELD (MassDeletion)") || !strings.Contains(text.String(), "approve") {
-		t.Errorf("text plan does not show the hold:\n%s", text.String())
+	if text := planText(t, rep.Plan); !strings.Contains(text, "HELD (MassDeletion)") || !strings.Contains(text, "approve") {
+		t.Errorf("text plan does not show the hold:\n%s", text)
 	}
 	// Held again on the next poll: holding is not a one-off.
 	if rep := e.run(false); rep.Run.Outcome != record.OutcomeHeld {
@@ -220,6 +222,9 @@ func TestDeletionGuard(t *testing.T) {
 	}
 	e.emu.ResetStats()
 	rep = e.runSucceeds(t, "approved run")
+	if got := keysPlanned(rep.Plan, planner.Delete); len(got) != 6 {
+		t.Errorf("approved run planned deletions %v, want the 6 old groups", got)
+	}
 	var dels []string
 	for _, w := range e.writes() {
 		if strings.HasPrefix(w, "DELETE") {
@@ -250,8 +255,8 @@ func TestDeletionGuard(t *testing.T) {
 	if w := e.writes(); len(w) != 0 {
 		t.Errorf("the emptied repository wrote %v", w)
 	}
-	if rs, _ := e.db.Resources(record.Filter{}); len(rs) != 3 {
-		t.Errorf("state holds %d resources, want 3", len(rs))
+	if n := len(e.stateResources(t)); n != 3 {
+		t.Errorf("state holds %d resources, want 3", n)
 	}
 }
 
@@ -328,6 +333,11 @@ spec:
 		t.Fatal(err)
 	}
 	rep = e.runSucceeds(t, "approved")
+	for _, name := range []string{"shared-rg", "scratch-rg"} {
+		if r := planned(t, rep.Plan, "platform", "resources.azure.com", "ResourceGroup", name); r.Action != planner.Delete {
+			t.Errorf("approved run planned %s for %s, want delete", r.Action, name)
+		}
+	}
 	if e.exists(e.rgID("shared-rg"), rgAPIVersion) || e.exists(e.rgID("scratch-rg"), rgAPIVersion) {
 		t.Error("approved deletions did not happen")
 	}
@@ -398,6 +408,9 @@ spec:
 		t.Fatal(err)
 	}
 	rep = e.runSucceeds(t, "after removing the foreign queue")
+	if r := planned(t, rep.Plan, "platform", "servicebus.azure.com", "Namespace", "bus-ns"); r.Action != planner.Delete {
+		t.Errorf("namespace planned %s once the foreign queue is gone, want delete", r.Action)
+	}
 	if e.exists(nsID, "2024-01-01") {
 		t.Error("namespace not deleted")
 	}
@@ -421,11 +434,17 @@ func TestDaemonHoldsRemovedPath(t *testing.T) {
 	})
 	rev := e.commit("remove path", map[string]string{"rg.yaml": ""})
 	waitFor(t, func() bool {
-		runs, _ := e.db.Runs(1)
+		runs, err := e.db.Runs(1)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return len(runs) == 1 && runs[0].Revision == rev && runs[0].Outcome == record.OutcomeHeld
 	})
 	time.Sleep(300 * time.Millisecond) // several polls
-	runs, _ := e.db.Runs(0)
+	runs, err := e.db.Runs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	held := 0
 	for _, r := range runs {
 		if r.Outcome == record.OutcomeHeld {
@@ -438,6 +457,37 @@ func TestDaemonHoldsRemovedPath(t *testing.T) {
 	if !e.exists(e.rgID("only-00"), rgAPIVersion) {
 		t.Error("the resource group was deleted")
 	}
+}
+
+// stateResources is every resource the state holds.
+func (e *env) stateResources(t *testing.T) []record.Resource {
+	t.Helper()
+	rs, err := e.db.Resources(record.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+// planText is the plan as `gitaso plan` prints it.
+func planText(t *testing.T, p *planner.Plan) string {
+	t.Helper()
+	var b strings.Builder
+	if err := planner.RenderText(&b, p, planner.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// keysPlanned are the keys of the plan's resources planned a.
+func keysPlanned(p *planner.Plan, a planner.Action) []string {
+	var out []string
+	for _, r := range p.Resources {
+		if r.Action == a {
+			out = append(out, r.Key())
+		}
+	}
+	return out
 }
 
 func waitFor(t *testing.T, cond func() bool) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
@@ -176,7 +177,7 @@ func TestExamplesPlan(t *testing.T) {
 	}
 	want := 0
 	for _, o := range snap.Objects {
-		if o.IsASO() {
+		if aso.IsASOGroup(o.Group()) {
 			want++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
 	"github.com/gitaso/gitaso/source/render"
@@ -125,7 +126,7 @@ func TestFluxOnboardingPlan(t *testing.T) {
 	rows := func(p *planner.Plan, flux bool) map[string]row {
 		out := map[string]row{}
 		for _, res := range p.Resources {
-			rw := row{ID: res.ID(), ARMID: res.ARMID, Action: res.Action.String(), Policy: res.Policy}
+			rw := row{ID: res.ID(), ARMID: res.ARMID, Action: res.Action.String(), Policy: string(res.Policy)}
 			if res.Request != nil {
 				rw.Body = string(res.Request.Body)
 			}
@@ -147,7 +148,7 @@ func TestFluxOnboardingPlan(t *testing.T) {
 		if got := o.Annotations()[render.AnnotationFluxKustomization]; got != want {
 			t.Errorf("%s: rendered by %q, want %s", o, got, want)
 		}
-		if o.IsASO() && o.Namespace() == "team-a" && o.Annotations()["serviceoperator.azure.com/reconcile-policy"] != "detach-on-delete" {
+		if aso.IsASOGroup(o.Group()) && o.Namespace() == "team-a" && o.Annotations()["serviceoperator.azure.com/reconcile-policy"] != "detach-on-delete" {
 			t.Errorf("%s: prune: false should make it detach-on-delete", o)
 		}
 	}

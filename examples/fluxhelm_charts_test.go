@@ -20,6 +20,7 @@ import (
 	"helm.sh/helm/v3/pkg/getter"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
@@ -175,7 +176,7 @@ func TestFluxHelmChartsRender(t *testing.T) {
 	}
 	var kinds []string
 	for _, o := range snap.Objects {
-		if o.IsASO() {
+		if aso.IsASOGroup(o.Group()) {
 			kinds = append(kinds, o.Kind()+"/"+o.Name())
 		}
 	}
@@ -254,7 +255,7 @@ func TestFluxHelmRender(t *testing.T) {
 		t.Errorf("%d ASO resources, want the chart's 8", len(g.Nodes))
 	}
 	for _, o := range snap.Objects {
-		if !o.IsASO() {
+		if !aso.IsASOGroup(o.Group()) {
 			continue
 		}
 		a := o.Annotations()

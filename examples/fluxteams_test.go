@@ -160,7 +160,7 @@ func (ft *fluxTeams) commit(files map[string]string, msg string) string {
 // apply runs gitaso apply and returns its exit code.
 func (ft *fluxTeams) apply(t *testing.T) (int, string) {
 	t.Helper()
-	out, stderr, err, _ := gitaso(t.Context(), append([]string{"apply"}, ft.common...)...)
+	out, stderr, _, err := gitaso(t.Context(), append([]string{"apply"}, ft.common...)...)
 	var exit *cli.ExitError
 	switch {
 	case err == nil:

@@ -560,9 +560,11 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 		rr.Ready = readyCondition()
 		return rr
 	}
-	if sub := subscriptionOf(r.ARMID); sub != "" && r.Subscription != "" && !strings.EqualFold(sub, r.Subscription) {
-		return fail(&statusError{reason: "SubscriptionMismatch", severity: record.SeverityError,
-			msg: fmt.Sprintf("the resource's ARM ID is in subscription %s but its credential %s is for subscription %s", sub, r.Credential, r.Subscription)})
+	// The planner refuses such a manifest; a plan read back from a file is
+	// held to ASO's rule again before any request.
+	if m := aso.CheckSubscription(r.ARMID, r.Credential, r.Subscription); m != nil {
+		return fail(&statusError{reason: aso.ReasonSubscriptionMismatch, severity: record.SeverityError, err: m,
+			msg: fmt.Sprintf("the resource's ARM ID is in subscription %s but its credential %s is for subscription %s", m.Subscription, m.Credential, m.CredentialSubscription)})
 	}
 	cli, err := w.e.clients.For(ctx, r.Credential)
 	if err != nil {
@@ -708,12 +710,4 @@ func FailedCondition(err error) record.Condition { return failedCondition(err) }
 
 func readyCondition() record.Condition {
 	return record.Condition{Type: record.ConditionReady, Status: record.StatusTrue, Reason: "Succeeded"}
-}
-
-func subscriptionOf(id string) string {
-	parts := strings.Split(id, "/")
-	if len(parts) > 2 && strings.EqualFold(parts[1], "subscriptions") {
-		return parts[2]
-	}
-	return ""
 }

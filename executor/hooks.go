@@ -90,12 +90,8 @@ func classify(r *planner.Resource, err error) error {
 	if r == nil || !errors.As(err, &ae) {
 		return err
 	}
-	generic := aso.Retryable
-	if !ae.Retryable {
-		generic = aso.Fatal
-	}
-	c := aso.ClassifyError(r.Group, r.Kind, aso.CloudError{Code: ae.Code, Message: ae.Message}, generic)
-	if c == generic {
+	c := aso.Classify(r.Group, r.Kind, aso.CloudError{Code: ae.Code, Message: ae.Message})
+	if (c == aso.Retryable) == ae.Retryable {
 		return err
 	}
 	cp := *ae

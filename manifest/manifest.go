@@ -82,10 +82,6 @@ func (o Object) Spec() map[string]any {
 	return m
 }
 
-// IsASO reports whether the object is an Azure Service Operator resource:
-// its API group ends in ".azure.com".
-func (o Object) IsASO() bool { return strings.HasSuffix(o.Group(), ".azure.com") }
-
 // IsConfigMap reports whether the object is a core v1 ConfigMap.
 func (o Object) IsConfigMap() bool { return o.APIVersion() == "v1" && o.Kind() == "ConfigMap" }
 

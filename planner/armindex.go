@@ -37,6 +37,10 @@ func sameID(a, b string) bool {
 	if len(a) == len(b) && isASCII(a) && isASCII(b) {
 		return strings.EqualFold(a, b)
 	}
+	// Not EqualFold: the index's key is strings.ToLower (foldHash), and
+	// EqualFold folds more than ToLower ("ſ" is "s" to it), so the two
+	// would disagree on which IDs are one.
+	//lint:ignore SA6005 equality must be ToLower's, as foldHash's key is
 	return strings.ToLower(a) == strings.ToLower(b)
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/record"
 )
@@ -17,7 +18,7 @@ func TestDeletionsInReverseDependencyOrder(t *testing.T) {
 	sub := "/subscriptions/11111111-2222-3333-4444-555555555555"
 	rec := func(ns, group, kind, name, armID string, deps ...string) record.Resource {
 		return record.Resource{Namespace: ns, Group: group, Kind: kind, Name: name, Version: "v1api20230131",
-			ARMID: armID, APIVersion: "2023-01-31", Policy: planner.PolicyManage, DependsOn: deps,
+			ARMID: armID, APIVersion: "2023-01-31", Policy: string(aso.ReconcilePolicyManage), DependsOn: deps,
 			Ready: record.Condition{Type: record.ConditionReady, Status: record.StatusTrue}}
 	}
 	rgA := rec("a", "resources.azure.com", "ResourceGroup", "rg-a", sub+"/resourceGroups/rg-a")
@@ -66,7 +67,7 @@ func TestDeletionsInReverseDependencyOrder(t *testing.T) {
 func TestDeletionOrderSurvivesStaleCycles(t *testing.T) {
 	sub := "/subscriptions/11111111-2222-3333-4444-555555555555"
 	a := record.Resource{Namespace: "n", Group: "resources.azure.com", Kind: "ResourceGroup", Name: "a", Version: "v1api20200601",
-		ARMID: sub + "/resourceGroups/a", APIVersion: "2020-06-01", Policy: planner.PolicyManage, DependsOn: []string{"n/resources.azure.com/ResourceGroup/b"}}
+		ARMID: sub + "/resourceGroups/a", APIVersion: "2020-06-01", Policy: string(aso.ReconcilePolicyManage), DependsOn: []string{"n/resources.azure.com/ResourceGroup/b"}}
 	b := a
 	b.Name, b.ARMID, b.DependsOn = "b", sub+"/resourceGroups/b", []string{a.Key()}
 	g := build(t, map[string]string{})

@@ -39,9 +39,6 @@ type Options struct {
 	UnitDependsOn map[string][]string
 }
 
-// CredentialSecretName is the namespace-scoped credential secret ASO reads.
-const CredentialSecretName = aso.NamespaceCredentialSecret
-
 // Graph is the resolved dependency graph of one snapshot.
 type Graph struct {
 	Revision string
@@ -71,7 +68,7 @@ type Node struct {
 	Name         string
 	AzureName    string
 	ARMID        string
-	Policy       string
+	Policy       aso.ReconcilePolicy
 	Credential   string // "global" or "namespace/secret-name"
 	Subscription string
 	Deps         []aso.Dep
@@ -187,7 +184,7 @@ func objectErrors(k *aso.Kind, o manifest.Object) diag.List {
 func ValidateObjects(objs []manifest.Object) diag.List {
 	var errs diag.List
 	for _, o := range objs {
-		if !IsASO(o.Group()) {
+		if !aso.IsASOGroup(o.Group()) {
 			if e := misspeltGroup(o); e != nil {
 				errs = append(errs, e)
 			}
@@ -202,9 +199,6 @@ func ValidateObjects(objs []manifest.Object) diag.List {
 	}
 	return errs
 }
-
-// IsASO reports whether an apiVersion group belongs to ASO.
-func IsASO(group string) bool { return strings.HasSuffix(group, ".azure.com") }
 
 // Build resolves a snapshot into a graph. Every input error of the snapshot is
 // returned together as a diag.List; a graph is returned only when there are
@@ -260,7 +254,7 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 	own := checkObjects(snap.Objects)
 	for i, o := range snap.Objects {
 		c := &own[i]
-		if !IsASO(o.Group()) {
+		if !aso.IsASOGroup(o.Group()) {
 			if e := misspeltGroup(o); e != nil {
 				errs = append(errs, e)
 				continue
@@ -300,10 +294,8 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 			continue
 		}
 		n.AzureName = an
-		n.Policy = policyOf(o, opts)
-		if n.Policy != PolicyManage && n.Policy != PolicySkip && n.Policy != PolicyDetachOnDelete {
-			errs = append(errs, objErr(o, "metadata.annotations."+AnnotationReconcilePolicy,
-				"unknown reconcile policy %q (want manage, skip or detach-on-delete)", n.Policy))
+		if n.Policy, err = aso.ParseReconcilePolicy(policyOf(o, opts)); err != nil {
+			errs = append(errs, objErr(o, "metadata.annotations."+aso.AnnotationReconcilePolicy, "%v", err))
 		}
 		deps, err := c.deps, c.depsErr
 		if l := diag.AsList(err); len(l) > 0 {
@@ -396,16 +388,15 @@ func Build(snap *manifest.Snapshot, opts Options) (*Graph, error) {
 	// its credential's (SubscriptionMismatch); so does gitaso, before
 	// anything is sent.
 	for _, n := range g.Nodes {
-		if n.ARMID == "" || n.Subscription == "" || n.Credential == "global" && opts.SubscriptionUnknown {
+		if n.Credential == aso.GlobalCredential && opts.SubscriptionUnknown {
 			continue
 		}
-		if sub := armSubscription(n.ARMID); sub != "" && !strings.EqualFold(sub, n.Subscription) {
+		if mismatch := aso.CheckSubscription(n.ARMID, n.Credential, n.Subscription); mismatch != nil {
 			field := "spec.owner.armId"
 			if _, ok := aso.Owner(n.Spec); !ok || n.Kind.Scope == aso.ScopeLocation {
 				field = "spec.owner"
 			}
-			errs = append(errs, objErr(n.Object, field, "SubscriptionMismatch: the resource's ARM ID %s is in subscription %s but its credential %s is for subscription %s",
-				n.ARMID, sub, n.Credential, n.Subscription))
+			errs = append(errs, objErr(n.Object, field, "%v", mismatch))
 		}
 	}
 
@@ -454,7 +445,7 @@ func checkObjects(objs []manifest.Object) []objectChecks {
 				return
 			}
 			o, c := objs[i], &out[i]
-			if !IsASO(o.Group()) {
+			if !aso.IsASOGroup(o.Group()) {
 				continue
 			}
 			if c.kind, c.kindErr = lookupKind(o); c.kindErr != nil {
@@ -511,7 +502,7 @@ func dedupe(l diag.List) diag.List {
 }
 
 func policyOf(o manifest.Object, opts Options) string {
-	if p := o.Annotations()[AnnotationReconcilePolicy]; p != "" {
+	if p := o.Annotations()[aso.AnnotationReconcilePolicy]; p != "" {
 		return p
 	}
 	if p := opts.NamespacePolicy[o.Namespace()]; p != "" {
@@ -520,7 +511,7 @@ func policyOf(o manifest.Object, opts Options) string {
 	if opts.DefaultPolicy != "" {
 		return opts.DefaultPolicy
 	}
-	return PolicyManage
+	return string(aso.ReconcilePolicyManage)
 }
 
 // chooseCredential picks the node's credential by ASO's rule
@@ -762,23 +753,6 @@ func (g *Graph) edges(n *Node) diag.List {
 	}
 	sort.Strings(n.DependsOn)
 	return errs
-}
-
-// armSubscription returns the subscription of an ARM ID, "" for tenant-level
-// IDs.
-func armSubscription(id string) string {
-	// The second and third segments, as strings.Split(id, "/")[1:3] gives
-	// them, without splitting the whole ID.
-	_, rest, ok := strings.Cut(id, "/")
-	if !ok {
-		return ""
-	}
-	first, rest, ok := strings.Cut(rest, "/")
-	if !ok || !strings.EqualFold(first, "subscriptions") {
-		return ""
-	}
-	sub, _, _ := strings.Cut(rest, "/")
-	return sub
 }
 
 // declaredAncestor returns the node declaring the nearest ancestor of ARM ID

@@ -101,20 +101,20 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 		}
 		r := &Resource{
 			Namespace: prior.Namespace, Group: prior.Group, Version: prior.Version, Kind: prior.Kind, Name: prior.Name,
-			ARMID: prior.ARMID, APIVersion: prior.APIVersion, File: prior.File, Policy: prior.Policy,
+			ARMID: prior.ARMID, APIVersion: prior.APIVersion, File: prior.File, Policy: aso.ReconcilePolicy(prior.Policy),
 			Credential: prior.Credential, Action: Delete, Reason: "removed from Git", DeleteUnmanaged: prior.DeleteUnmanaged,
 		}
 		if r.Policy == "" {
-			r.Policy = PolicyManage
+			r.Policy = aso.ReconcilePolicyManage
 		}
 		switch {
 		case forget[key] != nil:
 			// Identity in Azure is the ARM ID: another manifest declares
 			// this one, so deleting it would delete a declared resource.
 			r.Action, r.Reason = Detach, "its ARM ID is declared by "+forget[key].ID()+": forgotten under this key, never deleted"
-		case r.Policy == PolicyDetachOnDelete:
+		case !r.Policy.AllowsDelete() && r.Policy.AllowsModify(): // detach-on-delete
 			r.Action, r.Reason = Detach, "removed from Git; reconcile-policy detach-on-delete keeps it in Azure"
-		case r.Policy == PolicySkip:
+		case !r.Policy.AllowsDelete(): // skip
 			r.Action, r.Reason = Detach, "removed from Git; reconcile-policy skip never deletes"
 		default:
 			r.Request = &Request{Method: "DELETE", Path: r.ARMID + "?api-version=" + r.APIVersion}
@@ -315,7 +315,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 	body.Unknown = append(body.Unknown[:len(body.Unknown):len(body.Unknown)], planned.Unknown...)
 	r.KnownAfterApply = body.Unknown
 
-	if n.Policy == PolicySkip {
+	if !n.Policy.AllowsModify() { // skip: read only
 		r.Action = Observe
 		r.Reason = "reconcile-policy skip: read only"
 		if observedRead && observed == nil {

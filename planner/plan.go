@@ -69,17 +69,9 @@ const Redacted = "(sensitive value)"
 // been applied.
 const KnownAfterApply = aso.UnknownValue
 
-// Reconcile policies (annotation serviceoperator.azure.com/reconcile-policy).
-const (
-	PolicyManage         = "manage"
-	PolicySkip           = "skip"
-	PolicyDetachOnDelete = "detach-on-delete"
-)
-
 // Annotations gitaso reads, as ASO names them.
 const (
-	AnnotationReconcilePolicy = "serviceoperator.azure.com/reconcile-policy"
-	AnnotationCredentialFrom  = aso.AnnotationCredentialFrom
+	AnnotationCredentialFrom = aso.AnnotationCredentialFrom
 	// AnnotationDeleteUnmanaged ("true") lets gitaso delete a parent (a
 	// resource group, a namespace, a server) even when ARM's cascade would
 	// take resources gitaso does not manage with it.
@@ -224,12 +216,12 @@ type Resource struct {
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
 	// Origin says what rendered the resource when it is not plain YAML.
-	Origin       *Origin  `json:"origin,omitempty"`
-	AzureName    string   `json:"azureName,omitempty"`
-	Policy       string   `json:"policy"`
-	Credential   string   `json:"credential,omitempty"`
-	Subscription string   `json:"subscriptionId,omitempty"`
-	DependsOn    []string `json:"dependsOn,omitempty"`
+	Origin       *Origin             `json:"origin,omitempty"`
+	AzureName    string              `json:"azureName,omitempty"`
+	Policy       aso.ReconcilePolicy `json:"policy"`
+	Credential   string              `json:"credential,omitempty"`
+	Subscription string              `json:"subscriptionId,omitempty"`
+	DependsOn    []string            `json:"dependsOn,omitempty"`
 	// DeletedWith names the resource whose deletion removes this one through
 	// ARM's cascade; no DELETE is sent for it.
 	DeletedWith string `json:"deletedWith,omitempty"`

@@ -154,7 +154,7 @@ func applied(t *testing.T, p *planner.Plan, secrets ...planner.SecretSource) map
 		red, _ := planner.Redact(body.JSON, body.Secrets)
 		prior[r.Key()] = record.Resource{
 			Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
-			ARMID: r.ARMID, APIVersion: r.APIVersion, Policy: r.Policy,
+			ARMID: r.ARMID, APIVersion: r.APIVersion, Policy: string(r.Policy),
 			AppliedHash: planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON),
 			AppliedBody: red, Ready: record.Condition{Type: "Ready", Status: "True"},
 		}

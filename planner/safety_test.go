@@ -47,7 +47,7 @@ func priorOf(t *testing.T, g *planner.Graph) map[string]record.Resource {
 	prior := map[string]record.Resource{}
 	for _, r := range p.Resources {
 		prior[r.Key()] = record.Resource{Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
-			ARMID: r.ARMID, APIVersion: r.APIVersion, AppliedHash: r.Hash, AppliedBody: r.Request.Body, Policy: r.Policy,
+			ARMID: r.ARMID, APIVersion: r.APIVersion, AppliedHash: r.Hash, AppliedBody: r.Request.Body, Policy: string(r.Policy),
 			Ready: record.Condition{Type: record.ConditionReady, Status: record.StatusTrue}}
 	}
 	return prior

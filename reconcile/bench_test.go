@@ -178,7 +178,7 @@ func seedBatch(tb testing.TB, db *state.DB, rs []*planner.Resource, outs planner
 			red, _ := planner.Redact(body.JSON, body.Secrets)
 			res := record.Resource{
 				Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
-				ARMID: r.ARMID, APIVersion: r.APIVersion, Policy: r.Policy, Credential: r.Credential,
+				ARMID: r.ARMID, APIVersion: r.APIVersion, Policy: string(r.Policy), Credential: r.Credential,
 				AppliedHash: planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON),
 				AppliedBody: red, Ready: record.Condition{Type: "Ready", Status: "True", Reason: "Succeeded"}, Generation: 1,
 				Outputs: map[string]string{},

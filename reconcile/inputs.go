@@ -6,7 +6,6 @@ import (
 
 	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/manifest"
-	"github.com/gitaso/gitaso/planner"
 )
 
 // ClusterSecrets reads credential Secrets from the cluster gitaso runs
@@ -20,11 +19,11 @@ type ClusterSecrets func(ctx context.Context, keys []string) (map[string]map[str
 func credentialKeys(snap *manifest.Snapshot) []string {
 	set := map[string]bool{}
 	for _, o := range snap.Objects {
-		if !o.IsASO() {
+		if !aso.IsASOGroup(o.Group()) {
 			continue
 		}
 		ns := o.Namespace()
-		set[ns+"/"+planner.CredentialSecretName] = true
+		set[ns+"/"+aso.NamespaceCredentialSecret] = true
 		if name := o.Annotations()[aso.AnnotationCredentialFrom]; name != "" {
 			set[ns+"/"+name] = true
 		}

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/manifest"
-	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/source/render"
 	"github.com/gitaso/gitaso/state"
@@ -46,7 +46,7 @@ type Lookup struct {
 // Func is the render.Options.Lookup function.
 func (l *Lookup) Func(ctx context.Context, apiVersion, kind, namespace, name string) (map[string]any, error) {
 	group, _, _ := strings.Cut(apiVersion, "/")
-	if l == nil || l.DB == nil || !planner.IsASO(group) {
+	if l == nil || l.DB == nil || !aso.IsASOGroup(group) {
 		return map[string]any{}, nil
 	}
 	if name == "" {

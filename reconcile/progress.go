@@ -70,7 +70,7 @@ func markOne(w *state.Writer, pr *planner.Resource, prior map[string]record.Reso
 	s, ok := prior[key]
 	if !ok {
 		s = record.Resource{Namespace: pr.Namespace, Group: pr.Group, Version: pr.Version, Kind: pr.Kind, Name: pr.Name,
-			ARMID: pr.ARMID, APIVersion: pr.APIVersion, File: pr.File, Credential: pr.Credential, Policy: pr.Policy}
+			ARMID: pr.ARMID, APIVersion: pr.APIVersion, File: pr.File, Credential: pr.Credential, Policy: string(pr.Policy)}
 	}
 	cond := record.Condition{Type: record.ConditionReady, Status: record.StatusUnknown, Severity: record.SeverityInfo,
 		Reason: reason, Message: msg}

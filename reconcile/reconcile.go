@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/executor"
 	"github.com/gitaso/gitaso/internal/diag"
@@ -119,9 +120,7 @@ type Reconciler struct {
 	// pathMissing is the source path when the revision being planned does
 	// not have it (the run plans an empty revision, which the guard holds).
 	pathMissing string
-	// roles caches Azure's built-in roles (lower-cased name → GUID).
-	roles    map[string]string
-	lastGood *planner.Graph
+	lastGood    *planner.Graph
 	// lastGoodUnits are lastGood's units (units.go), held ones included.
 	lastGoodUnits *unitSet
 	trigger       chan bool
@@ -844,7 +843,7 @@ func recordOne(w *state.Writer, rr *executor.ResourceResult, prior record.Resour
 	}
 	s := prior
 	s.Namespace, s.Group, s.Version, s.Kind, s.Name = pr.Namespace, pr.Group, pr.Version, pr.Kind, pr.Name
-	s.File, s.Policy, s.Credential = pr.File, pr.Policy, pr.Credential
+	s.File, s.Policy, s.Credential = pr.File, string(pr.Policy), pr.Credential
 	s.Origin = pr.Origin.String()
 	s.Unit = pr.Origin.Unit()
 	s.DeleteUnmanaged = pr.DeleteUnmanaged
@@ -949,7 +948,7 @@ func (c *clientsFor) client(name string) (*azure.Client, error) {
 	var cred *azure.Credential
 	if name == "" || name == "global" {
 		if c.r.cfg.Global == nil {
-			return nil, fmt.Errorf("no global Azure credential: set AZURE_TENANT_ID, AZURE_CLIENT_ID and a secret, or give the namespace an %s secret", planner.CredentialSecretName)
+			return nil, fmt.Errorf("no global Azure credential: set AZURE_TENANT_ID, AZURE_CLIENT_ID and a secret, or give the namespace an %s secret", aso.NamespaceCredentialSecret)
 		}
 		cred = c.r.cfg.Global
 	} else {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
 )
@@ -243,8 +244,8 @@ func TestObjectAccessors(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("accessors (-want +got):\n%s", diff)
 	}
-	if !o.IsASO() || o.IsSecret() || o.IsConfigMap() {
-		t.Errorf("classification: aso=%v secret=%v configmap=%v", o.IsASO(), o.IsSecret(), o.IsConfigMap())
+	if !aso.IsASOGroup(o.Group()) || o.IsSecret() || o.IsConfigMap() {
+		t.Errorf("classification: aso=%v secret=%v configmap=%v", aso.IsASOGroup(o.Group()), o.IsSecret(), o.IsConfigMap())
 	}
 	if o.Annotations() != nil {
 		t.Errorf("Annotations() = %v, want nil", o.Annotations())
@@ -279,7 +280,7 @@ func TestParseSamples(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if len(objs) != 1 || !objs[0].IsASO() || objs[0].Line != 1 {
+		if len(objs) != 1 || !aso.IsASOGroup(objs[0].Group()) || objs[0].Line != 1 {
 			t.Errorf("%s: got %+v", f, objs)
 		}
 	}

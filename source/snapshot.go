@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
 )
@@ -329,7 +330,7 @@ func assembleUnits(revision string, parsed []parseResult, units []manifest.Unit)
 			switch {
 			case g == "kustomize.config.k8s.io":
 				continue
-			case o.IsASO(), o.IsConfigMap(), o.IsSecret():
+			case aso.IsASOGroup(o.Group()), o.IsConfigMap(), o.IsSecret():
 			default:
 				snap.Ignored = append(snap.Ignored, o)
 				continue

@@ -147,7 +147,7 @@ func (db *DB) RunPage(before uint64, limit int) ([]record.Run, bool, error) {
 		if before == 0 {
 			k, v = c.Last()
 		} else {
-			k, v = c.Seek(u64(before))
+			k, _ = c.Seek(u64(before))
 			if k == nil {
 				k, v = c.Last()
 			} else {

@@ -64,9 +64,33 @@ type fixture struct {
 
 	mu         sync.Mutex
 	syncs      int
-	approvals  []string // revisions Approve was called with
-	approveErr error    // what Approve answers
-	requests   []string // method + path + query of API requests seen
+	approvals  []string                 // revisions Approve was called with
+	approveErr error                    // what Approve answers
+	requests   []string                 // method + path + query of API requests seen
+	held       map[string]chan struct{} // API paths whose answers wait for holdPath's release
+}
+
+// holdPath makes the answers to requests for path wait (each request is
+// recorded first) until the returned release is called.
+func (f *fixture) holdPath(t testing.TB, path string) (release func()) {
+	gate := make(chan struct{})
+	f.mu.Lock()
+	if f.held == nil {
+		f.held = map[string]chan struct{}{}
+	}
+	f.held[path] = gate
+	f.mu.Unlock()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			f.mu.Lock()
+			delete(f.held, path)
+			f.mu.Unlock()
+			close(gate)
+		})
+	}
+	t.Cleanup(release)
+	return release
 }
 
 func (f *fixture) approved() []string {
@@ -141,7 +165,7 @@ func newFixture(t testing.TB) *fixture {
 		}
 		prior[r.Key()] = record.Resource{
 			Namespace: r.Namespace, Group: r.Group, Version: r.Version, Kind: r.Kind, Name: r.Name,
-			ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: r.Policy,
+			ARMID: r.ARMID, APIVersion: r.APIVersion, File: r.File, Credential: r.Credential, Policy: string(r.Policy),
 			AppliedHash: planner.HashRequest(r.ARMID+"?api-version="+r.APIVersion, body.JSON),
 			AppliedBody: red, Generation: 1, Revision: p1.Revision, UpdatedAt: now.Add(-90 * time.Second), DependsOn: r.DependsOn,
 			Ready: record.Condition{Type: "Ready", Status: "True", Reason: "Succeeded", ObservedGeneration: 1, LastTransitionTime: now.Add(-90 * time.Second)},
@@ -265,7 +289,15 @@ func newFixture(t testing.TB) *fixture {
 		if strings.HasPrefix(r.URL.Path, "/api/") {
 			f.mu.Lock()
 			f.requests = append(f.requests, r.Method+" "+r.URL.RequestURI())
+			gate := f.held[r.URL.Path]
 			f.mu.Unlock()
+			if gate != nil {
+				select {
+				case <-gate:
+				case <-r.Context().Done():
+					return
+				}
+			}
 		}
 		h.ServeHTTP(w, r)
 	}))

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
@@ -198,7 +199,11 @@ func checkRunPage(t *testing.T, wd *webDriver, f *fixture) {
 	wd.open(f.srv.URL + "/#runs")
 	wd.waitFor("the runs", `return !!document.querySelector('#runs-body a[href="#run/2"]')`)
 	wd.click(`#runs-body a[href="#run/2"]`)
-	wd.waitFor("the run page", `return !!document.getElementById('run-resources')`)
+	// The run view still holds run 2 from the resource page's link: wait for
+	// the route itself (the view shown, its heading focused) and run 2's
+	// rendering, not for an element already there.
+	wd.waitFor("the run page", `return !document.getElementById('view-run').hidden && document.activeElement.id === 'h-run' &&
+		document.getElementById('run-body').dataset.run === '2' && !!document.getElementById('run-resources')`)
 	body := wd.str(`return document.getElementById('run-body').textContent`)
 	for _, want := range []string{"partial", "webhook", "fedcba9876543210fedcba9876543210fedcba98", "1 create, 1 delete, 5 no-op, 2 update",
 		"AuthorizationFailed", "Resources touched (3)", keyStorage, keyPG, keyContainer, "deleted", "failed"} {
@@ -217,6 +222,53 @@ func checkRunPage(t *testing.T, wd *webDriver, f *fixture) {
 	wd.waitFor("the server's page", `return document.getElementById('h-detail').textContent === 'FlexibleServer pg'`)
 	wd.open(f.srv.URL + "/#/run/99")
 	wd.waitFor("not found", `return document.getElementById('run-body').textContent.includes('run 99 not found')`)
+}
+
+// A run's answer arriving after the route moved to another run renders
+// nothing: the page keeps the run routed to. Run 2's answer is held until
+// run 99's page shows, then released; the stale load finishes (its refresh
+// asks for the status afterwards) and run 99's page is still there.
+func TestBrowserStaleRunLoad(t *testing.T) {
+	wd := newWebDriver(t)
+	f := newFixture(t)
+	wd.open(f.srv.URL + "/#runs")
+	wd.waitFor("the runs", `return !!document.querySelector('#runs-body a[href="#run/2"]')`)
+	// No timer-driven refresh: the only load of run 2 is the held one.
+	wd.exec(nil, `const a = document.getElementById('autorefresh'); a.checked = false; a.dispatchEvent(new Event('change'))`)
+	release := f.holdPath(t, "/api/v1/runs/2")
+	wd.open(f.srv.URL + "/#/run/2")
+	waitSeen(t, f, 0, "GET /api/v1/runs/2")
+	wd.open(f.srv.URL + "/#/run/99")
+	wd.waitFor("run 99's page", `return document.getElementById('run-body').textContent.includes('run 99 not found')`)
+	n := len(f.seen())
+	release()
+	waitSeen(t, f, n, "GET /api/v1/runs/2/plan") // run 2's answer arrived and its load went on
+	waitSeen(t, f, n, "GET /api/v1/status")      // ... and finished: its refresh asks for the status after
+	if body := wd.str(`return document.getElementById('run-body').textContent`); !strings.Contains(body, "run 99 not found") {
+		t.Errorf("run 99's page replaced by the stale load of run 2:\n%s", body)
+	}
+	if h := wd.str(`return document.getElementById('h-run').textContent`); h != "Run #99" {
+		t.Errorf("heading %q, want Run #99", h)
+	}
+}
+
+// waitSeen waits until the fixture has seen a request starting with prefix
+// among the requests from the from-th on.
+func waitSeen(t *testing.T, f *fixture, from int, prefix string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second) // a hang guard, not a measure
+	for {
+		seen := f.seen()
+		for _, r := range seen[min(from, len(seen)):] {
+			if strings.HasPrefix(r, prefix) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request %s after the %d-th; seen %v", prefix, from, seen)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // The held banner is on every view, the graph and run pages included.

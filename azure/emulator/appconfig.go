@@ -242,7 +242,7 @@ func (e *Emulator) AppConfigURL(name string) string {
 // PutAppConfigKeyValue sets a key-value of a store created through ARM, as PUT /kv/{key} does (for tests and seeding).
 func (e *Emulator) PutAppConfigKeyValue(store string, kv AppConfigKeyValue) error {
 	if e.findAppConfigStore(store) == nil {
-		return fmt.Errorf("App Configuration store %q does not exist (create it through ARM first)", store)
+		return fmt.Errorf("the App Configuration store %q does not exist (create it through ARM first)", store)
 	}
 	if err := validACKey(kv.Key); err != nil {
 		return err

@@ -582,22 +582,30 @@ func rsaOperation(k *rsa.PrivateKey, alg string, in []byte, encrypt bool) ([]byt
 		h = sha1.New() //nolint:gosec // Key Vault's RSA-OAEP is SHA-1
 	case "RSA1_5":
 		if encrypt {
+			//lint:ignore SA1019 Key Vault offers RSA1_5 (PKCS #1 v1.5), and the emulator implements it as Key Vault does
 			return rsa.EncryptPKCS1v15(rand.Reader, &k.PublicKey, in)
 		}
+		//lint:ignore SA1019 Key Vault offers RSA1_5 (PKCS #1 v1.5), and the emulator implements it as Key Vault does
 		out, err := rsa.DecryptPKCS1v15(nil, k, in)
 		if err != nil {
-			return nil, fmt.Errorf("Bad Request: the ciphertext does not decrypt with this key and algorithm")
+			return nil, kvMessage("Bad Request: the ciphertext does not decrypt with this key and algorithm")
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("Invalid algorithm %q: use RSA-OAEP, RSA-OAEP-256 or RSA1_5", alg)
+		return nil, kvMessage(fmt.Sprintf("Invalid algorithm %q: use RSA-OAEP, RSA-OAEP-256 or RSA1_5", alg))
 	}
 	if encrypt {
 		return rsa.EncryptOAEP(h, rand.Reader, &k.PublicKey, in, nil)
 	}
 	out, err := rsa.DecryptOAEP(h, nil, k, in, nil)
 	if err != nil {
-		return nil, fmt.Errorf("Bad Request: the ciphertext does not decrypt with this key and algorithm")
+		return nil, kvMessage("Bad Request: the ciphertext does not decrypt with this key and algorithm")
 	}
 	return out, nil
 }
+
+// kvMessage is an error whose text is the message Key Vault answers with,
+// written as Key Vault writes it (capitalised).
+type kvMessage string
+
+func (m kvMessage) Error() string { return string(m) }

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/azure/emulator"
 	"github.com/gitaso/gitaso/internal/benchdata"
 	"github.com/gitaso/gitaso/manifest"
@@ -44,13 +45,13 @@ func Tree(n int) Workload {
 // sides (ASO reads a workload identity token only from a fixed path of a pod).
 func Onboarding(examples string) Workload {
 	return Workload{Name: "onboarding", Note: "examples/onboarding: ${SUBSCRIPTION_ID}, ${TENANT_ID}, ${CLUSTER_OIDC} substituted, " +
-		"team-a/aso-credential left out (global credential for every namespace)",
+		"team-a/" + aso.NamespaceCredentialSecret + " left out (global credential for every namespace)",
 		Write: func(dir string) error {
 			src := filepath.Join(examples, "onboarding")
 			r := strings.NewReplacer("${SUBSCRIPTION_ID}", emulator.DefaultSubscriptionID, "${TENANT_ID}", emulator.DefaultTenantID,
 				"${CLUSTER_OIDC}", "https://oidc.gitaso.local/cluster-01/")
 			return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-				if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") || filepath.Base(p) == "aso-credential.yaml" ||
+				if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") || filepath.Base(p) == aso.NamespaceCredentialSecret+".yaml" ||
 					filepath.Base(p) == "platform-vars.yaml" {
 					return err
 				}
@@ -202,4 +203,4 @@ func rewriteFiles(dir string, r *strings.Replacer) error {
 }
 
 // isASO reports whether an object is an ASO resource (group *.azure.com).
-func isASO(o manifest.Object) bool { return strings.HasSuffix(o.Group(), ".azure.com") }
+func isASO(o manifest.Object) bool { return aso.IsASOGroup(o.Group()) }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/gitaso/gitaso/aso"
 )
 
 // ContributorRoleID is the GUID of Azure's built-in Contributor role.
@@ -177,7 +179,6 @@ type nsGen struct {
 	files   map[string]*bytes.Buffer
 	count   map[string]int
 	topic   string // last topic, owner of the next subscription
-	rgs     int
 }
 
 func (g *nsGen) file(name string) *bytes.Buffer {
@@ -267,7 +268,7 @@ func (g *nsGen) add(kind string) int {
 		return 2
 	case BlobService:
 		b := g.file("storage.yaml")
-		g.header(b, kind, g.blobName(), "serviceoperator.azure.com/reconcile-policy", "detach-on-delete")
+		g.header(b, kind, g.blobName(), aso.AnnotationReconcilePolicy, string(aso.ReconcilePolicyDetachOnDelete))
 		fmt.Fprintf(b, "  owner:\n    name: %s\n  deleteRetentionPolicy:\n    enabled: true\n    days: 7\n", g.accountName())
 		return 3
 	case BlobContainer:

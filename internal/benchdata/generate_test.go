@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/internal/benchdata"
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
@@ -47,7 +48,7 @@ func analyse(t *testing.T, dir string) analysis {
 	files := map[string]bool{}
 	for _, o := range slices.Concat(snap.Objects, snap.Ignored) {
 		files[o.File] = true
-		if o.IsASO() {
+		if aso.IsASOGroup(o.Group()) {
 			a.byKind[o.APIVersion()+" "+o.Kind()]++
 			a.byNS[o.Namespace()]++
 		}

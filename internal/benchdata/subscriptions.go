@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/gitaso/gitaso/aso"
 )
 
 // SpreadOverSubscriptions puts the namespaces Generate wrote to dir (with
@@ -51,9 +53,9 @@ func SpreadOverSubscriptions(dir, from string, subs []string, tenant, clientID, 
 		if ns == "" {
 			return fmt.Errorf("benchdata: %s: no manifest names its namespace", nsDir)
 		}
-		cred := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: aso-credential\n  namespace: %s\nstringData:\n  AZURE_SUBSCRIPTION_ID: %q\n  AZURE_TENANT_ID: %q\n  AZURE_CLIENT_ID: %q\n  AZURE_CLIENT_SECRET: %q\n",
-			ns, sub, tenant, clientID, secret)
-		if err := os.WriteFile(filepath.Join(nsDir, "aso-credential.yaml"), []byte(cred), 0o644); err != nil {
+		cred := fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\n  namespace: %s\nstringData:\n  AZURE_SUBSCRIPTION_ID: %q\n  AZURE_TENANT_ID: %q\n  AZURE_CLIENT_ID: %q\n  AZURE_CLIENT_SECRET: %q\n",
+			aso.NamespaceCredentialSecret, ns, sub, tenant, clientID, secret)
+		if err := os.WriteFile(filepath.Join(nsDir, aso.NamespaceCredentialSecret+".yaml"), []byte(cred), 0o644); err != nil {
 			return fmt.Errorf("benchdata: %w", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/metrics"
 	"github.com/gitaso/gitaso/planner"
@@ -557,7 +558,7 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 			e.cfg.SubscriptionID = cred.SubscriptionID
 		}
 	case errors.Is(err, azure.ErrNoCredential):
-		e.log.Warn("no global Azure credential in the environment; only namespaces with an aso-credential secret can be applied")
+		e.log.Warn("no global Azure credential in the environment; only namespaces with an " + aso.NamespaceCredentialSecret + " secret can be applied")
 	default:
 		return nil, fmt.Errorf("global credential: %w", err)
 	}
@@ -622,7 +623,7 @@ Every flag can also be set as an environment variable GITASO_<FLAG> (dashes as u
 YAML --config file with the flag names as keys; flags win over the environment, which wins over the file.
 Azure credentials come from the environment as ASO reads them (AZURE_SUBSCRIPTION_ID, AZURE_TENANT_ID,
 AZURE_CLIENT_ID and AZURE_CLIENT_SECRET, a certificate, AZURE_FEDERATED_TOKEN_FILE, or managed identity),
-from an aso-credential Secret per namespace, or per resource with serviceoperator.azure.com/credential-from.`,
+from an ` + aso.NamespaceCredentialSecret + ` Secret per namespace, or per resource with ` + aso.AnnotationCredentialFrom + `.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

@@ -147,8 +147,7 @@ func TestACRExchangeForm(t *testing.T) {
 		defer mu.Unlock()
 		return fakeJWT(map[string]any{"exp": exp.Unix(), "grant_type": "refresh_token"})
 	}
-	var srv *httptest.Server
-	srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/oauth2/exchange" {
 			if err := r.ParseForm(); err != nil || r.Method != http.MethodPost {
 				http.Error(w, "bad", 400)
@@ -175,7 +174,7 @@ func TestACRExchangeForm(t *testing.T) {
 		req, _ := http.NewRequestWithContext(r.Context(), r.Method, inner.srv.URL+r.URL.RequestURI(), nil)
 		resp, err := inner.srv.Client().Do(req)
 		if err != nil {
-			http.Error(w, err.Error(), 502)
+			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		defer resp.Body.Close()

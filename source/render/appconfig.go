@@ -460,7 +460,7 @@ func (a *AppConfig) resolveKeyVaultRef(ctx context.Context, pl runtime.Pipeline,
 		Value *string `json:"value"`
 	}
 	if err := json.Unmarshal(body, &s); err != nil || s.Value == nil {
-		return "", "", errors.New("Key Vault's answer holds no secret value")
+		return "", "", errors.New("the answer of Key Vault holds no secret value")
 	}
 	return *s.Value, vault + "/" + parts[1], nil
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	sigyaml "sigs.k8s.io/yaml"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
@@ -33,9 +34,6 @@ const AnnotationFluxKustomization = "gitaso.io/flux-kustomization"
 // fluxPruneAnnotation set to "disabled" on an object keeps Flux from
 // deleting it when it leaves the repository.
 const fluxPruneAnnotation = "kustomize.toolkit.fluxcd.io/prune"
-
-// annotationPolicy is ASO's reconcile policy annotation.
-const annotationPolicy = "serviceoperator.azure.com/reconcile-policy"
 
 // ErrFluxCycle is returned (wrapped in a *diag.Error) when Flux
 // Kustomizations reach one another in a cycle.
@@ -942,12 +940,12 @@ func (w *fluxWalk) annotate(k *fluxKustomization, text string) (string, error) {
 	}
 	setKey(ann, AnnotationFluxKustomization, str(k.id))
 	group := strings.SplitN(scalar(mapValue(root, "apiVersion")), "/", 2)[0]
-	if strings.HasSuffix(group, ".azure.com") && mapValue(ann, annotationPolicy) == nil {
+	if aso.IsASOGroup(group) && mapValue(ann, aso.AnnotationReconcilePolicy) == nil {
 		switch {
 		case k.spec.Suspend || reconcileDisabled(k.obj):
-			setKey(ann, annotationPolicy, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "skip"})
+			setKey(ann, aso.AnnotationReconcilePolicy, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: string(aso.ReconcilePolicySkip)})
 		case k.spec.Prune != nil && !*k.spec.Prune, scalar(mapValue(ann, fluxPruneAnnotation)) == "disabled":
-			setKey(ann, annotationPolicy, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "detach-on-delete"})
+			setKey(ann, aso.AnnotationReconcilePolicy, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: string(aso.ReconcilePolicyDetachOnDelete)})
 		}
 	}
 	var b strings.Builder

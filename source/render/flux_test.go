@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
@@ -105,26 +106,26 @@ func TestFluxSeeds(t *testing.T) {
 		{"platform/ResourceGroup/infra", []string{"spec", "azureName"}, "sndadpinfrg1401"},
 		{"platform/ResourceGroup/infra", []string{"spec", "tags"}, map[string]any{"environment": "snd", "cluster": "cluster-01"}},
 		{"platform/ResourceGroup/infra", ann(AnnotationFluxKustomization), "config-cluster-flux/platform"},
-		{"platform/ResourceGroup/infra", ann(annotationPolicy), nil},
+		{"platform/ResourceGroup/infra", ann(aso.AnnotationReconcilePolicy), nil},
 		// kustomize.toolkit.fluxcd.io/prune: disabled → detach-on-delete
-		{"platform/ResourceGroup/kept-on-removal", ann(annotationPolicy), "detach-on-delete"},
+		{"platform/ResourceGroup/kept-on-removal", ann(aso.AnnotationReconcilePolicy), "detach-on-delete"},
 		// kustomize.toolkit.fluxcd.io/substitute: disabled
 		{"platform/ConfigMap/literal", []string{"data", "template"}, "${NOT_SUBSTITUTED}"},
 		// targetNamespace, JSON 6902 patch with a target, prune: false.
 		{"team-a/ResourceGroup/team-a-rg", []string{"spec", "location"}, "ukwest"},
-		{"team-a/ResourceGroup/team-a-rg", ann(annotationPolicy), "detach-on-delete"},
+		{"team-a/ResourceGroup/team-a-rg", ann(aso.AnnotationReconcilePolicy), "detach-on-delete"},
 		// strategic merge patch, component, substitution.
 		{"team-a/UserAssignedIdentity/team-identity", []string{"spec", "tags"}, map[string]any{"team": "a"}},
 		{"team-a/UserAssignedIdentity/team-identity", []string{"metadata", "labels", "team"}, "team-a"},
 		{"team-a/UserAssignedIdentity/team-identity", []string{"spec", "azureName"}, "sndadpinfmid1401-team-a"},
 		{"team-a/UserAssignedIdentity/team-identity", ann(AnnotationFluxKustomization), "config-cluster-flux/team-a"},
 		// A policy the object sets is kept.
-		{"team-a/UserAssignedIdentity/kept-identity", ann(annotationPolicy), "manage"},
+		{"team-a/UserAssignedIdentity/kept-identity", ann(aso.AnnotationReconcilePolicy), "manage"},
 		// suspend: true → skip (rendered, never dropped).
-		{"team-b/ResourceGroup/team-b-rg", ann(annotationPolicy), "skip"},
+		{"team-b/ResourceGroup/team-b-rg", ann(aso.AnnotationReconcilePolicy), "skip"},
 		{"team-b/ResourceGroup/team-b-rg", ann(AnnotationFluxKustomization), "config-cluster-flux/team-b"},
 		// A ConfigMap gets no reconcile policy.
-		{"config-cluster-flux/ConfigMap/platform-vars", ann(annotationPolicy), nil},
+		{"config-cluster-flux/ConfigMap/platform-vars", ann(aso.AnnotationReconcilePolicy), nil},
 	} {
 		got := field(find(t, snap, c.id), c.fields...)
 		if diff := cmp.Diff(c.want, got); diff != "" {

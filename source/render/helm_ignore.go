@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
 )
@@ -237,7 +238,7 @@ func rendersASO(docs []string) bool {
 		for _, line := range strings.Split(d, "\n") {
 			if v, ok := strings.CutPrefix(line, "apiVersion:"); ok {
 				g, _, _ := strings.Cut(strings.Trim(strings.TrimSpace(v), `"'`), "/")
-				if strings.HasSuffix(g, ".azure.com") {
+				if aso.IsASOGroup(g) {
 					return true
 				}
 			}

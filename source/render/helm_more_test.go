@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
@@ -406,7 +407,7 @@ func TestHelmSuspend(t *testing.T) {
 		"team-a/ResourceGroup/team-a-rg":                          "skip",
 		"team-c-prod/UserAssignedIdentity/team-c-prod-c-identity": nil,
 	} {
-		if got := field(findID(t, snap.Objects, id), "metadata", "annotations", annotationPolicy); got != want {
+		if got := field(findID(t, snap.Objects, id), "metadata", "annotations", aso.AnnotationReconcilePolicy); got != want {
 			t.Errorf("%s reconcile-policy = %v, want %v", id, got, want)
 		}
 	}
@@ -425,7 +426,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := field(findID(t, snap.Objects, "team-a/ResourceGroup/plain"), "metadata", "annotations", annotationPolicy); got != "skip" {
+	if got := field(findID(t, snap.Objects, "team-a/ResourceGroup/plain"), "metadata", "annotations", aso.AnnotationReconcilePolicy); got != "skip" {
 		t.Errorf("Kustomization with reconcile: disabled: policy %v, want skip", got)
 	}
 }
@@ -796,22 +797,22 @@ func TestHelmExampleFluxHelm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var aso []string
+	var asoIDs []string
 	for _, o := range snap.Objects {
-		if o.IsASO() {
-			aso = append(aso, o.ID())
+		if aso.IsASOGroup(o.Group()) {
+			asoIDs = append(asoIDs, o.ID())
 			if o.Annotations()[AnnotationHelmRelease] != "team-a/claims-infra" || o.File != "services/team-a/claims-infra.yaml" {
 				t.Errorf("%s: %s:%d %v", o.ID(), o.File, o.Line, o.Annotations())
 			}
 		}
 	}
-	if len(aso) < 5 {
-		t.Errorf("ASO objects: %v", aso)
+	if len(asoIDs) < 5 {
+		t.Errorf("ASO objects: %v", asoIDs)
 	}
 	if len(f.requests) != 1 || f.requests[0].Version != "1.x" || f.requests[0].Source.Spec["url"] != "oci://sndplatformcr01.azurecr.io/helm" {
 		t.Errorf("requests %+v", f.requests)
 	}
-	t.Logf("%d ASO objects: %v", len(aso), aso)
+	t.Logf("%d ASO objects: %v", len(asoIDs), asoIDs)
 }
 
 // TestHelmRepositoryDependency: a chart of the repository whose

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	sigyaml "sigs.k8s.io/yaml"
 
+	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"
@@ -455,8 +456,8 @@ func (run *helmRun) finish(h *helmRelease, it renderItem, ns string, ann map[str
 		all[AnnotationHelmHook] = it.hook
 	}
 	group := strings.SplitN(scalar(mapValue(root, "apiVersion")), "/", 2)[0]
-	if h.suspended() && strings.HasSuffix(group, ".azure.com") && mapValue(mapValue(mapValue(root, "metadata"), "annotations"), annotationPolicy) == nil {
-		all[annotationPolicy] = "skip"
+	if h.suspended() && aso.IsASOGroup(group) && mapValue(mapValue(mapValue(root, "metadata"), "annotations"), aso.AnnotationReconcilePolicy) == nil {
+		all[aso.AnnotationReconcilePolicy] = string(aso.ReconcilePolicySkip)
 	}
 	annotations := make([][2]string, 0, len(all))
 	for _, k := range slices.Sorted(maps.Keys(all)) {

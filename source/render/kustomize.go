@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"slices"
 	"strconv"
@@ -575,6 +576,22 @@ func generatorLine(kdata []byte, field, name string) (line, length int) {
 	return line, length
 }
 
+// patchFiles answers kustomize's "is this patchesStrategicMerge entry a
+// file?" (FixKustomizationPreMarshalling reads each entry) from the
+// revision's file list, relative to the kustomization's directory.
+type patchFiles struct {
+	filesys.FileSystem
+	dir    string
+	exists func(string) bool
+}
+
+func (p patchFiles) ReadFile(name string) ([]byte, error) {
+	if p.exists(path.Join(p.dir, name)) {
+		return nil, nil
+	}
+	return nil, fs.ErrNotExist
+}
+
 // fixDeprecated rewrites, in the in-memory file system, a kustomization that
 // uses deprecated fields the way "kustomize edit fix" does (bases,
 // commonLabels, patchesStrategicMerge, patchesJson6902, imageTags, ...),
@@ -592,16 +609,9 @@ func fixDeprecated(fs filesys.FileSystem, kfile string, data []byte, exists func
 		return nil // written back, an empty "resources: []" was dropped and kustomize refused the file as empty
 	}
 	k.FixKustomization()
-	dir := dirOf(kfile)
-	for _, p := range k.PatchesStrategicMerge {
-		if exists(path.Join(dir, string(p))) {
-			k.Patches = append(k.Patches, types.Patch{Path: string(p)})
-		} else {
-			k.Patches = append(k.Patches, types.Patch{Patch: string(p)})
-		}
-	}
-	k.PatchesStrategicMerge = nil
-	if err := k.FixKustomizationPreMarshalling(filesys.MakeFsInMemory()); err != nil {
+	// kustomize's own fix turns each patchesStrategicMerge entry into a
+	// patch: a path when the file exists, an inline patch otherwise.
+	if err := k.FixKustomizationPreMarshalling(patchFiles{filesys.MakeFsInMemory(), dirOf(kfile), exists}); err != nil {
 		return nil // e.g. a label in both commonLabels and labels: let kustomize build as written
 	}
 	out, err := marshalKustomization(&k)

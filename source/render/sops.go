@@ -295,15 +295,6 @@ func decryptSOPSWith(ctx context.Context, text string, keys *sopsKeys) (out stri
 
 func dotted(path []string) string { return strings.Join(path, ".") }
 
-func sortedStrings(s []string) []string {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	return s
-}
-
 // shouldBeEncrypted applies the stanza's suffix and regex rules to a value's
 // key path, in SOPS's order (the comment regexes are refused earlier).
 func (m *sopsMeta) shouldBeEncrypted(path []string) bool {

@@ -162,12 +162,12 @@ func (kv *azureKeyVault) Decrypt(ctx context.Context, key AzureKeyVaultKey, enc 
 	}
 	resp, err := pl.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("Key Vault decrypt: %w", err)
+		return nil, fmt.Errorf("decrypt with Key Vault: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return nil, fmt.Errorf("Key Vault decrypt: %w", err)
+		return nil, fmt.Errorf("decrypt with Key Vault: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
@@ -181,17 +181,17 @@ func (kv *azureKeyVault) Decrypt(ctx context.Context, key AzureKeyVaultKey, enc 
 		if len(msg) > 400 {
 			msg = msg[:400] + "…"
 		}
-		return nil, fmt.Errorf("Key Vault decrypt: %d %s: %s", resp.StatusCode, e.Error.Code, msg)
+		return nil, fmt.Errorf("decrypt with Key Vault: %d %s: %s", resp.StatusCode, e.Error.Code, msg)
 	}
 	var out struct {
 		Value string `json:"value"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, fmt.Errorf("Key Vault decrypt: bad response: %w", err)
+		return nil, fmt.Errorf("decrypt with Key Vault: bad response: %w", err)
 	}
 	plain, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(out.Value, "="))
 	if err != nil {
-		return nil, errors.New("Key Vault decrypt: the result is not base64url")
+		return nil, errors.New("decrypt with Key Vault: the result is not base64url")
 	}
 	kv.mu.Lock()
 	if len(kv.cache) >= 4096 {

@@ -167,7 +167,7 @@ func sopsDataKey(ctx context.Context, meta *sopsMeta, keys *sopsKeys) ([]byte, *
 		for _, k := range all.AzKV {
 			b, err := azkvDataKey(ctx, k, keys.kv)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("Azure Key Vault key %s: %w", k, err))
+				errs = append(errs, fmt.Errorf("data key from Azure Key Vault key %s: %w", k, err))
 				continue
 			}
 			return b, nil

@@ -931,11 +931,15 @@
 
   async function loadRun() {
     const id = route.id;
+    // A load that finishes after the route moved on (another run, another
+    // view) renders nothing: the page shows only the routed run.
+    const current = () => route.view === 'run' && route.id === id;
     let text;
     try {
       text = await api('api/v1/runs/' + encodeURIComponent(id));
     } catch (e) {
       if (e instanceof APIError && e.status === 404) {
+        if (!current()) return;
         $('run-body').replaceChildren(el('p', { class: 'empty', text: e.message }));
         delete $('run-body').dataset.run;
         return;
@@ -943,6 +947,7 @@
       throw e;
     }
     const plan = await runPlan(JSON.parse(text).run);
+    if (!current()) return;
     const sig = text + '|' + (plan ? plan.text.length + plan.text.slice(-64) : '');
     if (sig === cache.runText) {
       for (const t of $('run-body').querySelectorAll('time')) t.textContent = ago(new Date(t.getAttribute('datetime')));

@@ -161,7 +161,7 @@ func Generate(repo *git.Repository, ref, source string) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
-	type seen struct{ last, removedIn int }
+	type seen struct{ last int }
 	found := map[gvk]*seen{}
 	for i, r := range rels {
 		ks, err := w.kinds(r.hash)

@@ -5,6 +5,59 @@ import (
 	"strings"
 )
 
+// Every rule classifying ARM errors lives here: the generic classification
+// of an error code (fatalCodes, ClassifyCode) and ASO's per-kind error
+// classifiers (below); the azure client and the executor call these.
+
+// fatalCodes are the ARM error codes ASO classifies as fatal: no retry can
+// succeed until the desired state changes. See
+// shared/conformance/aso/conversion-rules.md §8. BadRequest and an unknown
+// code on HTTP 400 are retried (slowly) there, not fatal.
+var fatalCodes = map[string]bool{
+	"InvalidParameter":                           true,
+	"InvalidParameterValue":                      true,
+	"InvalidResourceGroupLocation":               true,
+	"InvalidResourceType":                        true,
+	"InvalidRequestContent":                      true,
+	"InvalidTemplate":                            true,
+	"InvalidValuesForRequestParameters":          true,
+	"InvalidGatewaySkuProvidedForGatewayVpnType": true,
+	"InvalidGatewaySize":                         true,
+	"LocationRequired":                           true,
+	"MethodNotAllowed":                           true,
+	"MissingRequiredParameter":                   true,
+	"PasswordTooLong":                            true,
+	"PrivateIPAddressInReservedRange":            true,
+	"PrivateIPAddressNotInSubnet":                true,
+	"PropertyChangeNotAllowed":                   true,
+	"PublicIpForGatewayIsRequired":               true,
+	"RegionIsOfferRestricted":                    true,
+	"RequestDisallowedByPolicy":                  true,
+	"ReservedResourceName":                       true,
+	"SkuNotAvailable":                            true,
+	"SubscriptionNotFound":                       true,
+	// api-version problems never fix themselves.
+	"MissingApiVersionParameter": true,
+	"InvalidApiVersionParameter": true,
+	// A role assignment's role or principal cannot change in place.
+	"RoleAssignmentUpdateNotPermitted": true,
+}
+
+// ClassifyCode is ASO's generic classification of an ARM error code, the
+// one every kind shares: Fatal for fatalCodes, Retryable otherwise.
+func ClassifyCode(code string) Classification {
+	if fatalCodes[code] {
+		return Fatal
+	}
+	return Retryable
+}
+
+// Classify is ASO's classification of an ARM error for a kind: the generic
+// one (ClassifyCode), then the kind's own classifier (below), if any.
+func Classify(group, kind string, e CloudError) Classification {
+	return ClassifyError(group, kind, e, ClassifyCode(e.Code))
+}
+
 // ASO's per-kind error classifiers (the ClassifyError extensions in
 // api/*/customizations): ARM errors that one kind turns retryable (a
 // dependency still being created) or fatal (a password ARM will never
