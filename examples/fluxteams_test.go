@@ -293,23 +293,8 @@ func TestFluxTeamsServe(t *testing.T) {
 	}
 	ft := newFluxTeams(t)
 	good := ft.commit(ft.files, "three teams")
-	addr := "127.0.0.1:" + freePort(t)
-	ctx, stop := context.WithCancel(t.Context())
-	var serveOut, serveErr syncBuffer
-	served := make(chan error, 1)
-	go func() {
-		served <- cli.Run(ctx, append([]string{"serve", "--listen", addr, "--interval", "200ms"}, ft.common...), &serveOut, &serveErr)
-	}()
-	t.Cleanup(func() {
-		stop()
-		select {
-		case <-served:
-		case <-time.After(30 * time.Second):
-			t.Error("gitaso serve did not stop")
-		}
-	})
-	api := "http://" + addr + "/api/v1/"
-	waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, good) && r.Outcome == "succeeded" })
+	addr, api, served, serveErr := ft.serve(t)
+	waitRun(t, api, served, serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, good) && r.Outcome == "succeeded" })
 	before := azureState(ft.em)
 	broken := withRelease(ft.files, 2)
 	teamBreaks[1].edit(broken) // spec.path not created yet
@@ -349,7 +334,7 @@ func TestFluxTeamsServe(t *testing.T) {
 			t.Errorf("%s: %+v, want Ready", u.ID(), u.Ready)
 		}
 	}
-	r := waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, rev) })
+	r := waitRun(t, api, served, serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, rev) })
 	if r.Outcome != "partial" {
 		t.Errorf("run of the broken commit: %+v, want partial", r)
 	}
@@ -464,23 +449,8 @@ func TestFluxTeamsServeEveryBreak(t *testing.T) {
 	ft := newFluxTeams(t)
 	healthy := ft.files
 	good := ft.commit(healthy, "three teams")
-	addr := "127.0.0.1:" + freePort(t)
-	ctx, stop := context.WithCancel(t.Context())
-	var serveOut, serveErr syncBuffer
-	served := make(chan error, 1)
-	go func() {
-		served <- cli.Run(ctx, append([]string{"serve", "--listen", addr, "--interval", "200ms"}, ft.common...), &serveOut, &serveErr)
-	}()
-	t.Cleanup(func() {
-		stop()
-		select {
-		case <-served:
-		case <-time.After(30 * time.Second):
-			t.Error("gitaso serve did not stop")
-		}
-	})
-	api := "http://" + addr + "/api/v1/"
-	waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, good) && r.Outcome == "succeeded" })
+	_, api, served, serveErr := ft.serve(t)
+	waitRun(t, api, served, serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, good) && r.Outcome == "succeeded" })
 	release := 1
 	for _, br := range teamBreaks {
 		t.Run(br.name, func(t *testing.T) {
@@ -490,7 +460,7 @@ func TestFluxTeamsServeEveryBreak(t *testing.T) {
 			broken := withRelease(healthy, release)
 			br.edit(broken)
 			rev := ft.commit(broken, "team-b: "+br.name+"; team-a: release "+fmt.Sprint(release))
-			if r := waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, rev) }); r.Outcome != "partial" {
+			if r := waitRun(t, api, served, serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, rev) }); r.Outcome != "partial" {
 				t.Errorf("run of the broken commit: %+v, want partial", r)
 			}
 			checkAzure(t, before, azureState(ft.em), release)
@@ -533,7 +503,7 @@ func TestFluxTeamsServeEveryBreak(t *testing.T) {
 			}
 			// Fixed: every unit Ready again.
 			fixed := ft.commit(withRelease(healthy, release), "fix team-b")
-			if r := waitRun(t, api, served, &serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, fixed) }); r.Outcome != "succeeded" {
+			if r := waitRun(t, api, served, serveErr, func(r run) bool { return strings.HasPrefix(r.Revision, fixed) }); r.Outcome != "succeeded" {
 				t.Fatalf("run of the fix: %+v\n%s", r, serveErr.String())
 			}
 			if err := getJSON(api+"units", &list); err != nil {
@@ -546,4 +516,27 @@ func TestFluxTeamsServeEveryBreak(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serve starts gitaso serve (200 ms interval) on the example's repository,
+// stopped when the test ends: its address, API base, end and stderr.
+func (ft *fluxTeams) serve(t *testing.T) (addr, api string, served chan error, serveErr *syncBuffer) {
+	t.Helper()
+	addr = "127.0.0.1:" + freePort(t)
+	ctx, stop := context.WithCancel(t.Context())
+	var serveOut syncBuffer
+	serveErr = &syncBuffer{}
+	served = make(chan error, 1)
+	go func() {
+		served <- cli.Run(ctx, append([]string{"serve", "--listen", addr, "--interval", "200ms"}, ft.common...), &serveOut, serveErr)
+	}()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case <-served:
+		case <-time.After(30 * time.Second):
+			t.Error("gitaso serve did not stop")
+		}
+	})
+	return addr, "http://" + addr + "/api/v1/", served, serveErr
 }

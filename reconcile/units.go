@@ -616,7 +616,7 @@ func recordUnits(w *state.Writer, recs []record.Unit, store map[string][]manifes
 func failedUnits(recs []record.Unit) []string {
 	var out []string
 	for _, u := range recs {
-		if u.Failing() && u.Ready.Reason != manifest.ReasonSuspended {
+		if u.Failing() { // a suspended unit is Unknown, not failing
 			out = append(out, u.ID()+" ("+u.Ready.Reason+")")
 		}
 	}
