@@ -1,0 +1,331 @@
+package asosrc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// SchemaFile is the conversion facts of one generated API package
+// v2/api/<group>/<version>: schema/<group>/<version>.json. Its JSON encoding
+// (MarshalJSON) keeps the order the facts were found in: kinds by name, spec
+// types breadth-first from the kinds' specs, fields in Go declaration order,
+// ARM types by name then breadth-first.
+type SchemaFile struct {
+	Group      string
+	CRDVersion string
+	APIVersion string // armApiVersion, from GetAPIVersion()
+	Kinds      []KindSchema
+	Types      []*Type
+	ARMTypes   []*ARMType
+}
+
+// KindSchema names a kind's spec type and ARM type (GetType()).
+type KindSchema struct {
+	Kind, Spec, ARMType string
+}
+
+// Type is a Kubernetes spec type reachable from a kind's spec.
+type Type struct {
+	Name       string
+	ARM        string   // ARM struct ConvertToARM returns; "" if the type has no ConvertToARM
+	OneOf      bool     // the ARM struct is a one-of (MarshalJSON picks the first non-nil variant)
+	NameAt     string   // JSON pointer the resolved azureName is written to (root specs)
+	PushName   []string // JSON pointers azureName is also pushed into (resource-level one-ofs)
+	Prec       []Prec   // ARM paths written by several spec fields
+	EmptyIfNil []string // collections sent empty when unset
+	Fields     []*Field
+}
+
+// Prec is an ARM path written by several spec fields, highest priority first
+// (the one ConvertToARM writes last).
+type Prec struct {
+	Path   string
+	Fields []string
+}
+
+// Field is one spec field, named by its JSON name.
+type Field struct {
+	JSON      string
+	T         string            // string|bool|int|number|enum|json|object|ref|knownRef|…
+	C         string            // list, map, list.list, …
+	R         string            // the object type
+	E         []json.RawMessage // enum values
+	Req       bool              // +kubebuilder:validation:Required
+	A         string            // JSON pointer of the ARM value, relative to the enclosing type's ARM object
+	Conv      string            // refKeyMap | wellKnown
+	ARMRef    string            // armReference tag
+	Pair      string            // optionalConfigMapPair tag
+	X         string            // never sent: owner | azureName | operatorSpec
+	OwnerKind string            // group/kind of a known owner
+}
+
+// ARMType is an ARM payload struct of the arm subpackage.
+type ARMType struct {
+	Name   string
+	Fields []ARMField
+	OneOf  *OneOf
+}
+
+// ARMField is one field of an ARM struct: JSON name, child ARM struct (or ""),
+// flags (L/M collections, n no omitempty, e explicit empty collection,
+// p pushtoleaf, x noarmconversion).
+type ARMField struct {
+	JSON, Child, Flags string
+}
+
+// OneOf is the discriminator of a one-of ARM struct and its variants (JSON
+// name of the variant field, discriminator value) in MarshalJSON order.
+type OneOf struct {
+	Disc     string
+	Variants [][2]string
+}
+
+// apiDir maps a group such as "cdn.azure.com" to v2/api/cdn.
+func apiDir(root, group, version string) string {
+	return filepath.Join(root, "v2", "api", strings.TrimSuffix(group, ".azure.com"), version)
+}
+
+// Schema extracts the conversion facts of the generated API package of group
+// (e.g. "cdn.azure.com") and version from the ASO source tree at root. It
+// parses v2/api/<group>/<version>/*_types_gen.go and
+// v2/api/<group>/<version>/arm/*_spec_types_gen.go; ASO's code is only read.
+func Schema(root, group, version string) (*SchemaFile, error) {
+	dir := apiDir(root, group, version)
+	k8s, err := parseGoPkg(dir, func(n string) bool { return strings.HasSuffix(n, "_types_gen.go") })
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", group, version, err)
+	}
+	armPkg, err := parseGoPkg(filepath.Join(dir, "arm"), func(n string) bool { return strings.HasSuffix(n, "_spec_types_gen.go") })
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", group, version, err)
+	}
+	x := &extractor{group: group, version: version, k8s: k8s, arm: armPkg}
+	s, err := x.run()
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", group, version, err)
+	}
+	return s, nil
+}
+
+// Packages lists the generated API packages of the tree at root as
+// (group, version) pairs, sorted: every v2/api/<g>/<v> with an arm subpackage.
+func Packages(root string) ([][2]string, error) {
+	matches, err := filepath.Glob(filepath.Join(root, "v2", "api", "*", "*", "arm"))
+	if err != nil {
+		return nil, fmt.Errorf("list API packages: %w", err)
+	}
+	var out [][2]string
+	for _, m := range matches {
+		if fi, err := os.Stat(m); err != nil || !fi.IsDir() {
+			continue
+		}
+		v := filepath.Dir(m)
+		g := filepath.Base(filepath.Dir(v))
+		out = append(out, [2]string{g + ".azure.com", filepath.Base(v)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i][0] != out[j][0] {
+			return out[i][0] < out[j][0]
+		}
+		return out[i][1] < out[j][1]
+	})
+	if len(out) == 0 {
+		return nil, errors.New("no API packages under v2/api (is this an ASO source tree?)")
+	}
+	return out, nil
+}
+
+// MarshalJSON writes the schema file compactly, in the order of SchemaFile.
+func (s *SchemaFile) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"group":`)
+	str(&b, s.Group)
+	b.WriteString(`,"crdVersion":`)
+	str(&b, s.CRDVersion)
+	b.WriteString(`,"armApiVersion":`)
+	str(&b, s.APIVersion)
+	b.WriteString(`,"kinds":{`)
+	for i, k := range s.Kinds {
+		comma(&b, i)
+		str(&b, k.Kind)
+		b.WriteString(`:{"spec":`)
+		str(&b, k.Spec)
+		b.WriteString(`,"armType":`)
+		str(&b, k.ARMType)
+		b.WriteByte('}')
+	}
+	b.WriteString(`},"types":{`)
+	for i, t := range s.Types {
+		comma(&b, i)
+		str(&b, t.Name)
+		b.WriteByte(':')
+		t.write(&b)
+	}
+	b.WriteString(`},"armTypes":{`)
+	for i, t := range s.ARMTypes {
+		comma(&b, i)
+		str(&b, t.Name)
+		b.WriteByte(':')
+		t.write(&b)
+	}
+	b.WriteString("}}")
+	return b.Bytes(), nil
+}
+
+func (t *Type) write(b *bytes.Buffer) {
+	b.WriteByte('{')
+	if t.ARM != "" {
+		b.WriteString(`"arm":`)
+		str(b, t.ARM)
+		b.WriteByte(',')
+	}
+	if t.OneOf {
+		b.WriteString(`"oneOf":1,`)
+	}
+	if t.NameAt != "" {
+		b.WriteString(`"name":`)
+		str(b, t.NameAt)
+		b.WriteByte(',')
+	}
+	if len(t.PushName) > 0 {
+		b.WriteString(`"pushName":`)
+		strs(b, t.PushName)
+		b.WriteByte(',')
+	}
+	if len(t.Prec) > 0 {
+		b.WriteString(`"prec":{`)
+		for i, p := range t.Prec {
+			comma(b, i)
+			str(b, p.Path)
+			b.WriteByte(':')
+			strs(b, p.Fields)
+		}
+		b.WriteString("},")
+	}
+	if len(t.EmptyIfNil) > 0 {
+		b.WriteString(`"emptyIfNil":`)
+		strs(b, t.EmptyIfNil)
+		b.WriteByte(',')
+	}
+	b.WriteString(`"f":{`)
+	for i, f := range t.Fields {
+		comma(b, i)
+		str(b, f.JSON)
+		b.WriteByte(':')
+		f.write(b)
+	}
+	b.WriteString("}}")
+}
+
+func (f *Field) write(b *bytes.Buffer) {
+	b.WriteString(`{"t":`)
+	str(b, f.T)
+	kv := func(k, v string) {
+		if v != "" {
+			b.WriteString(`,"` + k + `":`)
+			str(b, v)
+		}
+	}
+	kv("c", f.C)
+	kv("r", f.R)
+	if len(f.E) > 0 {
+		b.WriteString(`,"e":[`)
+		for i, e := range f.E {
+			comma(b, i)
+			b.Write(e)
+		}
+		b.WriteByte(']')
+	}
+	if f.Req {
+		b.WriteString(`,"req":1`)
+	}
+	kv("a", f.A)
+	kv("conv", f.Conv)
+	kv("armRef", f.ARMRef)
+	kv("pair", f.Pair)
+	kv("x", f.X)
+	kv("ownerKind", f.OwnerKind)
+	b.WriteByte('}')
+}
+
+func (t *ARMType) write(b *bytes.Buffer) {
+	b.WriteString(`{"f":[`)
+	for i, f := range t.Fields {
+		comma(b, i)
+		b.WriteByte('[')
+		str(b, f.JSON)
+		switch {
+		case f.Flags != "":
+			b.WriteByte(',')
+			if f.Child == "" {
+				b.WriteByte('0')
+			} else {
+				str(b, f.Child)
+			}
+			b.WriteByte(',')
+			str(b, f.Flags)
+		case f.Child != "":
+			b.WriteByte(',')
+			str(b, f.Child)
+		}
+		b.WriteByte(']')
+	}
+	b.WriteByte(']')
+	if t.OneOf != nil {
+		b.WriteString(`,"oneOf":{"disc":`)
+		str(b, t.OneOf.Disc)
+		b.WriteString(`,"variants":[`)
+		for i, v := range t.OneOf.Variants {
+			comma(b, i)
+			strs(b, v[:])
+		}
+		b.WriteString("]}")
+	}
+	b.WriteByte('}')
+}
+
+func comma(b *bytes.Buffer, i int) {
+	if i > 0 {
+		b.WriteByte(',')
+	}
+}
+
+// str writes a JSON string as Python's json.dumps does for ASCII input
+// (the facts are ASCII; no HTML escaping).
+func str(b *bytes.Buffer, s string) {
+	enc, _ := json.Marshal(s)
+	if bytes.ContainsAny(enc, `\`) {
+		// json.Marshal escapes <, >, & as \u00XX; undo that, keep the rest.
+		enc = bytes.ReplaceAll(enc, []byte(`\u003c`), []byte("<"))
+		enc = bytes.ReplaceAll(enc, []byte(`\u003e`), []byte(">"))
+		enc = bytes.ReplaceAll(enc, []byte(`\u0026`), []byte("&"))
+	}
+	b.Write(enc)
+}
+
+func strs(b *bytes.Buffer, ss []string) {
+	b.WriteByte('[')
+	for i, s := range ss {
+		comma(b, i)
+		str(b, s)
+	}
+	b.WriteByte(']')
+}
+
+// stripPtr removes pointer stars from a type expression.
+func stripPtr(e ast.Expr) ast.Expr {
+	for {
+		s, ok := e.(*ast.StarExpr)
+		if !ok {
+			return e
+		}
+		e = s.X
+	}
+}

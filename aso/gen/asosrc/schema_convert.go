@@ -1,0 +1,325 @@
+package asosrc
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"strings"
+)
+
+// write is one assignment to the ARM result in a ConvertToARM body.
+type write struct {
+	path   []string // Go field names from result, indexes dropped
+	rhs    ast.Expr
+	inElse bool // in the else branch of an if (the explicit-empty default)
+}
+
+// convertToARM reads a ConvertToARM method: which ARM struct it returns, and
+// for each top-level statement which spec field it reads and which ARM
+// field it writes. The generator writes one statement per ARM property
+// ("// Set property …"), guarded by the spec field.
+func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Field) error {
+	if fd.Recv == nil || len(fd.Recv.List[0].Names) != 1 {
+		return fmt.Errorf("no receiver name")
+	}
+	recv := fd.Recv.List[0].Names[0].Name
+	type target struct {
+		ptr     string
+		writers []string // JSON names of the spec fields, in write order
+	}
+	var targets []*target
+	byPtr := map[string]*target{}
+	for _, st := range fd.Body.List {
+		if arm, ok := resultInit(st); ok {
+			t.ARM = arm
+			continue
+		}
+		if isContainerInit(st) {
+			continue
+		}
+		writes := resultWrites(st)
+		if len(writes) == 0 {
+			continue
+		}
+		fields := recvFields(st, recv)
+		if len(fields) == 0 {
+			if len(writes) == 1 && isSelector(writes[0].rhs, "resolved", "Name") {
+				p, err := x.pointer(t.ARM, writes[0].path)
+				if err != nil {
+					return err
+				}
+				t.NameAt = p
+				continue
+			}
+			return fmt.Errorf("statement at %s writes the result but reads no spec field", x.k8s.fset.Position(st.Pos()))
+		}
+		owner := byGo[fields[0]]
+		if owner == nil {
+			return fmt.Errorf("statement at %s reads %s, not a spec field", x.k8s.fset.Position(st.Pos()), fields[0])
+		}
+		if rs, ok := st.(*ast.RangeStmt); ok && isSelector(rs.X, recv, fields[0]) && looksUpKeys(rs.Body) {
+			owner.Conv = "refKeyMap"
+		}
+		for _, w := range writes {
+			p, err := x.pointer(t.ARM, w.path)
+			if err != nil {
+				return fmt.Errorf("%s: %w", x.k8s.fset.Position(st.Pos()), err)
+			}
+			switch {
+			case fields[0] != "AzureName" && isSelector(w.rhs, recv, "AzureName"):
+				t.PushName = appendNew(t.PushName, p)
+				continue
+			case w.inElse:
+				t.EmptyIfNil = appendNew(t.EmptyIfNil, p)
+				continue
+			}
+			if owner.A != "" && owner.A != p {
+				return fmt.Errorf("spec field %s written to %s and %s", owner.JSON, owner.A, p)
+			}
+			owner.A = p
+			tg := byPtr[p]
+			if tg == nil {
+				tg = &target{ptr: p}
+				byPtr[p] = tg
+				targets = append(targets, tg)
+			}
+			if len(tg.writers) == 0 || tg.writers[len(tg.writers)-1] != owner.JSON {
+				tg.writers = append(tg.writers, owner.JSON)
+			}
+		}
+	}
+	for _, tg := range targets {
+		if len(tg.writers) < 2 {
+			continue
+		}
+		// The last write wins.
+		prio := make([]string, 0, len(tg.writers))
+		for i := len(tg.writers) - 1; i >= 0; i-- {
+			prio = append(prio, tg.writers[i])
+		}
+		t.Prec = append(t.Prec, Prec{Path: tg.ptr, Fields: prio})
+	}
+	return nil
+}
+
+func appendNew(list []string, s string) []string {
+	for _, l := range list {
+		if l == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// resultInit matches `result := &arm.X{}`.
+func resultInit(st ast.Stmt) (string, bool) {
+	as, ok := st.(*ast.AssignStmt)
+	if !ok || as.Tok != token.DEFINE || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+		return "", false
+	}
+	if id, ok := as.Lhs[0].(*ast.Ident); !ok || id.Name != "result" {
+		return "", false
+	}
+	u, ok := as.Rhs[0].(*ast.UnaryExpr)
+	if !ok {
+		return "", false
+	}
+	cl, ok := u.X.(*ast.CompositeLit)
+	if !ok {
+		return "", false
+	}
+	sel, ok := cl.Type.(*ast.SelectorExpr)
+	if !ok {
+		return "", false
+	}
+	return sel.Sel.Name, true
+}
+
+// isContainerInit matches the creation of an intermediate ARM object:
+// `if s.A != nil || … { result.Properties = &arm.P{} }`.
+func isContainerInit(st ast.Stmt) bool {
+	is, ok := st.(*ast.IfStmt)
+	if !ok || is.Else != nil || len(is.Body.List) == 0 {
+		return false
+	}
+	for _, b := range is.Body.List {
+		as, ok := b.(*ast.AssignStmt)
+		if !ok || len(as.Rhs) != 1 {
+			return false
+		}
+		u, ok := as.Rhs[0].(*ast.UnaryExpr)
+		if !ok || u.Op != token.AND {
+			return false
+		}
+		cl, ok := u.X.(*ast.CompositeLit)
+		if !ok || len(cl.Elts) != 0 {
+			return false
+		}
+		if root, _ := selectorPath(as.Lhs[0]); root != "result" {
+			return false
+		}
+	}
+	return true
+}
+
+// resultWrites lists the assignments to result.… in a statement.
+func resultWrites(st ast.Stmt) []write {
+	var out []write
+	var walk func(n ast.Node, inElse bool)
+	walk = func(n ast.Node, inElse bool) {
+		ast.Inspect(n, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.IfStmt:
+				if n.Init != nil {
+					walk(n.Init, inElse)
+				}
+				walk(n.Body, inElse)
+				if n.Else != nil {
+					walk(n.Else, true)
+				}
+				return false
+			case *ast.AssignStmt:
+				for i, l := range n.Lhs {
+					root, path := selectorPath(l)
+					if root != "result" || len(path) == 0 {
+						continue
+					}
+					var rhs ast.Expr
+					if len(n.Rhs) == len(n.Lhs) {
+						rhs = n.Rhs[i]
+					}
+					out = append(out, write{path: path, rhs: rhs, inElse: inElse})
+				}
+			}
+			return true
+		})
+	}
+	walk(st, false)
+	return out
+}
+
+// selectorPath turns result.A.B[k].C into ("result", [A B C]).
+func selectorPath(e ast.Expr) (string, []string) {
+	var path []string
+	for {
+		switch v := e.(type) {
+		case *ast.SelectorExpr:
+			path = append([]string{v.Sel.Name}, path...)
+			e = v.X
+		case *ast.IndexExpr:
+			e = v.X
+		case *ast.StarExpr:
+			e = v.X
+		case *ast.ParenExpr:
+			e = v.X
+		case *ast.Ident:
+			return v.Name, path
+		default:
+			return "", nil
+		}
+	}
+}
+
+// recvFields lists the receiver's fields a statement reads, in order of
+// appearance.
+func recvFields(st ast.Stmt, recv string) []string {
+	var out []string
+	seen := map[string]bool{}
+	ast.Inspect(st, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if id, ok := sel.X.(*ast.Ident); ok && id.Name == recv && !seen[sel.Sel.Name] {
+			seen[sel.Sel.Name] = true
+			out = append(out, sel.Sel.Name)
+		}
+		return true
+	})
+	return out
+}
+
+// looksUpKeys reports whether a loop body resolves references into map keys:
+// `resolved.ResolvedReferences.Lookup(…)` and `result.X[key] = …`.
+func looksUpKeys(body *ast.BlockStmt) bool {
+	lookup, indexed := false, false
+	ast.Inspect(body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Lookup" {
+				if in, ok := sel.X.(*ast.SelectorExpr); ok && in.Sel.Name == "ResolvedReferences" {
+					lookup = true
+				}
+			}
+		case *ast.AssignStmt:
+			for _, l := range n.Lhs {
+				if _, ok := l.(*ast.IndexExpr); ok {
+					if root, _ := selectorPath(l); root == "result" {
+						indexed = true
+					}
+				}
+			}
+		}
+		return true
+	})
+	return lookup && indexed
+}
+
+func isSelector(e ast.Expr, x, sel string) bool {
+	s, ok := e.(*ast.SelectorExpr)
+	if !ok || s.Sel.Name != sel {
+		return false
+	}
+	id, ok := s.X.(*ast.Ident)
+	return ok && id.Name == x
+}
+
+// pointer turns a Go field path from an ARM struct into a JSON pointer made
+// of the fields' json names.
+func (x *extractor) pointer(arm string, path []string) (string, error) {
+	if arm == "" {
+		return "", fmt.Errorf("write to the result before result := &arm.X{}")
+	}
+	cur := arm
+	var b strings.Builder
+	for _, name := range path {
+		st := x.arm.structs[cur]
+		if st == nil {
+			return "", fmt.Errorf("arm type %s not found (path %s)", cur, strings.Join(path, "."))
+		}
+		var found *ast.Field
+		for _, f := range st.Fields.List {
+			if len(f.Names) == 1 && f.Names[0].Name == name {
+				found = f
+				break
+			}
+		}
+		if found == nil {
+			return "", fmt.Errorf("arm type %s has no field %s", cur, name)
+		}
+		jn, _, ok := jsonName(found)
+		if !ok {
+			return "", fmt.Errorf("arm type %s field %s has no json name", cur, name)
+		}
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(jn))
+		e := stripPtr(found.Type)
+		for {
+			switch tt := e.(type) {
+			case *ast.ArrayType:
+				e = stripPtr(tt.Elt)
+				continue
+			case *ast.MapType:
+				e = stripPtr(tt.Value)
+				continue
+			}
+			break
+		}
+		if id, ok := e.(*ast.Ident); ok {
+			cur = id.Name
+		} else {
+			cur = ""
+		}
+	}
+	return b.String(), nil
+}
