@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X github.com/gitaso/gitaso/internal/cli.Version=$(VERSION)
 TAGS    := kustomize_disable_go_plugin_support
 SHARED  ?= $(abspath ../shared)
 
-.PHONY: all build test test-short lint bench fuzz demo catalog aso-removed emulator-table roles clean reliability image aso-anchor
+.PHONY: all build test test-short lint bench fuzz demo catalog aso-catalog aso-removed emulator-table roles clean reliability image aso-anchor
 
 all: build
 
@@ -51,9 +51,16 @@ fuzz:
 	echo "fuzz: $$(( $$(date +%s) - start ))s for $(words $(FUZZTARGETS)) targets of $(FUZZTIME)"; \
 	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (inputs in the packages' testdata/fuzz)"; exit 1; fi
 
-## catalog: regenerate the embedded ASO catalog from ../shared/aso-schema
+## catalog: regenerate the embedded ASO catalog from ../shared/aso-schema; the removed versions (aso/catalog/removed.json)
+## need ASO's git directory: make catalog ASO_SRC=<ASO checkout or git dir> (see aso-catalog)
 catalog:
-	$(GO) run ./aso/gen -schema $(SHARED)/aso-schema -out aso/catalog/catalog.json.gz
+	$(GO) run ./aso/gen -schema $(SHARED)/aso-schema -out aso/catalog/catalog.json.gz $(if $(ASO_SRC),-aso-git '$(ASO_SRC)')
+
+## aso-catalog: the removed versions since v2.0.0 (aso-removed), then the catalog with each removed version read at the
+## release tag that last had it: make aso-catalog ASO_SRC=<ASO git dir> [ASO_REF=<commit>] [ASO_TAGS=v2.0.0,v2.1.0,...]
+## (ASO_TAGS: the release tags to compare, default every v2.<minor>.<patch> tag)
+aso-catalog: aso-removed
+	$(GO) run ./aso/gen -schema $(SHARED)/aso-schema -out aso/catalog/catalog.json.gz -aso-git '$(ASO_SRC)' -removed aso/catalog/removed.json
 
 ## emulator-table: regenerate the emulator's per-type answers (status, LRO style) from ../shared/conformance/arm-responses.json
 emulator-table:
@@ -64,7 +71,7 @@ emulator-table:
 ## ASO's release tags and the catalog's commit: make aso-removed ASO_SRC=<ASO checkout or git dir> [ASO_REF=<commit>]
 ASO_REF ?= e88a45d1f78cb4946b8c96b1c629d35963ac81dd
 aso-removed:
-	$(GO) run ./aso/gen/removed -git '$(ASO_SRC)' -ref '$(ASO_REF)' -out aso/catalog/removed.json
+	$(GO) run ./aso/gen/removed -git '$(ASO_SRC)' -ref '$(ASO_REF)' -tags '$(ASO_TAGS)' -out aso/catalog/removed.json
 
 ## roles: regenerate aso/roles/builtin-roles.json, Azure's built-in roles (aso/roles.go), from a role list:
 ## ROLES_FROM is a directory of `az role definition list` files (github.com/easimon/azure-builtin-roles azure-roles/),

@@ -94,6 +94,10 @@ type Provenance struct {
 	ConvertibleKinds int    `json:"convertibleKinds"`
 	Packages         int    `json:"packages"`
 	SchemaVersion    int    `json:"schemaVersion"`
+	// RemovedKinds counts the removed versions the catalog holds (RemovedKinds()),
+	// read at the release tags listed in Releases ("v2.3.0 <commit>").
+	RemovedKinds int      `json:"removedKinds,omitempty"`
+	Releases     []string `json:"releases,omitempty"`
 }
 
 type kindJSON struct {

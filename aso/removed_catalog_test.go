@@ -110,6 +110,13 @@ func TestRemovedKindAliasUsesTheSamePackage(t *testing.T) {
 // same releases and replacements, converts from a package the catalog has,
 // and is not among the kinds ASO ships.
 func TestEmbeddedRemovedKinds(t *testing.T) {
+	if got, want := len(RemovedKinds()), len(RemovedVersions()); got != want {
+		t.Errorf("the catalog holds %d of the %d removed versions of removed.json: regenerate it with\n"+
+			"  make aso-catalog ASO_SRC=<ASO git directory>", got, want)
+	}
+	if p := CatalogProvenance(); p.RemovedKinds != len(RemovedKinds()) || len(p.Releases) == 0 {
+		t.Errorf("provenance of the removed versions: %d kinds, releases %v", p.RemovedKinds, p.Releases)
+	}
 	for _, k := range RemovedKinds() {
 		r, ok := LookupRemoved(k.Group, k.Version, k.Kind)
 		if !ok {

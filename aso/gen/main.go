@@ -70,27 +70,28 @@ type kindIn struct {
 
 // kindOut is one kind in the catalog; keep in sync with package aso.
 type kindOut struct {
-	Group          string   `json:"g"`
-	Version        string   `json:"v"`
-	Kind           string   `json:"k"`
-	Status         string   `json:"status,omitempty"`
-	SupportedFrom  string   `json:"from,omitempty"`
-	NotGenerated   bool     `json:"notGenerated,omitempty"`
-	APIVersion     string   `json:"api,omitempty"`
-	ARMType        string   `json:"armType,omitempty"`
-	IDTemplate     string   `json:"idTemplate,omitempty"`
-	Scope          string   `json:"scope,omitempty"`
-	OwnerGroup     string   `json:"ownerGroup,omitempty"`
-	OwnerKind      string   `json:"ownerKind,omitempty"`
-	ArbitraryOwner bool     `json:"arbitraryOwner,omitempty"`
-	Singleton      string   `json:"singleton,omitempty"`
-	AzureNameField bool     `json:"azureNameField,omitempty"`
-	UUIDv5         string   `json:"uuidv5,omitempty"`
-	RandomNaming   bool     `json:"randomNaming,omitempty"`
-	Hooks          []string `json:"hooks,omitempty"`
-	Operations     []string `json:"ops,omitempty"`
-	SpecType       string   `json:"spec,omitempty"`
-	Package        string   `json:"pkg,omitempty"`
+	Group          string      `json:"g"`
+	Version        string      `json:"v"`
+	Kind           string      `json:"k"`
+	Status         string      `json:"status,omitempty"`
+	SupportedFrom  string      `json:"from,omitempty"`
+	NotGenerated   bool        `json:"notGenerated,omitempty"`
+	APIVersion     string      `json:"api,omitempty"`
+	ARMType        string      `json:"armType,omitempty"`
+	IDTemplate     string      `json:"idTemplate,omitempty"`
+	Scope          string      `json:"scope,omitempty"`
+	OwnerGroup     string      `json:"ownerGroup,omitempty"`
+	OwnerKind      string      `json:"ownerKind,omitempty"`
+	ArbitraryOwner bool        `json:"arbitraryOwner,omitempty"`
+	Singleton      string      `json:"singleton,omitempty"`
+	AzureNameField bool        `json:"azureNameField,omitempty"`
+	UUIDv5         string      `json:"uuidv5,omitempty"`
+	RandomNaming   bool        `json:"randomNaming,omitempty"`
+	Hooks          []string    `json:"hooks,omitempty"`
+	Operations     []string    `json:"ops,omitempty"`
+	SpecType       string      `json:"spec,omitempty"`
+	Package        string      `json:"pkg,omitempty"`
+	Removed        *removedOut `json:"removed,omitempty"`
 }
 
 type provenanceOut struct {
@@ -105,6 +106,10 @@ type provenanceOut struct {
 	ConvertKinds  int    `json:"convertibleKinds"`
 	Packages      int    `json:"packages"`
 	SchemaVersion int    `json:"schemaVersion"`
+	// Removed versions (-aso-git): their kinds, and the release tags read
+	// with their commits ("v2.3.0 <sha>").
+	RemovedKinds int      `json:"removedKinds,omitempty"`
+	Releases     []string `json:"releases,omitempty"`
 }
 
 type catalogOut struct {
@@ -159,6 +164,9 @@ func run(args []string) error {
 	schemaDir := fset.String("schema", "../shared/aso-schema", "directory holding kinds.json, schema/, exceptions.json, provenance.json")
 	out := fset.String("out", "aso/catalog/catalog.json.gz", "catalog file to write; the API packages go to packages.bin beside it")
 	date := fset.String("date", time.Now().UTC().Format("2006-01-02"), "generation date recorded in the provenance")
+	asoGit := fset.String("aso-git", "", "ASO git directory or checkout: add the versions of -removed, read at the release tags that last had them")
+	removedList := fset.String("removed", "aso/catalog/removed.json", "the removed versions (go run ./aso/gen/removed), with -aso-git")
+	removedReport := fset.String("removed-report", "aso/catalog/removed-schemas.json", "with -aso-git: where to write, per removed package, the release read and the alias chosen")
 	if err := fset.Parse(args); err != nil {
 		return err
 	}
@@ -222,6 +230,7 @@ func run(args []string) error {
 	}
 	sort.Strings(files)
 	pkgs := map[string]*schemaFile{}
+	rawFacts := map[string][]byte{}
 	pkgOut := map[string]json.RawMessage{}
 	var problems []error
 	for _, rel := range files {
@@ -235,6 +244,7 @@ func run(args []string) error {
 		}
 		key := s.Group + "/" + s.CRDVersion
 		pkgs[key] = &s
+		rawFacts[key] = b
 		problems = append(problems, checkPackage(key, &s)...)
 		// Copy only what the runtime needs.
 		compact, err := json.Marshal(struct {
@@ -302,6 +312,14 @@ func run(args []string) error {
 		}
 		outKinds = append(outKinds, o)
 	}
+	var rem *removedResult
+	if *asoGit != "" {
+		if rem, err = addRemoved(*asoGit, *removedList, kinds, rawFacts, pkgs, pkgOut); err != nil {
+			return err
+		}
+		outKinds = append(outKinds, rem.kinds...)
+		problems = append(problems, rem.problems...)
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("inconsistent facts:\n%w", errors.Join(problems...))
 	}
@@ -329,7 +347,8 @@ func run(args []string) error {
 			Source: prov.Source, License: prov.License, Commit: prov.Commit, CommitDate: prov.CommitDate,
 			Generator:   "github.com/gitaso/gitaso/aso/gen",
 			GeneratedAt: *date, FactsSHA256: hex.EncodeToString(h.Sum(nil)),
-			Kinds: len(outKinds), ConvertKinds: convertible, Packages: len(pkgOut), SchemaVersion: 2,
+			Kinds: len(outKinds) - rem.count(), ConvertKinds: convertible, Packages: len(pkgOut), SchemaVersion: 2,
+			RemovedKinds: rem.count(), Releases: rem.releases(),
 		},
 		Kinds:    outKinds,
 		Packages: index,
@@ -351,6 +370,11 @@ func run(args []string) error {
 	binPath := filepath.Join(filepath.Dir(*out), "packages.bin")
 	if err := os.WriteFile(binPath, pkgBin.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write packages: %w", err)
+	}
+	if rem != nil {
+		if err := os.WriteFile(*removedReport, rem.report, 0o644); err != nil {
+			return fmt.Errorf("write removed report: %w", err)
+		}
 	}
 	log.Info("catalog written", "out", *out, "kinds", len(outKinds), "convertible", convertible,
 		"packages", len(pkgOut), "kindsGzipBytes", buf.Len(), "packagesJSONBytes", rawPkgBytes,
