@@ -68,6 +68,7 @@ var rules = []struct {
 		"the API serves the store's records and metrics; the daemon sits behind an interface"},
 	{"metrics", []string{module + "/"}, "metrics count records: standard library and record only"},
 	{"web", []string{module + "/"}, "the page is static assets reading the API's JSON"},
+	{"access", []string{module + "/"}, "who may do what is a leaf: the API, the page and the forge share it"},
 	{"internal/diag", []string{module + "/"}, "diagnostics are a leaf"},
 	{"internal/syncbuf", []string{module + "/"}, "a leaf"},
 	{"internal/rss", []string{module + "/"}, "a leaf"},
