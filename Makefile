@@ -71,13 +71,17 @@ aso-removed:
 ## that list as one file, or ARM's GET /providers/Microsoft.Authorization/roleDefinitions answer; ROLES_SOURCE says
 ## where it came from; ROLES_CROSSCHECK optionally names a second list (the AVM cache role_definitions.tf.json)
 ROLES_SUPPLEMENT        ?= aso/gen/roles/supplement.json
+ROLES_DATE              ?= $(shell date -u +%F)
 ROLES_SUPPLEMENT_SOURCE ?= github.com/MicrosoftDocs/azure-docs, articles/role-based-access-control/built-in-roles.md at commit 00a583295ba737a5caf885472cb3bca3624e9cde (ms.date 04/09/2026), the only roles of its index (all compared) missing from -from
+roles: export ROLES_SOURCE := $(ROLES_SOURCE)
+roles: export ROLES_SUPPLEMENT_SOURCE := $(ROLES_SUPPLEMENT_SOURCE)
+roles: export ROLES_CROSSCHECK_SOURCE := $(ROLES_CROSSCHECK_SOURCE)
 roles:
-	@test -n "$(ROLES_FROM)" -a -n "$(ROLES_SOURCE)" || { echo "make roles ROLES_FROM=<dir or file> ROLES_SOURCE='<repo, path, commit, date>' [ROLES_CROSSCHECK=<file> ROLES_CROSSCHECK_SOURCE='...']"; exit 2; }
-	$(GO) run ./aso/gen/roles -from '$(ROLES_FROM)' -source '$(ROLES_SOURCE)' \
-		-supplement '$(ROLES_SUPPLEMENT)' -supplement-source '$(ROLES_SUPPLEMENT_SOURCE)' \
-		$(if $(ROLES_CROSSCHECK),-crosscheck '$(ROLES_CROSSCHECK)' -crosscheck-source '$(ROLES_CROSSCHECK_SOURCE)') \
-		-out aso/roles/builtin-roles.json
+	@test -n "$$ROLES_SOURCE" -a -n '$(ROLES_FROM)' || { echo "make roles ROLES_FROM=<dir or file> ROLES_SOURCE='<repo, path, commit, date>' [ROLES_CROSSCHECK=<file> ROLES_CROSSCHECK_SOURCE='...']"; exit 2; }
+	$(GO) run ./aso/gen/roles -from '$(ROLES_FROM)' -source "$$ROLES_SOURCE" \
+		-supplement '$(ROLES_SUPPLEMENT)' -supplement-source "$$ROLES_SUPPLEMENT_SOURCE" \
+		$(if $(ROLES_CROSSCHECK),-crosscheck '$(ROLES_CROSSCHECK)' -crosscheck-source "$$ROLES_CROSSCHECK_SOURCE") \
+		-date '$(ROLES_DATE)' -out aso/roles/builtin-roles.json
 
 ## demo: local Azure emulator + gitaso daemon on a Git repo made from examples/ (Ctrl-C to stop)
 demo:
