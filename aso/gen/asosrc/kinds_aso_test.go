@@ -39,7 +39,9 @@ func TestKindsMatchShared(t *testing.T) {
 		if err := json.Unmarshal(want, &w); err != nil {
 			t.Fatal(err)
 		}
-		key := func(m map[string]any) string { return m["group"].(string) + " " + m["crdVersion"].(string) + " " + m["kind"].(string) }
+		key := func(m map[string]any) string {
+			return m["group"].(string) + " " + m["crdVersion"].(string) + " " + m["kind"].(string)
+		}
 		wk := map[string]map[string]any{}
 		for _, m := range w {
 			wk[key(m)] = m
