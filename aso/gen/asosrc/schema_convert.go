@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"sort"
 	"strings"
 )
 
@@ -23,13 +24,19 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 		return fmt.Errorf("no receiver name")
 	}
 	recv := fd.Recv.List[0].Names[0].Name
+	type writer struct {
+		field string
+		rank  int
+	}
 	type target struct {
 		ptr     string
-		writers []string // JSON names of the spec fields, in write order
+		writers []writer
 	}
 	var targets []*target
 	byPtr := map[string]*target{}
-	for _, st := range fd.Body.List {
+	temps := map[string][]string{}
+	for _, unit := range splitElseIf(fd.Body.List) {
+		st := unit.st
 		if arm, ok := resultInit(st); ok {
 			t.ARM = arm
 			continue
@@ -38,17 +45,38 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 			continue
 		}
 		writes := resultWrites(st)
+		fields := recvFields(st, recv)
 		if len(writes) == 0 {
+			// A temporary filled from a spec field, written to the
+			// result by a later statement.
+			for _, v := range assignedIdents(st) {
+				temps[v] = fields
+			}
 			continue
 		}
-		fields := recvFields(st, recv)
+		if len(fields) == 0 && len(writes) == 1 {
+			if id, ok := writes[0].rhs.(*ast.Ident); ok {
+				fields = temps[id.Name]
+			}
+		}
 		if len(fields) == 0 {
-			if len(writes) == 1 && isSelector(writes[0].rhs, "resolved", "Name") {
+			switch {
+			case len(writes) == 1 && isSelector(writes[0].rhs, "resolved", "Name"):
 				p, err := x.pointer(t.ARM, writes[0].path)
 				if err != nil {
 					return err
 				}
 				t.NameAt = p
+				continue
+			case isResultNilCheck(st):
+				// if result.X == nil { result.X = []T{} }: explicit empty collection.
+				for _, w := range writes {
+					p, err := x.pointer(t.ARM, w.path)
+					if err != nil {
+						return err
+					}
+					t.EmptyIfNil = appendNew(t.EmptyIfNil, p)
+				}
 				continue
 			}
 			return fmt.Errorf("statement at %s writes the result but reads no spec field", x.k8s.fset.Position(st.Pos()))
@@ -83,8 +111,15 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 				byPtr[p] = tg
 				targets = append(targets, tg)
 			}
-			if len(tg.writers) == 0 || tg.writers[len(tg.writers)-1] != owner.JSON {
-				tg.writers = append(tg.writers, owner.JSON)
+			// A later statement overwrites an earlier one; in an
+			// if/else-if chain the first branch taken wins.
+			rank := unit.index*1000 - unit.branch
+			known := false
+			for _, wr := range tg.writers {
+				known = known || wr.field == owner.JSON
+			}
+			if !known {
+				tg.writers = append(tg.writers, writer{owner.JSON, rank})
 			}
 		}
 	}
@@ -92,14 +127,78 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 		if len(tg.writers) < 2 {
 			continue
 		}
-		// The last write wins.
+		sort.SliceStable(tg.writers, func(a, b int) bool { return tg.writers[a].rank > tg.writers[b].rank })
 		prio := make([]string, 0, len(tg.writers))
-		for i := len(tg.writers) - 1; i >= 0; i-- {
-			prio = append(prio, tg.writers[i])
+		for _, w := range tg.writers {
+			prio = append(prio, w.field)
 		}
 		t.Prec = append(t.Prec, Prec{Path: tg.ptr, Fields: prio})
 	}
 	return nil
+}
+
+// unit is a top-level statement of ConvertToARM, or one branch of an
+// if/else-if chain (branch counts from 0).
+type unit struct {
+	st     ast.Stmt
+	index  int // of the top-level statement
+	branch int
+}
+
+// splitElseIf splits `if a {…} else if b {…}` into its branches, so that each
+// is read with the spec field its condition tests. A final plain else stays
+// with its branch (it writes the explicit empty default).
+func splitElseIf(list []ast.Stmt) []unit {
+	var out []unit
+	for i, st := range list {
+		is, ok := st.(*ast.IfStmt)
+		for b := 0; ok; b++ {
+			next, chained := is.Else.(*ast.IfStmt)
+			if !chained {
+				out = append(out, unit{is, i, b})
+				break
+			}
+			cp := *is
+			cp.Else = nil
+			out = append(out, unit{&cp, i, b})
+			is = next
+		}
+		if !ok {
+			out = append(out, unit{st, i, 0})
+		}
+	}
+	return out
+}
+
+// assignedIdents lists the local variables a statement assigns.
+func assignedIdents(st ast.Stmt) []string {
+	var out []string
+	ast.Inspect(st, func(n ast.Node) bool {
+		if as, ok := n.(*ast.AssignStmt); ok {
+			for _, l := range as.Lhs {
+				if id, ok := l.(*ast.Ident); ok && id.Name != "_" {
+					out = append(out, id.Name)
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// isResultNilCheck matches `if result.X == nil { … }`.
+func isResultNilCheck(st ast.Stmt) bool {
+	is, ok := st.(*ast.IfStmt)
+	if !ok {
+		return false
+	}
+	be, ok := is.Cond.(*ast.BinaryExpr)
+	if !ok || be.Op != token.EQL {
+		return false
+	}
+	root, _ := selectorPath(be.X)
+	id, ok := be.Y.(*ast.Ident)
+	return root == "result" && ok && id.Name == "nil"
 }
 
 func appendNew(list []string, s string) []string {

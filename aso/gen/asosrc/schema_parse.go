@@ -18,6 +18,7 @@ type goPkg struct {
 	dir     string
 	fset    *token.FileSet
 	structs map[string]*ast.StructType
+	pos     map[string]token.Pos // where each type is declared (files are parsed in name order)
 	named   map[string]*namedType // non-struct named types (enums and aliases)
 	methods map[string]map[string]*ast.FuncDecl
 	consts  map[string]string // constant name → its string value (unquoted)
@@ -39,7 +40,7 @@ func parseGoPkg(dir string, keep func(name string) bool) (*goPkg, error) {
 	}
 	p := &goPkg{
 		dir: dir, fset: token.NewFileSet(),
-		structs: map[string]*ast.StructType{}, named: map[string]*namedType{},
+		structs: map[string]*ast.StructType{}, pos: map[string]token.Pos{}, named: map[string]*namedType{},
 		methods: map[string]map[string]*ast.FuncDecl{}, consts: map[string]string{},
 	}
 	var names []string
@@ -90,6 +91,7 @@ func (p *goPkg) addGen(d *ast.GenDecl) {
 	for _, s := range d.Specs {
 		switch s := s.(type) {
 		case *ast.TypeSpec:
+			p.pos[s.Name.Name] = s.Pos()
 			if st, ok := s.Type.(*ast.StructType); ok {
 				p.structs[s.Name.Name] = st
 				continue

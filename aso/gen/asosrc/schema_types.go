@@ -6,7 +6,6 @@ import (
 	"go/ast"
 	"go/token"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -44,7 +43,8 @@ func (x *extractor) run() (*SchemaFile, error) {
 			roots = append(roots, k.Spec)
 		}
 	}
-	sort.Strings(roots)
+	// In the order ASO declares them: by file name, then position.
+	sort.Slice(roots, func(i, j int) bool { return x.k8s.pos[roots[i]] < x.k8s.pos[roots[j]] })
 	queue := roots
 	for len(queue) > 0 {
 		name := queue[0]
@@ -216,11 +216,25 @@ loop:
 		case *ast.MapType:
 			colls = append(colls, "map")
 			e = stripPtr(tt.Value)
+		case *ast.Ident:
+			// A named list or map type stands for its definition.
+			nt, ok := x.k8s.named[tt.Name]
+			if !ok || !isCollection(nt.underlying) {
+				break loop
+			}
+			e = nt.underlying
 		default:
 			break loop
 		}
 	}
 	fld.C = strings.Join(colls, ".")
+	if v, ok := markerValue(doc, "+kubebuilder:validation:Enum"); ok {
+		vals, err := enumValues(v)
+		if err != nil {
+			return nil, err
+		}
+		fld.E = vals
+	}
 	switch tt := e.(type) {
 	case *ast.Ident:
 		if err := x.identKind(fld, tt.Name); err != nil {
@@ -284,14 +298,20 @@ func (x *extractor) identKind(fld *Field, name string) error {
 		if err != nil {
 			return fmt.Errorf("type %s: %w", name, err)
 		}
-		fld.T, fld.E = "enum", vals
-		return nil
+		fld.E = vals
 	}
 	id, ok := nt.underlying.(*ast.Ident)
 	if !ok {
 		return fmt.Errorf("type %s: unsupported underlying type", name)
 	}
-	return x.identKind(fld, id.Name)
+	if err := x.identKind(fld, id.Name); err != nil {
+		return err
+	}
+	if fld.T == "string" {
+		// A named string type is an enum, with or without its values.
+		fld.T = "enum"
+	}
+	return nil
 }
 
 // enumValues parses a kubebuilder Enum marker value: {"a","b"} or {1,2}.
@@ -333,6 +353,12 @@ func (x *extractor) armType(name string) (*ARMType, error) {
 			case *ast.MapType:
 				flags.WriteByte('M')
 				e = stripPtr(tt.Value)
+			case *ast.Ident:
+				nt, ok := x.arm.named[tt.Name]
+				if !ok || !isCollection(nt.underlying) {
+					break loop
+				}
+				e = nt.underlying
 			default:
 				break loop
 			}
@@ -455,5 +481,10 @@ func nilCheckField(e ast.Expr) string {
 	return ""
 }
 
-// quote is strconv.Quote, kept for error messages.
-var quote = strconv.Quote
+func isCollection(e ast.Expr) bool {
+	switch e.(type) {
+	case *ast.ArrayType, *ast.MapType:
+		return true
+	}
+	return false
+}
