@@ -18,7 +18,7 @@ type goPkg struct {
 	dir     string
 	fset    *token.FileSet
 	structs map[string]*ast.StructType
-	pos     map[string]token.Pos // where each type is declared (files are parsed in name order)
+	pos     map[string]token.Pos  // where each type is declared (files are parsed in name order)
 	named   map[string]*namedType // non-struct named types (enums and aliases)
 	methods map[string]map[string]*ast.FuncDecl
 	consts  map[string]string // constant name → its string value (unquoted)
