@@ -40,6 +40,7 @@ type Type struct {
 	PushName   []string // JSON pointers azureName is also pushed into (resource-level one-ofs)
 	Prec       []Prec   // ARM paths written by several spec fields
 	EmptyIfNil []string // collections sent empty when unset
+	Ctr        []Prec   // intermediate objects whose triggers differ from the fields mapped below them
 	Fields     []*Field
 }
 
@@ -213,6 +214,16 @@ func (t *Type) write(b *bytes.Buffer) {
 		b.WriteString(`"emptyIfNil":`)
 		strs(b, t.EmptyIfNil)
 		b.WriteByte(',')
+	}
+	if len(t.Ctr) > 0 {
+		b.WriteString(`"ctr":{`)
+		for i, c := range t.Ctr {
+			comma(b, i)
+			str(b, c.Path)
+			b.WriteByte(':')
+			strs(b, c.Fields)
+		}
+		b.WriteString("},")
 	}
 	b.WriteString(`"f":{`)
 	for i, f := range t.Fields {

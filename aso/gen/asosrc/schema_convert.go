@@ -35,6 +35,7 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 	var targets []*target
 	byPtr := map[string]*target{}
 	temps := map[string][]string{}
+	var ctrs []Prec // container path → the fields whose presence creates it
 	for _, unit := range splitElseIf(fd.Body.List) {
 		st := unit.st
 		if arm, ok := resultInit(st); ok {
@@ -42,6 +43,9 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 			continue
 		}
 		if isContainerInit(st) {
+			if err := x.containerTriggers(t, st, recv, byGo, &ctrs); err != nil {
+				return err
+			}
 			continue
 		}
 		writes := resultWrites(st)
@@ -134,6 +138,20 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 		}
 		t.Prec = append(t.Prec, Prec{Path: tg.ptr, Fields: prio})
 	}
+	// The intermediate objects are created when one of their fields is
+	// set; keep the triggers only where they are not exactly the fields
+	// mapped below the object.
+	for _, c := range ctrs {
+		var mapped []string
+		for _, f := range t.Fields {
+			if strings.HasPrefix(f.A, c.Path+"/") {
+				mapped = append(mapped, f.JSON)
+			}
+		}
+		if !sameSet(mapped, c.Fields) {
+			t.Ctr = append(t.Ctr, c)
+		}
+	}
 	return nil
 }
 
@@ -199,6 +217,44 @@ func isResultNilCheck(st ast.Stmt) bool {
 	root, _ := selectorPath(be.X)
 	id, ok := be.Y.(*ast.Ident)
 	return root == "result" && ok && id.Name == "nil"
+}
+
+// containerTriggers records the fields tested before an intermediate ARM
+// object is created: `if s.A != nil || len(s.B) > 0 { result.P = &arm.P{} }`.
+func (x *extractor) containerTriggers(t *Type, st ast.Stmt, recv string, byGo map[string]*Field, ctrs *[]Prec) error {
+	is := st.(*ast.IfStmt)
+	var fields []string
+	for _, g := range recvFields(&ast.ExprStmt{X: is.Cond}, recv) {
+		f := byGo[g]
+		if f == nil {
+			return fmt.Errorf("container condition at %s reads %s, not a spec field", x.k8s.fset.Position(st.Pos()), g)
+		}
+		fields = append(fields, f.JSON)
+	}
+	for _, w := range resultWrites(is.Body) {
+		p, err := x.pointer(t.ARM, w.path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", x.k8s.fset.Position(st.Pos()), err)
+		}
+		*ctrs = append(*ctrs, Prec{Path: p, Fields: fields})
+	}
+	return nil
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]bool{}
+	for _, s := range a {
+		m[s] = true
+	}
+	for _, s := range b {
+		if !m[s] {
+			return false
+		}
+	}
+	return true
 }
 
 func appendNew(list []string, s string) []string {
