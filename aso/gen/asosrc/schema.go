@@ -115,6 +115,40 @@ func Schema(root, group, version string) (*SchemaFile, error) {
 	return s, nil
 }
 
+// Schemas extracts every API package of the tree at root, in Packages order.
+func Schemas(root string) ([]*SchemaFile, error) {
+	pkgs, err := Packages(root)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*SchemaFile, 0, len(pkgs))
+	for _, p := range pkgs {
+		s, err := Schema(root, p[0], p[1])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Path is where the file goes among the facts: schema/<group>/<version>.json.
+func (s *SchemaFile) Path() string {
+	return "schema/" + s.Group + "/" + s.CRDVersion + ".json"
+}
+
+// Bytes is the file's content: its JSON and a newline.
+func (s *SchemaFile) Bytes() []byte {
+	b, _ := s.MarshalJSON()
+	return append(b, '\n')
+}
+
+// Bytes is exceptions.json's content: its JSON and a newline.
+func (ex *ExceptionsFile) Bytes() []byte {
+	b, _ := ex.MarshalJSON()
+	return append(b, '\n')
+}
+
 // Packages lists the generated API packages of the tree at root as
 // (group, version) pairs, sorted: every v2/api/<g>/<v> with an arm subpackage.
 func Packages(root string) ([][2]string, error) {

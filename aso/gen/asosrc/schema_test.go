@@ -100,7 +100,7 @@ func TestSchemaFacts(t *testing.T) {
 	check("container triggers that differ", fmt.Sprint(g.Ctr != nil), "true")
 	check("named list through a temporary", field("Gadget_Spec", "certificates").C+" "+field("Gadget_Spec", "certificates").A, "list /properties/certificates")
 	check("int enum", field("Gadget_Spec", "level").T+" "+fmt.Sprint(len(field("Gadget_Spec", "level").E)), "int 3")
-	check("field enum marker", field("Gadget_Spec", "namingConvention").T+" "+string(field("Gadget_Spec", "namingConvention").E[1]), `string "stable"`)
+	check("field enum marker", field("GadgetOperatorSpec", "namingConvention").T+" "+string(field("GadgetOperatorSpec", "namingConvention").E[1]), `string "stable"`)
 	check("required", fmt.Sprint(field("Gadget_Spec", "location").Req), "true")
 	check("owner", field("Gadget_Spec", "owner").X+" "+field("Gadget_Spec", "owner").OwnerKind, "owner resources.azure.com/ResourceGroup")
 	check("refKeyMap", field("ManagedServiceIdentity", "userAssignedIdentities").Conv, "refKeyMap")
@@ -150,9 +150,20 @@ func TestSchemaErrors(t *testing.T) {
 			want: "type W_Spec field Size: unknown type genruntime.Mystery",
 		},
 		{
+			name: "spec field not written",
+			k8s: `func (w *W_Spec) ConvertToARM(resolved genruntime.ConvertToARMResolvedDetails) (interface{}, error) {
+	result := &arm.W_Spec{}
+	return result, nil
+}`,
+			want: "type W_Spec field size: ConvertToARM writes it nowhere",
+		},
+		{
 			name: "one-of without discriminator",
 			k8s: `func (w *W_Spec) ConvertToARM(resolved genruntime.ConvertToARMResolvedDetails) (interface{}, error) {
 	result := &arm.W_Spec{}
+	if w.Size != nil {
+		result.Size = w.Size
+	}
 	return result, nil
 }`,
 			arm: `func (w W_Spec) MarshalJSON() ([]byte, error) {

@@ -179,6 +179,13 @@ func (x *extractor) specType(name string) (*Type, error) {
 		if err := x.convertToARM(t, fd, byGo); err != nil {
 			return nil, fmt.Errorf("type %s ConvertToARM: %w", name, err)
 		}
+		// Every field is either sent somewhere or known not to be sent;
+		// anything else is a ConvertToARM shape this extractor misread.
+		for _, f := range t.Fields {
+			if f.A == "" && f.X == "" {
+				return nil, fmt.Errorf("type %s field %s: ConvertToARM writes it nowhere this extractor recognises", name, f.JSON)
+			}
+		}
 	}
 	return t, nil
 }

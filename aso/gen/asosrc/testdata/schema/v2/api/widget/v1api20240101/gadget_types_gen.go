@@ -56,9 +56,6 @@ type Gadget_Spec struct {
 	// +kubebuilder:validation:Required
 	Location *string `json:"location,omitempty"`
 
-	// +kubebuilder:validation:Enum={"random","stable"}
-	NamingConvention *string `json:"namingConvention,omitempty"`
-
 	OperatorSpec *GadgetOperatorSpec `json:"operatorSpec,omitempty"`
 
 	// +kubebuilder:validation:Required
@@ -227,6 +224,10 @@ type GadgetProperties_Size string
 
 type GadgetOperatorSpec struct {
 	ConfigMapExpressions []*core.DestinationExpression `json:"configMapExpressions,omitempty"`
+
+	// NamingConvention: how a name is made up when none is given.
+	// +kubebuilder:validation:Enum={"random","stable"}
+	NamingConvention *string `json:"namingConvention,omitempty"`
 
 	Secrets *GadgetOperatorSecrets `json:"secrets,omitempty"`
 }
