@@ -99,11 +99,29 @@ func apiDir(root, group, version string) string {
 // v2/api/<group>/<version>/arm/*_spec_types_gen.go; ASO's code is only read.
 func Schema(root, group, version string) (*SchemaFile, error) {
 	dir := apiDir(root, group, version)
-	k8s, err := parseGoPkg(dir, func(n string) bool { return strings.HasSuffix(n, "_types_gen.go") })
+	k8s, err := parseGoPkg(dir, func(n string) bool {
+		return strings.HasSuffix(n, "_types_gen.go") && !strings.HasSuffix(n, "_arm_types_gen.go")
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", group, version, err)
 	}
-	armPkg, err := parseGoPkg(filepath.Join(dir, "arm"), func(n string) bool { return strings.HasSuffix(n, "_spec_types_gen.go") })
+	var armPkg *goPkg
+	if fi, statErr := os.Stat(filepath.Join(dir, "arm")); statErr == nil && fi.IsDir() {
+		armPkg, err = parseGoPkg(filepath.Join(dir, "arm"), func(n string) bool { return strings.HasSuffix(n, "_spec_types_gen.go") })
+	} else {
+		// Releases before v2.11 kept the ARM payload types beside the
+		// Kubernetes types, in *_spec_arm_types_gen.go, named X_ARM.
+		armPkg, err = parseGoPkg(dir, func(n string) bool { return strings.HasSuffix(n, "_spec_arm_types_gen.go") })
+		if err == nil {
+			// The enums are declared once, in the ARM files, for both.
+			for n, nt := range armPkg.named {
+				if _, ok := k8s.named[n]; !ok {
+					k8s.named[n] = nt
+				}
+			}
+			armPkg.trimARMSuffix()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", group, version, err)
 	}
@@ -150,18 +168,18 @@ func (ex *ExceptionsFile) Bytes() []byte {
 }
 
 // Packages lists the generated API packages of the tree at root as
-// (group, version) pairs, sorted: every v2/api/<g>/<v> with an arm subpackage.
+// (group, version) pairs, sorted: every v2/api/<g>/<v> with ARM payload
+// types (an arm subpackage, or *_spec_arm_types_gen.go before v2.11).
 func Packages(root string) ([][2]string, error) {
-	matches, err := filepath.Glob(filepath.Join(root, "v2", "api", "*", "*", "arm"))
+	dirs, err := filepath.Glob(filepath.Join(root, "v2", "api", "*", "*"))
 	if err != nil {
 		return nil, fmt.Errorf("list API packages: %w", err)
 	}
 	var out [][2]string
-	for _, m := range matches {
-		if fi, err := os.Stat(m); err != nil || !fi.IsDir() {
+	for _, v := range dirs {
+		if !isAPIPackage(v) {
 			continue
 		}
-		v := filepath.Dir(m)
 		g := filepath.Base(filepath.Dir(v))
 		out = append(out, [2]string{g + ".azure.com", filepath.Base(v)})
 	}
@@ -175,6 +193,15 @@ func Packages(root string) ([][2]string, error) {
 		return nil, errors.New("no API packages under v2/api (is this an ASO source tree?)")
 	}
 	return out, nil
+}
+
+// isAPIPackage reports whether dir holds ARM payload types.
+func isAPIPackage(dir string) bool {
+	if fi, err := os.Stat(filepath.Join(dir, "arm")); err == nil && fi.IsDir() {
+		return true
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "*_spec_arm_types_gen.go"))
+	return len(old) > 0
 }
 
 // MarshalJSON writes the schema file compactly, in the order of SchemaFile.

@@ -283,11 +283,13 @@ func resultInit(st ast.Stmt) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	sel, ok := cl.Type.(*ast.SelectorExpr)
-	if !ok {
-		return "", false
+	switch ty := cl.Type.(type) {
+	case *ast.SelectorExpr: // &arm.X{}
+		return ty.Sel.Name, true
+	case *ast.Ident: // &X_ARM{} before v2.11
+		return strings.TrimSuffix(ty.Name, "_ARM"), true
 	}
-	return sel.Sel.Name, true
+	return "", false
 }
 
 // isContainerInit matches the creation of an intermediate ARM object:

@@ -241,3 +241,29 @@ func jsonName(f *ast.Field) (name string, omitempty, ok bool) {
 	}
 	return name, omitempty, true
 }
+
+// trimARMSuffix renames the _ARM types of a pre-v2.11 package (Foo_Spec_ARM)
+// to the names the arm subpackage uses since (Foo_Spec), in declarations and
+// in the type expressions of fields, so that the facts of every release name
+// ARM types alike.
+func (p *goPkg) trimARMSuffix() {
+	rename := func(n string) string { return strings.TrimSuffix(n, "_ARM") }
+	structs := map[string]*ast.StructType{}
+	for n, st := range p.structs {
+		structs[rename(n)] = st
+		for _, f := range st.Fields.List {
+			ast.Inspect(f.Type, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok {
+					id.Name = rename(id.Name)
+				}
+				return true
+			})
+		}
+	}
+	p.structs = structs
+	methods := map[string]map[string]*ast.FuncDecl{}
+	for n, m := range p.methods {
+		methods[rename(n)] = m
+	}
+	p.methods = methods
+}

@@ -34,6 +34,21 @@ func TestSchemaGolden(t *testing.T) {
 	golden(t, filepath.Join(testTree, "want", "exceptions.json"), append(ex, '\n'))
 }
 
+// TestSchemaBeforeV211 reads the layout ASO generated before v2.11, ARM
+// payload types named X_ARM beside the Kubernetes types, with the same names
+// for ARM types as the arm subpackage has since.
+func TestSchemaBeforeV211(t *testing.T) {
+	s, err := Schema(testTree, "widget.azure.com", "v1beta20210101")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join(testTree, "want", "schema", "widget.azure.com", "v1beta20210101.json"), append(got, '\n'))
+}
+
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
 	if *update {
@@ -223,7 +238,7 @@ func TestPackages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(got) != "[[widget.azure.com v1api20240101]]" {
+	if fmt.Sprint(got) != "[[widget.azure.com v1api20240101] [widget.azure.com v1beta20210101]]" {
 		t.Errorf("Packages = %v", got)
 	}
 	if _, err := Packages(t.TempDir()); err == nil {

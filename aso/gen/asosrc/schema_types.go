@@ -143,10 +143,14 @@ func (x *extractor) resourceString(kind, method string) (string, error) {
 		if !ok || len(r.Results) != 1 {
 			continue
 		}
-		if v, ok := constString(r.Results[0]); ok {
+		e := r.Results[0]
+		if c, ok := e.(*ast.CallExpr); ok && len(c.Args) == 1 {
+			e = c.Args[0] // string(APIVersion_Value) before v2.11
+		}
+		if v, ok := constString(e); ok {
 			return v, nil
 		}
-		if id, ok := r.Results[0].(*ast.Ident); ok {
+		if id, ok := e.(*ast.Ident); ok {
 			if v, ok := x.k8s.consts[id.Name]; ok {
 				return v, nil
 			}
