@@ -125,7 +125,7 @@ func Schema(root, group, version string) (*SchemaFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", group, version, err)
 	}
-	x := &extractor{group: group, version: version, k8s: k8s, arm: armPkg}
+	x := &schemaExtractor{group: group, version: version, k8s: k8s, arm: armPkg}
 	s, err := x.run()
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", group, version, err)
@@ -208,44 +208,44 @@ func isAPIPackage(dir string) bool {
 func (s *SchemaFile) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"group":`)
-	str(&b, s.Group)
+	jsonStr(&b, s.Group)
 	b.WriteString(`,"crdVersion":`)
-	str(&b, s.CRDVersion)
+	jsonStr(&b, s.CRDVersion)
 	b.WriteString(`,"armApiVersion":`)
-	str(&b, s.APIVersion)
+	jsonStr(&b, s.APIVersion)
 	b.WriteString(`,"kinds":{`)
 	for i, k := range s.Kinds {
-		comma(&b, i)
-		str(&b, k.Kind)
+		jsonComma(&b, i)
+		jsonStr(&b, k.Kind)
 		b.WriteString(`:{"spec":`)
-		str(&b, k.Spec)
+		jsonStr(&b, k.Spec)
 		b.WriteString(`,"armType":`)
-		str(&b, k.ARMType)
+		jsonStr(&b, k.ARMType)
 		b.WriteByte('}')
 	}
 	b.WriteString(`},"types":{`)
 	for i, t := range s.Types {
-		comma(&b, i)
-		str(&b, t.Name)
+		jsonComma(&b, i)
+		jsonStr(&b, t.Name)
 		b.WriteByte(':')
-		t.write(&b)
+		t.encode(&b)
 	}
 	b.WriteString(`},"armTypes":{`)
 	for i, t := range s.ARMTypes {
-		comma(&b, i)
-		str(&b, t.Name)
+		jsonComma(&b, i)
+		jsonStr(&b, t.Name)
 		b.WriteByte(':')
-		t.write(&b)
+		t.encode(&b)
 	}
 	b.WriteString("}}")
 	return b.Bytes(), nil
 }
 
-func (t *Type) write(b *bytes.Buffer) {
+func (t *Type) encode(b *bytes.Buffer) {
 	b.WriteByte('{')
 	if t.ARM != "" {
 		b.WriteString(`"arm":`)
-		str(b, t.ARM)
+		jsonStr(b, t.ARM)
 		b.WriteByte(',')
 	}
 	if t.OneOf {
@@ -253,56 +253,56 @@ func (t *Type) write(b *bytes.Buffer) {
 	}
 	if t.NameAt != "" {
 		b.WriteString(`"name":`)
-		str(b, t.NameAt)
+		jsonStr(b, t.NameAt)
 		b.WriteByte(',')
 	}
 	if len(t.PushName) > 0 {
 		b.WriteString(`"pushName":`)
-		strs(b, t.PushName)
+		jsonStrs(b, t.PushName)
 		b.WriteByte(',')
 	}
 	if len(t.Prec) > 0 {
 		b.WriteString(`"prec":{`)
 		for i, p := range t.Prec {
-			comma(b, i)
-			str(b, p.Path)
+			jsonComma(b, i)
+			jsonStr(b, p.Path)
 			b.WriteByte(':')
-			strs(b, p.Fields)
+			jsonStrs(b, p.Fields)
 		}
 		b.WriteString("},")
 	}
 	if len(t.EmptyIfNil) > 0 {
 		b.WriteString(`"emptyIfNil":`)
-		strs(b, t.EmptyIfNil)
+		jsonStrs(b, t.EmptyIfNil)
 		b.WriteByte(',')
 	}
 	if len(t.Ctr) > 0 {
 		b.WriteString(`"ctr":{`)
 		for i, c := range t.Ctr {
-			comma(b, i)
-			str(b, c.Path)
+			jsonComma(b, i)
+			jsonStr(b, c.Path)
 			b.WriteByte(':')
-			strs(b, c.Fields)
+			jsonStrs(b, c.Fields)
 		}
 		b.WriteString("},")
 	}
 	b.WriteString(`"f":{`)
 	for i, f := range t.Fields {
-		comma(b, i)
-		str(b, f.JSON)
+		jsonComma(b, i)
+		jsonStr(b, f.JSON)
 		b.WriteByte(':')
-		f.write(b)
+		f.encode(b)
 	}
 	b.WriteString("}}")
 }
 
-func (f *Field) write(b *bytes.Buffer) {
+func (f *Field) encode(b *bytes.Buffer) {
 	b.WriteString(`{"t":`)
-	str(b, f.T)
+	jsonStr(b, f.T)
 	kv := func(k, v string) {
 		if v != "" {
 			b.WriteString(`,"` + k + `":`)
-			str(b, v)
+			jsonStr(b, v)
 		}
 	}
 	kv("c", f.C)
@@ -310,7 +310,7 @@ func (f *Field) write(b *bytes.Buffer) {
 	if len(f.E) > 0 {
 		b.WriteString(`,"e":[`)
 		for i, e := range f.E {
-			comma(b, i)
+			jsonComma(b, i)
 			b.Write(e)
 		}
 		b.WriteByte(']')
@@ -327,43 +327,43 @@ func (f *Field) write(b *bytes.Buffer) {
 	b.WriteByte('}')
 }
 
-func (t *ARMType) write(b *bytes.Buffer) {
+func (t *ARMType) encode(b *bytes.Buffer) {
 	b.WriteString(`{"f":[`)
 	for i, f := range t.Fields {
-		comma(b, i)
+		jsonComma(b, i)
 		b.WriteByte('[')
-		str(b, f.JSON)
+		jsonStr(b, f.JSON)
 		switch {
 		case f.Flags != "":
 			b.WriteByte(',')
 			if f.Child == "" {
 				b.WriteByte('0')
 			} else {
-				str(b, f.Child)
+				jsonStr(b, f.Child)
 			}
 			b.WriteByte(',')
-			str(b, f.Flags)
+			jsonStr(b, f.Flags)
 		case f.Child != "":
 			b.WriteByte(',')
-			str(b, f.Child)
+			jsonStr(b, f.Child)
 		}
 		b.WriteByte(']')
 	}
 	b.WriteByte(']')
 	if t.OneOf != nil {
 		b.WriteString(`,"oneOf":{"disc":`)
-		str(b, t.OneOf.Disc)
+		jsonStr(b, t.OneOf.Disc)
 		b.WriteString(`,"variants":[`)
 		for i, v := range t.OneOf.Variants {
-			comma(b, i)
-			strs(b, v[:])
+			jsonComma(b, i)
+			jsonStrs(b, v[:])
 		}
 		b.WriteString("]}")
 	}
 	b.WriteByte('}')
 }
 
-func comma(b *bytes.Buffer, i int) {
+func jsonComma(b *bytes.Buffer, i int) {
 	if i > 0 {
 		b.WriteByte(',')
 	}
@@ -371,7 +371,7 @@ func comma(b *bytes.Buffer, i int) {
 
 // str writes a JSON string as Python's json.dumps does for ASCII input
 // (the facts are ASCII; no HTML escaping).
-func str(b *bytes.Buffer, s string) {
+func jsonStr(b *bytes.Buffer, s string) {
 	enc, _ := json.Marshal(s)
 	if bytes.ContainsAny(enc, `\`) {
 		// json.Marshal escapes <, >, & as \u00XX; undo that, keep the rest.
@@ -382,11 +382,11 @@ func str(b *bytes.Buffer, s string) {
 	b.Write(enc)
 }
 
-func strs(b *bytes.Buffer, ss []string) {
+func jsonStrs(b *bytes.Buffer, ss []string) {
 	b.WriteByte('[')
 	for i, s := range ss {
-		comma(b, i)
-		str(b, s)
+		jsonComma(b, i)
+		jsonStr(b, s)
 	}
 	b.WriteByte(']')
 }

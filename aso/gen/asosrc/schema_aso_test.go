@@ -78,7 +78,7 @@ func TestSchemaMatchesShared(t *testing.T) {
 				w = wl[i]
 			}
 			if g != w {
-				t.Errorf("exceptions.json line %d:\n got  %s\n want %s", i+1, trunc([]byte(g)), trunc([]byte(w)))
+				t.Errorf("exceptions.json line %d:\n got  %s\n want %s", i+1, truncBytes([]byte(g)), truncBytes([]byte(w)))
 			}
 		}
 	} else {
@@ -159,7 +159,7 @@ func describeDiff(got, want []byte) string {
 					}
 					continue
 				}
-				add("%s %s: got %s want %s", section, k, trunc(gb), trunc(wb))
+				add("%s %s: got %s want %s", section, k, truncBytes(gb), truncBytes(wb))
 			}
 		}
 	}
@@ -184,7 +184,7 @@ func describeDiff(got, want []byte) string {
 	return strings.Join(lines, "\n")
 }
 
-func trunc(b []byte) string {
+func truncBytes(b []byte) string {
 	if len(b) > 300 {
 		return string(b[:300]) + "…"
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // write is one assignment to the ARM result in a ConvertToARM body.
-type write struct {
+type resultWrite struct {
 	path   []string // Go field names from result, indexes dropped
 	rhs    ast.Expr
 	inElse bool // in the else branch of an if (the explicit-empty default)
@@ -19,7 +19,7 @@ type write struct {
 // for each top-level statement which spec field it reads and which ARM
 // field it writes. The generator writes one statement per ARM property
 // ("// Set property …"), guarded by the spec field.
-func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Field) error {
+func (x *schemaExtractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Field) error {
 	if fd.Recv == nil || len(fd.Recv.List[0].Names) != 1 {
 		return fmt.Errorf("no receiver name")
 	}
@@ -36,8 +36,8 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 	byPtr := map[string]*target{}
 	temps := map[string][]string{}
 	var ctrs []Prec // container path → the fields whose presence creates it
-	for _, unit := range splitElseIf(fd.Body.List) {
-		st := unit.st
+	for _, convUnit := range splitElseIf(fd.Body.List) {
+		st := convUnit.st
 		if arm, ok := resultInit(st); ok {
 			t.ARM = arm
 			continue
@@ -117,7 +117,7 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 			}
 			// A later statement overwrites an earlier one; in an
 			// if/else-if chain the first branch taken wins.
-			rank := unit.index*1000 - unit.branch
+			rank := convUnit.index*1000 - convUnit.branch
 			known := false
 			for _, wr := range tg.writers {
 				known = known || wr.field == owner.JSON
@@ -157,7 +157,7 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 
 // unit is a top-level statement of ConvertToARM, or one branch of an
 // if/else-if chain (branch counts from 0).
-type unit struct {
+type convUnit struct {
 	st     ast.Stmt
 	index  int // of the top-level statement
 	branch int
@@ -166,23 +166,23 @@ type unit struct {
 // splitElseIf splits `if a {…} else if b {…}` into its branches, so that each
 // is read with the spec field its condition tests. A final plain else stays
 // with its branch (it writes the explicit empty default).
-func splitElseIf(list []ast.Stmt) []unit {
-	var out []unit
+func splitElseIf(list []ast.Stmt) []convUnit {
+	var out []convUnit
 	for i, st := range list {
 		is, ok := st.(*ast.IfStmt)
 		for b := 0; ok; b++ {
 			next, chained := is.Else.(*ast.IfStmt)
 			if !chained {
-				out = append(out, unit{is, i, b})
+				out = append(out, convUnit{is, i, b})
 				break
 			}
 			cp := *is
 			cp.Else = nil
-			out = append(out, unit{&cp, i, b})
+			out = append(out, convUnit{&cp, i, b})
 			is = next
 		}
 		if !ok {
-			out = append(out, unit{st, i, 0})
+			out = append(out, convUnit{st, i, 0})
 		}
 	}
 	return out
@@ -221,7 +221,7 @@ func isResultNilCheck(st ast.Stmt) bool {
 
 // containerTriggers records the fields tested before an intermediate ARM
 // object is created: `if s.A != nil || len(s.B) > 0 { result.P = &arm.P{} }`.
-func (x *extractor) containerTriggers(t *Type, st ast.Stmt, recv string, byGo map[string]*Field, ctrs *[]Prec) error {
+func (x *schemaExtractor) containerTriggers(t *Type, st ast.Stmt, recv string, byGo map[string]*Field, ctrs *[]Prec) error {
 	is := st.(*ast.IfStmt)
 	var fields []string
 	for _, g := range recvFields(&ast.ExprStmt{X: is.Cond}, recv) {
@@ -320,8 +320,8 @@ func isContainerInit(st ast.Stmt) bool {
 }
 
 // resultWrites lists the assignments to result.… in a statement.
-func resultWrites(st ast.Stmt) []write {
-	var out []write
+func resultWrites(st ast.Stmt) []resultWrite {
+	var out []resultWrite
 	var walk func(n ast.Node, inElse bool)
 	walk = func(n ast.Node, inElse bool) {
 		ast.Inspect(n, func(n ast.Node) bool {
@@ -345,7 +345,7 @@ func resultWrites(st ast.Stmt) []write {
 					if len(n.Rhs) == len(n.Lhs) {
 						rhs = n.Rhs[i]
 					}
-					out = append(out, write{path: path, rhs: rhs, inElse: inElse})
+					out = append(out, resultWrite{path: path, rhs: rhs, inElse: inElse})
 				}
 			}
 			return true
@@ -433,7 +433,7 @@ func isSelector(e ast.Expr, x, sel string) bool {
 
 // pointer turns a Go field path from an ARM struct into a JSON pointer made
 // of the fields' json names.
-func (x *extractor) pointer(arm string, path []string) (string, error) {
+func (x *schemaExtractor) pointer(arm string, path []string) (string, error) {
 	if arm == "" {
 		return "", fmt.Errorf("write to the result before result := &arm.X{}")
 	}

@@ -10,15 +10,15 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/schema/want")
+var updateSchema = flag.Bool("update-schema", false, "rewrite the golden files under testdata/schema/want")
 
-const testTree = "testdata/schema"
+const schemaTestTree = "testdata/schema"
 
 // TestSchemaGolden extracts the made-up package testdata/schema/v2/api/widget
 // and compares schema file and exceptions with the golden files, which were
 // reviewed by hand (see TestSchemaFacts for the facts spelled out).
 func TestSchemaGolden(t *testing.T) {
-	s, err := Schema(testTree, "widget.azure.com", "v1api20240101")
+	s, err := Schema(schemaTestTree, "widget.azure.com", "v1api20240101")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,15 +30,15 @@ func TestSchemaGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, filepath.Join(testTree, "want", "schema", "widget.azure.com", "v1api20240101.json"), append(got, '\n'))
-	golden(t, filepath.Join(testTree, "want", "exceptions.json"), append(ex, '\n'))
+	schemaGolden(t, filepath.Join(schemaTestTree, "want", "schema", "widget.azure.com", "v1api20240101.json"), append(got, '\n'))
+	schemaGolden(t, filepath.Join(schemaTestTree, "want", "exceptions.json"), append(ex, '\n'))
 }
 
 // TestSchemaBeforeV211 reads the layout ASO generated before v2.11, ARM
 // payload types named X_ARM beside the Kubernetes types, with the same names
 // for ARM types as the arm subpackage has since.
 func TestSchemaBeforeV211(t *testing.T) {
-	s, err := Schema(testTree, "widget.azure.com", "v1beta20210101")
+	s, err := Schema(schemaTestTree, "widget.azure.com", "v1beta20210101")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,12 +46,12 @@ func TestSchemaBeforeV211(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, filepath.Join(testTree, "want", "schema", "widget.azure.com", "v1beta20210101.json"), append(got, '\n'))
+	schemaGolden(t, filepath.Join(schemaTestTree, "want", "schema", "widget.azure.com", "v1beta20210101.json"), append(got, '\n'))
 }
 
-func golden(t *testing.T, path string, got []byte) {
+func schemaGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
+	if *updateSchema {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +71,7 @@ func golden(t *testing.T, path string, got []byte) {
 // TestSchemaFacts spells out, on the made-up package, each kind of fact the
 // extractor reads from ASO's source.
 func TestSchemaFacts(t *testing.T) {
-	s, err := Schema(testTree, "widget.azure.com", "v1api20240101")
+	s, err := Schema(schemaTestTree, "widget.azure.com", "v1api20240101")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestSchemaFacts(t *testing.T) {
 	}
 	check("api-version", s.APIVersion, "2024-01-01")
 	check("kinds", fmt.Sprint(s.Kinds), "[{Gadget Gadget_Spec Microsoft.Widget/gadgets} {Sprocket Sprocket_Spec Microsoft.Widget/sprockets}]")
-	check("type order", fmt.Sprint(names(s.Types)), "[Gadget_Spec Sprocket_Spec Rule ManagedServiceIdentity GadgetOperatorSpec RoundSprocket MatchRule RedirectRule UserAssignedIdentityDetails GadgetOperatorSecrets]")
+	check("type order", fmt.Sprint(typeNames(s.Types)), "[Gadget_Spec Sprocket_Spec Rule ManagedServiceIdentity GadgetOperatorSpec RoundSprocket MatchRule RedirectRule UserAssignedIdentityDetails GadgetOperatorSecrets]")
 	g := types["Gadget_Spec"]
 	check("Gadget arm", g.ARM, "Gadget_Spec")
 	check("Gadget name", g.NameAt, "/name")
@@ -135,7 +135,7 @@ func TestSchemaFacts(t *testing.T) {
 	}
 }
 
-func names(ts []*Type) []string {
+func typeNames(ts []*Type) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, t.Name)
@@ -199,7 +199,7 @@ func (w *W_Spec) UnmarshalJSON(data []byte) error { return nil }`,
 			if c.name == "unknown runtime type" {
 				sizeType = "*genruntime.Mystery"
 			}
-			writeFile(t, filepath.Join(dir, "w_types_gen.go"), `package v1
+			writeSchemaFile(t, filepath.Join(dir, "w_types_gen.go"), `package v1
 type W struct {
 	Spec W_Spec `+"`json:\"spec,omitempty\"`"+`
 }
@@ -209,7 +209,7 @@ type W_Spec struct {
 	Size `+sizeType+" `json:\"size,omitempty\"`"+`
 }
 `+c.k8s)
-			writeFile(t, filepath.Join(dir, "arm", "w_spec_types_gen.go"), `package arm
+			writeSchemaFile(t, filepath.Join(dir, "arm", "w_spec_types_gen.go"), `package arm
 type W_Spec struct {
 	Size *string `+"`json:\"size,omitempty\"`"+`
 }
@@ -223,7 +223,7 @@ type W_Spec struct {
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeSchemaFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -234,7 +234,7 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 func TestPackages(t *testing.T) {
-	got, err := Packages(testTree)
+	got, err := Packages(schemaTestTree)
 	if err != nil {
 		t.Fatal(err)
 	}

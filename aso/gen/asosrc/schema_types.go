@@ -11,12 +11,12 @@ import (
 
 // extractor builds one SchemaFile from a parsed API package and its arm
 // subpackage.
-type extractor struct {
+type schemaExtractor struct {
 	group, version string
 	k8s, arm       *goPkg
 }
 
-func (x *extractor) run() (*SchemaFile, error) {
+func (x *schemaExtractor) run() (*SchemaFile, error) {
 	s := &SchemaFile{Group: x.group, CRDVersion: x.version}
 	kinds, err := x.kinds()
 	if err != nil {
@@ -101,7 +101,7 @@ func (x *extractor) run() (*SchemaFile, error) {
 
 // kinds finds the resources of the package: structs with a GetType method
 // and a Spec field, sorted by kind.
-func (x *extractor) kinds() ([]KindSchema, error) {
+func (x *schemaExtractor) kinds() ([]KindSchema, error) {
 	var out []KindSchema
 	for name, st := range x.k8s.structs {
 		if x.k8s.methods[name]["GetType"] == nil {
@@ -133,7 +133,7 @@ func (x *extractor) kinds() ([]KindSchema, error) {
 
 // resourceString returns the string a method such as GetType returns:
 // `return "Microsoft.Cdn/profiles"`.
-func (x *extractor) resourceString(kind, method string) (string, error) {
+func (x *schemaExtractor) resourceString(kind, method string) (string, error) {
 	fd := x.k8s.methods[kind][method]
 	if fd == nil || fd.Body == nil {
 		return "", fmt.Errorf("resource %s: no %s method", kind, method)
@@ -160,7 +160,7 @@ func (x *extractor) resourceString(kind, method string) (string, error) {
 }
 
 // specType reads one spec struct and its ConvertToARM method.
-func (x *extractor) specType(name string) (*Type, error) {
+func (x *schemaExtractor) specType(name string) (*Type, error) {
 	st := x.k8s.structs[name]
 	if st == nil {
 		return nil, fmt.Errorf("spec type %s not found", name)
@@ -210,7 +210,7 @@ var genruntimeKinds = map[string]string{
 	"JSON":                       "json",
 }
 
-func (x *extractor) specField(f *ast.Field, jn string) (*Field, error) {
+func (x *schemaExtractor) specField(f *ast.Field, jn string) (*Field, error) {
 	fld := &Field{JSON: jn}
 	doc := commentText(f.Doc)
 	fld.Req = hasMarker(doc, "+kubebuilder:validation:Required")
@@ -281,7 +281,7 @@ loop:
 // identKind classifies a named type: a Go basic type, a struct of the
 // package (object), or a named string/number type (enum when it carries the
 // kubebuilder Enum marker).
-func (x *extractor) identKind(fld *Field, name string) error {
+func (x *schemaExtractor) identKind(fld *Field, name string) error {
 	switch name {
 	case "string":
 		fld.T = "string"
@@ -339,7 +339,7 @@ func enumValues(v string) ([]json.RawMessage, error) {
 
 // armType reads one struct of the arm subpackage and, for a one-of, its
 // MarshalJSON and UnmarshalJSON.
-func (x *extractor) armType(name string) (*ARMType, error) {
+func (x *schemaExtractor) armType(name string) (*ARMType, error) {
 	st := x.arm.structs[name]
 	if st == nil {
 		return nil, fmt.Errorf("arm type %s not found", name)
