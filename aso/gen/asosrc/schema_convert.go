@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// write is one assignment to the ARM result in a ConvertToARM body.
+// resultWrite is one assignment to the ARM result in a ConvertToARM body.
 type resultWrite struct {
 	path   []string // Go field names from result, indexes dropped
 	rhs    ast.Expr
