@@ -96,7 +96,35 @@ func apiDir(root, group, version string) string {
 // Schema extracts the conversion facts of the generated API package of group
 // (e.g. "cdn.azure.com") and version from the ASO source tree at root. It
 // parses v2/api/<group>/<version>/*_types_gen.go and
-// v2/api/<group>/<version>/arm/*_spec_types_gen.go; ASO's code is only read.
+// v2/api/<group>/<version>/arm/*_spec_types_gen.go (before v2.11:
+// *_spec_arm_types_gen.go beside them) with go/parser; ASO's code is only
+// read, never compiled or run. What it reads:
+//
+//   - kinds: the structs with a GetType method; their Spec field's type, the
+//     string GetType returns (armType) and GetAPIVersion's (armApiVersion);
+//   - types, breadth-first from the specs in ASO's file order: each field's
+//     JSON name and Go type (t, c, r), the kubebuilder Required and Enum
+//     markers of the field and of its named type (req, e), the armReference
+//     and optionalConfigMapPair tags (armRef, pair), the owner's group and
+//     kind tags (ownerKind);
+//   - each type's ConvertToARM body, one statement per ARM property: the
+//     struct it returns (arm), which spec field each statement tests and the
+//     ARM field it assigns (a, as a JSON pointer of the ARM json names),
+//     result.Name = resolved.Name (name), several fields writing one ARM
+//     field (prec: a later statement wins, in an if/else-if chain the first
+//     branch), references resolved into map keys (conv refKeyMap), azureName
+//     written into a one-of variant (pushName), the explicit-empty defaults
+//     (emptyIfNil) and the conditions that create intermediate objects (ctr,
+//     kept only where they differ from the fields mapped below);
+//   - the ARM structs reachable from those: json names in declaration order,
+//     omitempty, serializationType and conversion tags (flags), and for a
+//     one-of the variants in MarshalJSON order with the discriminator values
+//     of UnmarshalJSON.
+//
+// A write to the result it cannot attribute to a spec field, a write to an
+// ARM field that does not exist, a spec field ConvertToARM writes nowhere, an
+// unknown runtime type or a one-of without discriminator is an error naming
+// the package, type, field and, for statements, file and position.
 func Schema(root, group, version string) (*SchemaFile, error) {
 	dir := apiDir(root, group, version)
 	k8s, err := parseGoPkg(dir, func(n string) bool {
