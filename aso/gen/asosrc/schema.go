@@ -3,10 +3,11 @@ package asosrc
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"go/ast"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -88,9 +89,31 @@ type OneOf struct {
 	Variants [][2]string
 }
 
-// apiDir maps a group such as "cdn.azure.com" to v2/api/cdn.
-func apiDir(root, group, version string) string {
-	return filepath.Join(root, "v2", "api", strings.TrimSuffix(group, ".azure.com"), version)
+// apiDir maps a group such as "cdn.azure.com" to v2/api/cdn/<version>.
+func apiDir(group, version string) string {
+	return path.Join("v2", "api", strings.TrimSuffix(group, ".azure.com"), version)
+}
+
+// srcTree is an ASO source tree: a file system and the name its files are
+// called by in messages (the directory it was opened from, if any).
+type srcTree struct {
+	fsys fs.FS
+	name string
+}
+
+func dirTree(root string) srcTree { return srcTree{os.DirFS(root), root} }
+
+// display is the name of the file p of the tree in messages.
+func (t srcTree) display(p string) string {
+	if t.name == "" {
+		return p
+	}
+	return filepath.Join(t.name, filepath.FromSlash(p))
+}
+
+func (t srcTree) isDir(p string) bool {
+	fi, err := fs.Stat(t.fsys, p)
+	return err == nil && fi.IsDir()
 }
 
 // Schema extracts the conversion facts of the generated API package of group
@@ -126,20 +149,30 @@ func apiDir(root, group, version string) string {
 // unknown runtime type or a one-of without discriminator is an error naming
 // the package, type, field and, for statements, file and position.
 func Schema(root, group, version string) (*SchemaFile, error) {
-	dir := apiDir(root, group, version)
-	k8s, err := parseGoPkg(dir, func(n string) bool {
+	return schema(dirTree(root), group, version)
+}
+
+// SchemaFS is Schema on a file system holding an ASO source tree at its
+// root, such as a release's tree read from ASO's Git repository.
+func SchemaFS(fsys fs.FS, group, version string) (*SchemaFile, error) {
+	return schema(srcTree{fsys: fsys}, group, version)
+}
+
+func schema(tree srcTree, group, version string) (*SchemaFile, error) {
+	dir := apiDir(group, version)
+	k8s, err := parseGoPkg(tree, dir, func(n string) bool {
 		return strings.HasSuffix(n, "_types_gen.go") && !strings.HasSuffix(n, "_arm_types_gen.go")
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", group, version, err)
 	}
 	var armPkg *goPkg
-	if fi, statErr := os.Stat(filepath.Join(dir, "arm")); statErr == nil && fi.IsDir() {
-		armPkg, err = parseGoPkg(filepath.Join(dir, "arm"), func(n string) bool { return strings.HasSuffix(n, "_spec_types_gen.go") })
+	if tree.isDir(path.Join(dir, "arm")) {
+		armPkg, err = parseGoPkg(tree, path.Join(dir, "arm"), func(n string) bool { return strings.HasSuffix(n, "_spec_types_gen.go") })
 	} else {
 		// Releases before v2.11 kept the ARM payload types beside the
 		// Kubernetes types, in *_spec_arm_types_gen.go, named X_ARM.
-		armPkg, err = parseGoPkg(dir, func(n string) bool { return strings.HasSuffix(n, "_spec_arm_types_gen.go") })
+		armPkg, err = parseGoPkg(tree, dir, func(n string) bool { return strings.HasSuffix(n, "_spec_arm_types_gen.go") })
 		if err == nil {
 			// The enums are declared once, in the ARM files, for both.
 			for n, nt := range armPkg.named {
@@ -163,13 +196,22 @@ func Schema(root, group, version string) (*SchemaFile, error) {
 
 // Schemas extracts every API package of the tree at root, in Packages order.
 func Schemas(root string) ([]*SchemaFile, error) {
-	pkgs, err := Packages(root)
+	return schemas(dirTree(root))
+}
+
+// SchemasFS is Schemas on a file system holding an ASO source tree.
+func SchemasFS(fsys fs.FS) ([]*SchemaFile, error) {
+	return schemas(srcTree{fsys: fsys})
+}
+
+func schemas(tree srcTree) ([]*SchemaFile, error) {
+	pkgs, err := packages(tree)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*SchemaFile, 0, len(pkgs))
 	for _, p := range pkgs {
-		s, err := Schema(root, p[0], p[1])
+		s, err := schema(tree, p[0], p[1])
 		if err != nil {
 			return nil, err
 		}
@@ -199,17 +241,26 @@ func (ex *ExceptionsFile) Bytes() []byte {
 // (group, version) pairs, sorted: every v2/api/<g>/<v> with ARM payload
 // types (an arm subpackage, or *_spec_arm_types_gen.go before v2.11).
 func Packages(root string) ([][2]string, error) {
-	dirs, err := filepath.Glob(filepath.Join(root, "v2", "api", "*", "*"))
+	return packages(dirTree(root))
+}
+
+// PackagesFS is Packages on a file system holding an ASO source tree.
+func PackagesFS(fsys fs.FS) ([][2]string, error) {
+	return packages(srcTree{fsys: fsys})
+}
+
+func packages(tree srcTree) ([][2]string, error) {
+	dirs, err := fs.Glob(tree.fsys, "v2/api/*/*")
 	if err != nil {
 		return nil, fmt.Errorf("list API packages: %w", err)
 	}
 	var out [][2]string
 	for _, v := range dirs {
-		if !isAPIPackage(v) {
+		if !isAPIPackage(tree, v) {
 			continue
 		}
-		g := filepath.Base(filepath.Dir(v))
-		out = append(out, [2]string{g + ".azure.com", filepath.Base(v)})
+		g := path.Base(path.Dir(v))
+		out = append(out, [2]string{g + ".azure.com", path.Base(v)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i][0] != out[j][0] {
@@ -218,17 +269,17 @@ func Packages(root string) ([][2]string, error) {
 		return out[i][1] < out[j][1]
 	})
 	if len(out) == 0 {
-		return nil, errors.New("no API packages under v2/api (is this an ASO source tree?)")
+		return nil, fmt.Errorf("no API packages under %s (is this an ASO source tree?)", tree.display("v2/api"))
 	}
 	return out, nil
 }
 
 // isAPIPackage reports whether dir holds ARM payload types.
-func isAPIPackage(dir string) bool {
-	if fi, err := os.Stat(filepath.Join(dir, "arm")); err == nil && fi.IsDir() {
+func isAPIPackage(tree srcTree, dir string) bool {
+	if tree.isDir(path.Join(dir, "arm")) {
 		return true
 	}
-	old, _ := filepath.Glob(filepath.Join(dir, "*_spec_arm_types_gen.go"))
+	old, _ := fs.Glob(tree.fsys, path.Join(dir, "*_spec_arm_types_gen.go"))
 	return len(old) > 0
 }
 

@@ -5,8 +5,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,13 +33,13 @@ type namedType struct {
 
 // parseGoPkg parses the files of dir whose names satisfy keep. Files are read
 // in name order so that anything derived from them is deterministic.
-func parseGoPkg(dir string, keep func(name string) bool) (*goPkg, error) {
-	entries, err := os.ReadDir(dir)
+func parseGoPkg(tree srcTree, dir string, keep func(name string) bool) (*goPkg, error) {
+	entries, err := fs.ReadDir(tree.fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("read package dir: %w", err)
 	}
 	p := &goPkg{
-		dir: dir, fset: token.NewFileSet(),
+		dir: tree.display(dir), fset: token.NewFileSet(),
 		structs: map[string]*ast.StructType{}, pos: map[string]token.Pos{}, named: map[string]*namedType{},
 		methods: map[string]map[string]*ast.FuncDecl{}, consts: map[string]string{},
 	}
@@ -53,9 +53,13 @@ func parseGoPkg(dir string, keep func(name string) bool) (*goPkg, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		f, err := parser.ParseFile(p.fset, filepath.Join(dir, n), nil, parser.ParseComments|parser.SkipObjectResolution)
+		src, err := fs.ReadFile(tree.fsys, path.Join(dir, n))
 		if err != nil {
-			return nil, fmt.Errorf("parse %s: %w", filepath.Join(dir, n), err)
+			return nil, fmt.Errorf("read %s: %w", tree.display(path.Join(dir, n)), err)
+		}
+		f, err := parser.ParseFile(p.fset, tree.display(path.Join(dir, n)), src, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return nil, fmt.Errorf("parse: %w", err)
 		}
 		p.add(f)
 	}

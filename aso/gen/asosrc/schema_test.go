@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 var updateSchema = flag.Bool("update-schema", false, "rewrite the golden files under testdata/schema/want")
@@ -243,5 +245,47 @@ func TestPackages(t *testing.T) {
 	}
 	if _, err := Packages(t.TempDir()); err == nil {
 		t.Error("an empty tree has no packages, want an error")
+	}
+}
+
+// TestSchemaFS reads the made-up tree from memory, as a release's tree read
+// from ASO's Git repository would be, and gets the golden facts.
+func TestSchemaFS(t *testing.T) {
+	mem := fstest.MapFS{}
+	err := filepath.WalkDir(schemaTestTree, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasPrefix(p, filepath.Join(schemaTestTree, "v2")) {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(schemaTestTree, p)
+		mem[filepath.ToSlash(rel)] = &fstest.MapFile{Data: b}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := SchemasFS(mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 {
+		t.Fatalf("%d packages, want 2", len(files))
+	}
+	for _, f := range files {
+		want, err := os.ReadFile(filepath.Join(schemaTestTree, "want", filepath.FromSlash(f.Path())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(f.Bytes(), want) {
+			t.Errorf("%s from memory differs from the golden file:\n got  %s\n want %s", f.Path(), f.Bytes(), want)
+		}
+	}
+	delete(mem, "v2/api/widget/v1api20240101/arm/gadget_spec_types_gen.go")
+	_, err = SchemaFS(mem, "widget.azure.com", "v1api20240101")
+	if err == nil || !strings.Contains(err.Error(), "arm type Gadget_Spec not found") {
+		t.Errorf("without the ARM file: error %v, want arm type Gadget_Spec not found", err)
 	}
 }
