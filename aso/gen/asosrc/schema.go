@@ -225,16 +225,23 @@ func (s *SchemaFile) Path() string {
 	return "schema/" + s.Group + "/" + s.CRDVersion + ".json"
 }
 
-// Bytes is the file's content: its JSON and a newline.
-func (s *SchemaFile) Bytes() []byte {
-	b, _ := s.MarshalJSON()
-	return append(b, '\n')
+// JSON is the content of schema/<group>/<version>.json: the JSON and a
+// newline, byte for byte as the shared facts have it.
+func (s *SchemaFile) JSON() ([]byte, error) {
+	b, err := s.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", s.Path(), err)
+	}
+	return append(b, '\n'), nil
 }
 
-// Bytes is exceptions.json's content: its JSON and a newline.
-func (ex *ExceptionsFile) Bytes() []byte {
-	b, _ := ex.MarshalJSON()
-	return append(b, '\n')
+// JSON is the content of exceptions.json: the JSON and a newline.
+func (ex *ExceptionsFile) JSON() ([]byte, error) {
+	b, err := ex.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode exceptions.json: %w", err)
+	}
+	return append(b, '\n'), nil
 }
 
 // Packages lists the generated API packages of the tree at root as

@@ -279,8 +279,12 @@ func TestSchemaFS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(f.Bytes(), want) {
-			t.Errorf("%s from memory differs from the golden file:\n got  %s\n want %s", f.Path(), f.Bytes(), want)
+		got, err := f.JSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s from memory differs from the golden file:\n got  %s\n want %s", f.Path(), got, want)
 		}
 	}
 	delete(mem, "v2/api/widget/v1api20240101/arm/gadget_spec_types_gen.go")
