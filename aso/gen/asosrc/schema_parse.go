@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -175,52 +176,7 @@ func structTag(f *ast.Field, key string) string {
 	if err != nil {
 		return ""
 	}
-	return reflectTag(raw).get(key)
-}
-
-type reflectTag string
-
-// get is reflect.StructTag.Get, for a tag read from source.
-func (tag reflectTag) get(key string) string {
-	for tag != "" {
-		i := 0
-		for i < len(tag) && tag[i] == ' ' {
-			i++
-		}
-		tag = tag[i:]
-		if tag == "" {
-			break
-		}
-		i = 0
-		for i < len(tag) && tag[i] > ' ' && tag[i] != ':' && tag[i] != '"' && tag[i] != 0x7f {
-			i++
-		}
-		if i == 0 || i+1 >= len(tag) || tag[i] != ':' || tag[i+1] != '"' {
-			break
-		}
-		name := string(tag[:i])
-		tag = tag[i+1:]
-		i = 1
-		for i < len(tag) && tag[i] != '"' {
-			if tag[i] == '\\' {
-				i++
-			}
-			i++
-		}
-		if i >= len(tag) {
-			break
-		}
-		qvalue := string(tag[:i+1])
-		tag = tag[i+1:]
-		if key == name {
-			v, err := strconv.Unquote(qvalue)
-			if err != nil {
-				break
-			}
-			return v
-		}
-	}
-	return ""
+	return reflect.StructTag(raw).Get(key)
 }
 
 // jsonName returns a field's JSON name and whether it has omitempty; ok is
