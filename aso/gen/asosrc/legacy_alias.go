@@ -170,7 +170,8 @@ func (c *comparer) field(fo, fn *Field) string {
 	return ""
 }
 
-// jsonKind is what a field sends: an enum sends its values' JSON kind.
+// jsonKind is what a field sends: an enum sends its values' JSON kind
+// (strings, or integers when every value is one).
 func jsonKind(f *Field) string {
 	if f.T != "enum" {
 		return f.T
@@ -178,7 +179,12 @@ func jsonKind(f *Field) string {
 	if len(f.E) > 0 && strings.HasPrefix(string(f.E[0]), `"`) {
 		return "string"
 	}
-	return "number"
+	for _, v := range f.E {
+		if strings.ContainsAny(string(v), ".eE") {
+			return "number"
+		}
+	}
+	return "int"
 }
 
 func (c *comparer) arm(on, cn string) string {

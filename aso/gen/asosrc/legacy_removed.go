@@ -146,7 +146,7 @@ func (p *RemovedPackage) read(repo *Repo, work string) error {
 		return err
 	}
 	p.Legacy = IsLegacyLayout(root, p.Group, p.Version)
-	s, err := SchemaAnyLayout(root, p.Group, p.Version)
+	s, err := Schema(root, p.Group, p.Version)
 	if err != nil {
 		return fmt.Errorf("%s at %s: %w", p.LastIn, p.Group+"/"+p.Version, err)
 	}
@@ -210,14 +210,14 @@ func releaseLess(a, b string) bool {
 // commit's rows of the same group and kind.
 func (p *RemovedPackage) kindRows(cur *Current, kept map[string]*SchemaFile, work string) error {
 	root := treeDir(work, p.LastIn)
-	dir := apiDir(root, p.Group, p.Version)
-	k8s, err := parseGoPkg(dir, func(n string) bool {
+	dir := apiDir(p.Group, p.Version)
+	k8s, err := parseKindPkg(os.DirFS(root), dir, func(n string) bool {
 		return strings.HasSuffix(n, "_types_gen.go") && !strings.HasSuffix(n, "_arm_types_gen.go")
 	})
 	if err != nil {
 		return fmt.Errorf("%s/%s at %s: %w", p.Group, p.Version, p.LastIn, err)
 	}
-	defaults := defaultsSource(dir)
+	defaults := defaultsSource(filepath.Join(root, filepath.FromSlash(dir)))
 	s := p.Schema
 	if s == nil {
 		if s = cur.Packages[p.Group+"/"+p.SchemaOf]; s == nil {
@@ -237,10 +237,12 @@ func (p *RemovedPackage) kindRows(cur *Current, kept map[string]*SchemaFile, wor
 		if r.Scope, err = scopeOf(ms["GetResourceScope"]); err != nil {
 			return fmt.Errorf("%s/%s %s: %w", p.Group, p.Version, e.Kind, err)
 		}
-		if v, ok := returnedString(ms["AzureName"]); ok {
+		if v, err := returnedString(ms["AzureName"]); err == nil {
 			r.Singleton = &v
 		}
-		r.Operations = operationsOf(ms["GetSupportedOperations"])
+		if r.Operations, err = operationsOf(ms["GetSupportedOperations"]); err != nil {
+			return fmt.Errorf("%s/%s %s: GetSupportedOperations: %w", p.Group, p.Version, e.Kind, err)
+		}
 		spec := types[ks.Spec]
 		for _, f := range spec.Fields {
 			switch {
@@ -310,57 +312,26 @@ var scopes = map[string]string{
 
 // scopeOf reads `return genruntime.ResourceScopeX`.
 func scopeOf(fd *ast.FuncDecl) (string, error) {
-	if fd == nil || fd.Body == nil {
-		return "", fmt.Errorf("no GetResourceScope method")
+	sel, err := returnedSelector(fd)
+	if err != nil {
+		return "", fmt.Errorf("GetResourceScope: %w", err)
 	}
-	for _, st := range fd.Body.List {
-		if r, ok := st.(*ast.ReturnStmt); ok && len(r.Results) == 1 {
-			if sel, ok := r.Results[0].(*ast.SelectorExpr); ok {
-				if s, ok := scopes[sel.Sel.Name]; ok {
-					return s, nil
-				}
-				return "", fmt.Errorf("GetResourceScope returns %s", sel.Sel.Name)
-			}
-		}
+	s, ok := scopes[sel]
+	if !ok {
+		return "", fmt.Errorf("GetResourceScope returns %s", sel)
 	}
-	return "", fmt.Errorf("GetResourceScope returns no genruntime scope")
+	return s, nil
 }
 
-// returnedString reads `return "default"` (a singleton's AzureName).
-func returnedString(fd *ast.FuncDecl) (string, bool) {
-	if fd == nil || fd.Body == nil {
-		return "", false
+// operationsOf reads GetSupportedOperations, sorted; before ASO had it
+// (v2.5.0) every resource supported DELETE, GET and PUT.
+func operationsOf(fd *ast.FuncDecl) ([]string, error) {
+	if fd == nil {
+		return []string{"DELETE", "GET", "PUT"}, nil
 	}
-	for _, st := range fd.Body.List {
-		if r, ok := st.(*ast.ReturnStmt); ok && len(r.Results) == 1 {
-			return constString(r.Results[0])
-		}
-	}
-	return "", false
-}
-
-var operations = map[string]string{
-	"ResourceOperationDelete": "DELETE", "ResourceOperationGet": "GET",
-	"ResourceOperationHead": "HEAD", "ResourceOperationPut": "PUT",
-}
-
-// operationsOf reads GetSupportedOperations; before ASO had it (v2.5.0)
-// every resource supported DELETE, GET and PUT.
-func operationsOf(fd *ast.FuncDecl) []string {
-	if fd == nil || fd.Body == nil {
-		return []string{"DELETE", "GET", "PUT"}
-	}
-	var out []string
-	ast.Inspect(fd.Body, func(n ast.Node) bool {
-		if sel, ok := n.(*ast.SelectorExpr); ok {
-			if op, ok := operations[sel.Sel.Name]; ok {
-				out = append(out, op)
-			}
-		}
-		return true
-	})
-	sort.Strings(out)
-	return out
+	ops, err := supportedOperations(fd)
+	sort.Strings(ops)
+	return ops, err
 }
 
 // defaultsSource returns, per kind, the hand-written defaulting code of the

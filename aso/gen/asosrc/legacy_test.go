@@ -12,13 +12,14 @@ import (
 // made-up widget.azure.com written in that layout) gives the facts the
 // current layout would: ARM types named without _ARM, the api-version from
 // string(APIVersion_Value), the enum declared in the ARM file, a required
-// secret looked up without a nil check, a list sent empty when unset.
+// secret looked up without a nil check, a list sent empty when unset
+// (golden: testdata/releases/legacy-widget.json, GITASO_UPDATE=1 rewrites it).
 func TestLegacySchema(t *testing.T) {
 	root := filepath.Join("testdata", "releases", "legacy")
 	if !IsLegacyLayout(root, "widget.azure.com", "v1beta20200101") {
 		t.Fatal("legacy layout not recognised")
 	}
-	s, err := SchemaAnyLayout(root, "widget.azure.com", "v1beta20200101")
+	s, err := Schema(root, "widget.azure.com", "v1beta20200101")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ func TestSchemaMatchesShared(t *testing.T) {
 	only := os.Getenv("GITASO_ASO_PKG")
 	start := time.Now()
 	identical, compared := 0, 0
+	var files []*SchemaFile
 	for _, p := range pkgs {
 		if only != "" && !strings.Contains(p[0]+"/"+p[1], only) {
 			continue
@@ -44,6 +45,7 @@ func TestSchemaMatchesShared(t *testing.T) {
 			t.Errorf("%v", err)
 			continue
 		}
+		files = append(files, s)
 		got, _ := s.MarshalJSON()
 		got = append(got, '\n')
 		if bytes.Equal(got, want) {
@@ -53,6 +55,35 @@ func TestSchemaMatchesShared(t *testing.T) {
 		t.Errorf("%s/%s differs:\n%s", p[0], p[1], describeDiff(got, want))
 	}
 	t.Logf("%d of %d packages identical (%s)", identical, compared, time.Since(start).Round(time.Millisecond))
+	if only != "" {
+		return
+	}
+	want, err := os.ReadFile(filepath.Join(shared, "aso-schema", "exceptions.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Exceptions(files).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := range max(len(gl), len(wl)) {
+			var g, w string
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Errorf("exceptions.json line %d:\n got  %s\n want %s", i+1, truncBytes([]byte(g)), truncBytes([]byte(w)))
+			}
+		}
+	} else {
+		t.Log("exceptions.json identical")
+	}
 }
 
 // describeDiff names the types and fields that differ between two schema
@@ -128,7 +159,7 @@ func describeDiff(got, want []byte) string {
 					}
 					continue
 				}
-				add("%s %s: got %s want %s", section, k, trunc(gb), trunc(wb))
+				add("%s %s: got %s want %s", section, k, truncBytes(gb), truncBytes(wb))
 			}
 		}
 	}
@@ -153,7 +184,7 @@ func describeDiff(got, want []byte) string {
 	return strings.Join(lines, "\n")
 }
 
-func trunc(b []byte) string {
+func truncBytes(b []byte) string {
 	if len(b) > 300 {
 		return string(b[:300]) + "…"
 	}

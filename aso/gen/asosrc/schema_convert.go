@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"sort"
 	"strings"
 )
 
-// write is one assignment to the ARM result in a ConvertToARM body.
-type write struct {
+// resultWrite is one assignment to the ARM result in a ConvertToARM body.
+type resultWrite struct {
 	path   []string // Go field names from result, indexes dropped
 	rhs    ast.Expr
 	inElse bool // in the else branch of an if (the explicit-empty default)
@@ -18,37 +19,68 @@ type write struct {
 // for each top-level statement which spec field it reads and which ARM
 // field it writes. The generator writes one statement per ARM property
 // ("// Set property …"), guarded by the spec field.
-func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Field) error {
+func (x *schemaExtractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Field) error {
 	if fd.Recv == nil || len(fd.Recv.List[0].Names) != 1 {
 		return fmt.Errorf("no receiver name")
 	}
 	recv := fd.Recv.List[0].Names[0].Name
+	type writer struct {
+		field string
+		rank  int
+	}
 	type target struct {
 		ptr     string
-		writers []string // JSON names of the spec fields, in write order
+		writers []writer
 	}
 	var targets []*target
 	byPtr := map[string]*target{}
-	for _, st := range fd.Body.List {
+	temps := map[string][]string{}
+	var ctrs []Prec // container path → the fields whose presence creates it
+	for _, convUnit := range splitElseIf(fd.Body.List) {
+		st := convUnit.st
 		if arm, ok := resultInit(st); ok {
 			t.ARM = arm
 			continue
 		}
 		if isContainerInit(st) {
+			if err := x.containerTriggers(t, st, recv, byGo, &ctrs); err != nil {
+				return err
+			}
 			continue
 		}
 		writes := resultWrites(st)
+		fields := recvFields(st, recv)
 		if len(writes) == 0 {
+			// A temporary filled from a spec field, written to the
+			// result by a later statement.
+			for _, v := range assignedIdents(st) {
+				temps[v] = fields
+			}
 			continue
 		}
-		fields := recvFields(st, recv)
+		if len(fields) == 0 && len(writes) == 1 {
+			if id, ok := writes[0].rhs.(*ast.Ident); ok {
+				fields = temps[id.Name]
+			}
+		}
 		if len(fields) == 0 {
-			if len(writes) == 1 && isSelector(writes[0].rhs, "resolved", "Name") {
+			switch {
+			case len(writes) == 1 && isSelector(writes[0].rhs, "resolved", "Name"):
 				p, err := x.pointer(t.ARM, writes[0].path)
 				if err != nil {
 					return err
 				}
 				t.NameAt = p
+				continue
+			case isResultNilCheck(st):
+				// if result.X == nil { result.X = []T{} }: explicit empty collection.
+				for _, w := range writes {
+					p, err := x.pointer(t.ARM, w.path)
+					if err != nil {
+						return err
+					}
+					t.EmptyIfNil = appendNew(t.EmptyIfNil, p)
+				}
 				continue
 			}
 			return fmt.Errorf("statement at %s writes the result but reads no spec field", x.k8s.fset.Position(st.Pos()))
@@ -83,8 +115,15 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 				byPtr[p] = tg
 				targets = append(targets, tg)
 			}
-			if len(tg.writers) == 0 || tg.writers[len(tg.writers)-1] != owner.JSON {
-				tg.writers = append(tg.writers, owner.JSON)
+			// A later statement overwrites an earlier one; in an
+			// if/else-if chain the first branch taken wins.
+			rank := convUnit.index*1000 - convUnit.branch
+			known := false
+			for _, wr := range tg.writers {
+				known = known || wr.field == owner.JSON
+			}
+			if !known {
+				tg.writers = append(tg.writers, writer{owner.JSON, rank})
 			}
 		}
 	}
@@ -92,14 +131,130 @@ func (x *extractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[string]*Fie
 		if len(tg.writers) < 2 {
 			continue
 		}
-		// The last write wins.
+		sort.SliceStable(tg.writers, func(a, b int) bool { return tg.writers[a].rank > tg.writers[b].rank })
 		prio := make([]string, 0, len(tg.writers))
-		for i := len(tg.writers) - 1; i >= 0; i-- {
-			prio = append(prio, tg.writers[i])
+		for _, w := range tg.writers {
+			prio = append(prio, w.field)
 		}
 		t.Prec = append(t.Prec, Prec{Path: tg.ptr, Fields: prio})
 	}
+	// The intermediate objects are created when one of their fields is
+	// set; keep the triggers only where they are not exactly the fields
+	// mapped below the object.
+	for _, c := range ctrs {
+		var mapped []string
+		for _, f := range t.Fields {
+			if strings.HasPrefix(f.A, c.Path+"/") {
+				mapped = append(mapped, f.JSON)
+			}
+		}
+		if !sameSet(mapped, c.Fields) {
+			t.Ctr = append(t.Ctr, c)
+		}
+	}
 	return nil
+}
+
+// unit is a top-level statement of ConvertToARM, or one branch of an
+// if/else-if chain (branch counts from 0).
+type convUnit struct {
+	st     ast.Stmt
+	index  int // of the top-level statement
+	branch int
+}
+
+// splitElseIf splits `if a {…} else if b {…}` into its branches, so that each
+// is read with the spec field its condition tests. A final plain else stays
+// with its branch (it writes the explicit empty default).
+func splitElseIf(list []ast.Stmt) []convUnit {
+	var out []convUnit
+	for i, st := range list {
+		is, ok := st.(*ast.IfStmt)
+		for b := 0; ok; b++ {
+			next, chained := is.Else.(*ast.IfStmt)
+			if !chained {
+				out = append(out, convUnit{is, i, b})
+				break
+			}
+			cp := *is
+			cp.Else = nil
+			out = append(out, convUnit{&cp, i, b})
+			is = next
+		}
+		if !ok {
+			out = append(out, convUnit{st, i, 0})
+		}
+	}
+	return out
+}
+
+// assignedIdents lists the local variables a statement assigns.
+func assignedIdents(st ast.Stmt) []string {
+	var out []string
+	ast.Inspect(st, func(n ast.Node) bool {
+		if as, ok := n.(*ast.AssignStmt); ok {
+			for _, l := range as.Lhs {
+				if id, ok := l.(*ast.Ident); ok && id.Name != "_" {
+					out = append(out, id.Name)
+				}
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// isResultNilCheck matches `if result.X == nil { … }`.
+func isResultNilCheck(st ast.Stmt) bool {
+	is, ok := st.(*ast.IfStmt)
+	if !ok {
+		return false
+	}
+	be, ok := is.Cond.(*ast.BinaryExpr)
+	if !ok || be.Op != token.EQL {
+		return false
+	}
+	root, _ := selectorPath(be.X)
+	id, ok := be.Y.(*ast.Ident)
+	return root == "result" && ok && id.Name == "nil"
+}
+
+// containerTriggers records the fields tested before an intermediate ARM
+// object is created: `if s.A != nil || len(s.B) > 0 { result.P = &arm.P{} }`.
+func (x *schemaExtractor) containerTriggers(t *Type, st ast.Stmt, recv string, byGo map[string]*Field, ctrs *[]Prec) error {
+	is := st.(*ast.IfStmt)
+	var fields []string
+	for _, g := range recvFields(&ast.ExprStmt{X: is.Cond}, recv) {
+		f := byGo[g]
+		if f == nil {
+			return fmt.Errorf("container condition at %s reads %s, not a spec field", x.k8s.fset.Position(st.Pos()), g)
+		}
+		fields = append(fields, f.JSON)
+	}
+	for _, w := range resultWrites(is.Body) {
+		p, err := x.pointer(t.ARM, w.path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", x.k8s.fset.Position(st.Pos()), err)
+		}
+		*ctrs = append(*ctrs, Prec{Path: p, Fields: fields})
+	}
+	return nil
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]bool{}
+	for _, s := range a {
+		m[s] = true
+	}
+	for _, s := range b {
+		if !m[s] {
+			return false
+		}
+	}
+	return true
 }
 
 func appendNew(list []string, s string) []string {
@@ -128,11 +283,13 @@ func resultInit(st ast.Stmt) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	sel, ok := cl.Type.(*ast.SelectorExpr)
-	if !ok {
-		return "", false
+	switch ty := cl.Type.(type) {
+	case *ast.SelectorExpr: // &arm.X{}
+		return ty.Sel.Name, true
+	case *ast.Ident: // &X_ARM{} before v2.11
+		return strings.TrimSuffix(ty.Name, "_ARM"), true
 	}
-	return sel.Sel.Name, true
+	return "", false
 }
 
 // isContainerInit matches the creation of an intermediate ARM object:
@@ -163,8 +320,8 @@ func isContainerInit(st ast.Stmt) bool {
 }
 
 // resultWrites lists the assignments to result.… in a statement.
-func resultWrites(st ast.Stmt) []write {
-	var out []write
+func resultWrites(st ast.Stmt) []resultWrite {
+	var out []resultWrite
 	var walk func(n ast.Node, inElse bool)
 	walk = func(n ast.Node, inElse bool) {
 		ast.Inspect(n, func(n ast.Node) bool {
@@ -188,7 +345,7 @@ func resultWrites(st ast.Stmt) []write {
 					if len(n.Rhs) == len(n.Lhs) {
 						rhs = n.Rhs[i]
 					}
-					out = append(out, write{path: path, rhs: rhs, inElse: inElse})
+					out = append(out, resultWrite{path: path, rhs: rhs, inElse: inElse})
 				}
 			}
 			return true
@@ -276,7 +433,7 @@ func isSelector(e ast.Expr, x, sel string) bool {
 
 // pointer turns a Go field path from an ARM struct into a JSON pointer made
 // of the fields' json names.
-func (x *extractor) pointer(arm string, path []string) (string, error) {
+func (x *schemaExtractor) pointer(arm string, path []string) (string, error) {
 	if arm == "" {
 		return "", fmt.Errorf("write to the result before result := &arm.X{}")
 	}

@@ -5,8 +5,9 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
-	"path/filepath"
+	"io/fs"
+	"path"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ type goPkg struct {
 	dir     string
 	fset    *token.FileSet
 	structs map[string]*ast.StructType
+	pos     map[string]token.Pos  // where each type is declared (files are parsed in name order)
 	named   map[string]*namedType // non-struct named types (enums and aliases)
 	methods map[string]map[string]*ast.FuncDecl
 	consts  map[string]string // constant name → its string value (unquoted)
@@ -32,14 +34,14 @@ type namedType struct {
 
 // parseGoPkg parses the files of dir whose names satisfy keep. Files are read
 // in name order so that anything derived from them is deterministic.
-func parseGoPkg(dir string, keep func(name string) bool) (*goPkg, error) {
-	entries, err := os.ReadDir(dir)
+func parseGoPkg(tree srcTree, dir string, keep func(name string) bool) (*goPkg, error) {
+	entries, err := fs.ReadDir(tree.fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("read package dir: %w", err)
 	}
 	p := &goPkg{
-		dir: dir, fset: token.NewFileSet(),
-		structs: map[string]*ast.StructType{}, named: map[string]*namedType{},
+		dir: tree.display(dir), fset: token.NewFileSet(),
+		structs: map[string]*ast.StructType{}, pos: map[string]token.Pos{}, named: map[string]*namedType{},
 		methods: map[string]map[string]*ast.FuncDecl{}, consts: map[string]string{},
 	}
 	var names []string
@@ -52,9 +54,13 @@ func parseGoPkg(dir string, keep func(name string) bool) (*goPkg, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		f, err := parser.ParseFile(p.fset, filepath.Join(dir, n), nil, parser.ParseComments|parser.SkipObjectResolution)
+		src, err := fs.ReadFile(tree.fsys, path.Join(dir, n))
 		if err != nil {
-			return nil, fmt.Errorf("parse %s: %w", filepath.Join(dir, n), err)
+			return nil, fmt.Errorf("read %s: %w", tree.display(path.Join(dir, n)), err)
+		}
+		f, err := parser.ParseFile(p.fset, tree.display(path.Join(dir, n)), src, parser.ParseComments|parser.SkipObjectResolution)
+		if err != nil {
+			return nil, fmt.Errorf("parse: %w", err)
 		}
 		p.add(f)
 	}
@@ -90,6 +96,7 @@ func (p *goPkg) addGen(d *ast.GenDecl) {
 	for _, s := range d.Specs {
 		switch s := s.(type) {
 		case *ast.TypeSpec:
+			p.pos[s.Name.Name] = s.Pos()
 			if st, ok := s.Type.(*ast.StructType); ok {
 				p.structs[s.Name.Name] = st
 				continue
@@ -169,52 +176,7 @@ func structTag(f *ast.Field, key string) string {
 	if err != nil {
 		return ""
 	}
-	return reflectTag(raw).get(key)
-}
-
-type reflectTag string
-
-// get is reflect.StructTag.Get, for a tag read from source.
-func (tag reflectTag) get(key string) string {
-	for tag != "" {
-		i := 0
-		for i < len(tag) && tag[i] == ' ' {
-			i++
-		}
-		tag = tag[i:]
-		if tag == "" {
-			break
-		}
-		i = 0
-		for i < len(tag) && tag[i] > ' ' && tag[i] != ':' && tag[i] != '"' && tag[i] != 0x7f {
-			i++
-		}
-		if i == 0 || i+1 >= len(tag) || tag[i] != ':' || tag[i+1] != '"' {
-			break
-		}
-		name := string(tag[:i])
-		tag = tag[i+1:]
-		i = 1
-		for i < len(tag) && tag[i] != '"' {
-			if tag[i] == '\\' {
-				i++
-			}
-			i++
-		}
-		if i >= len(tag) {
-			break
-		}
-		qvalue := string(tag[:i+1])
-		tag = tag[i+1:]
-		if key == name {
-			v, err := strconv.Unquote(qvalue)
-			if err != nil {
-				break
-			}
-			return v
-		}
-	}
-	return ""
+	return reflect.StructTag(raw).Get(key)
 }
 
 // jsonName returns a field's JSON name and whether it has omitempty; ok is
@@ -238,4 +200,30 @@ func jsonName(f *ast.Field) (name string, omitempty, ok bool) {
 		}
 	}
 	return name, omitempty, true
+}
+
+// trimARMSuffix renames the _ARM types of a pre-v2.11 package (Foo_Spec_ARM)
+// to the names the arm subpackage uses since (Foo_Spec), in declarations and
+// in the type expressions of fields, so that the facts of every release name
+// ARM types alike.
+func (p *goPkg) trimARMSuffix() {
+	rename := func(n string) string { return strings.TrimSuffix(n, "_ARM") }
+	structs := map[string]*ast.StructType{}
+	for n, st := range p.structs {
+		structs[rename(n)] = st
+		for _, f := range st.Fields.List {
+			ast.Inspect(f.Type, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok {
+					id.Name = rename(id.Name)
+				}
+				return true
+			})
+		}
+	}
+	p.structs = structs
+	methods := map[string]map[string]*ast.FuncDecl{}
+	for n, m := range p.methods {
+		methods[rename(n)] = m
+	}
+	p.methods = methods
 }

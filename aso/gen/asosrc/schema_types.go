@@ -6,18 +6,17 @@ import (
 	"go/ast"
 	"go/token"
 	"sort"
-	"strconv"
 	"strings"
 )
 
 // extractor builds one SchemaFile from a parsed API package and its arm
 // subpackage.
-type extractor struct {
+type schemaExtractor struct {
 	group, version string
 	k8s, arm       *goPkg
 }
 
-func (x *extractor) run() (*SchemaFile, error) {
+func (x *schemaExtractor) run() (*SchemaFile, error) {
 	s := &SchemaFile{Group: x.group, CRDVersion: x.version}
 	kinds, err := x.kinds()
 	if err != nil {
@@ -44,7 +43,8 @@ func (x *extractor) run() (*SchemaFile, error) {
 			roots = append(roots, k.Spec)
 		}
 	}
-	sort.Strings(roots)
+	// In the order ASO declares them: by file name, then position.
+	sort.Slice(roots, func(i, j int) bool { return x.k8s.pos[roots[i]] < x.k8s.pos[roots[j]] })
 	queue := roots
 	for len(queue) > 0 {
 		name := queue[0]
@@ -101,7 +101,7 @@ func (x *extractor) run() (*SchemaFile, error) {
 
 // kinds finds the resources of the package: structs with a GetType method
 // and a Spec field, sorted by kind.
-func (x *extractor) kinds() ([]KindSchema, error) {
+func (x *schemaExtractor) kinds() ([]KindSchema, error) {
 	var out []KindSchema
 	for name, st := range x.k8s.structs {
 		if x.k8s.methods[name]["GetType"] == nil {
@@ -133,7 +133,7 @@ func (x *extractor) kinds() ([]KindSchema, error) {
 
 // resourceString returns the string a method such as GetType returns:
 // `return "Microsoft.Cdn/profiles"`.
-func (x *extractor) resourceString(kind, method string) (string, error) {
+func (x *schemaExtractor) resourceString(kind, method string) (string, error) {
 	fd := x.k8s.methods[kind][method]
 	if fd == nil || fd.Body == nil {
 		return "", fmt.Errorf("resource %s: no %s method", kind, method)
@@ -143,10 +143,14 @@ func (x *extractor) resourceString(kind, method string) (string, error) {
 		if !ok || len(r.Results) != 1 {
 			continue
 		}
-		if v, ok := constString(r.Results[0]); ok {
+		e := r.Results[0]
+		if c, ok := e.(*ast.CallExpr); ok && len(c.Args) == 1 {
+			e = c.Args[0] // string(APIVersion_Value) before v2.11
+		}
+		if v, ok := constString(e); ok {
 			return v, nil
 		}
-		if id, ok := r.Results[0].(*ast.Ident); ok {
+		if id, ok := e.(*ast.Ident); ok {
 			if v, ok := x.k8s.consts[id.Name]; ok {
 				return v, nil
 			}
@@ -156,7 +160,7 @@ func (x *extractor) resourceString(kind, method string) (string, error) {
 }
 
 // specType reads one spec struct and its ConvertToARM method.
-func (x *extractor) specType(name string) (*Type, error) {
+func (x *schemaExtractor) specType(name string) (*Type, error) {
 	st := x.k8s.structs[name]
 	if st == nil {
 		return nil, fmt.Errorf("spec type %s not found", name)
@@ -179,6 +183,13 @@ func (x *extractor) specType(name string) (*Type, error) {
 		if err := x.convertToARM(t, fd, byGo); err != nil {
 			return nil, fmt.Errorf("type %s ConvertToARM: %w", name, err)
 		}
+		// Every field is either sent somewhere or known not to be sent;
+		// anything else is a ConvertToARM shape this extractor misread.
+		for _, f := range t.Fields {
+			if f.A == "" && f.X == "" {
+				return nil, fmt.Errorf("type %s field %s: ConvertToARM writes it nowhere this extractor recognises", name, f.JSON)
+			}
+		}
 	}
 	return t, nil
 }
@@ -199,7 +210,7 @@ var genruntimeKinds = map[string]string{
 	"JSON":                       "json",
 }
 
-func (x *extractor) specField(f *ast.Field, jn string) (*Field, error) {
+func (x *schemaExtractor) specField(f *ast.Field, jn string) (*Field, error) {
 	fld := &Field{JSON: jn}
 	doc := commentText(f.Doc)
 	fld.Req = hasMarker(doc, "+kubebuilder:validation:Required")
@@ -216,11 +227,25 @@ loop:
 		case *ast.MapType:
 			colls = append(colls, "map")
 			e = stripPtr(tt.Value)
+		case *ast.Ident:
+			// A named list or map type stands for its definition.
+			nt, ok := x.k8s.named[tt.Name]
+			if !ok || !isCollection(nt.underlying) {
+				break loop
+			}
+			e = nt.underlying
 		default:
 			break loop
 		}
 	}
 	fld.C = strings.Join(colls, ".")
+	if v, ok := markerValue(doc, "+kubebuilder:validation:Enum"); ok {
+		vals, err := enumValues(v)
+		if err != nil {
+			return nil, err
+		}
+		fld.E = vals
+	}
 	switch tt := e.(type) {
 	case *ast.Ident:
 		if err := x.identKind(fld, tt.Name); err != nil {
@@ -256,7 +281,7 @@ loop:
 // identKind classifies a named type: a Go basic type, a struct of the
 // package (object), or a named string/number type (enum when it carries the
 // kubebuilder Enum marker).
-func (x *extractor) identKind(fld *Field, name string) error {
+func (x *schemaExtractor) identKind(fld *Field, name string) error {
 	switch name {
 	case "string":
 		fld.T = "string"
@@ -284,14 +309,20 @@ func (x *extractor) identKind(fld *Field, name string) error {
 		if err != nil {
 			return fmt.Errorf("type %s: %w", name, err)
 		}
-		fld.T, fld.E = "enum", vals
-		return nil
+		fld.E = vals
 	}
 	id, ok := nt.underlying.(*ast.Ident)
 	if !ok {
 		return fmt.Errorf("type %s: unsupported underlying type", name)
 	}
-	return x.identKind(fld, id.Name)
+	if err := x.identKind(fld, id.Name); err != nil {
+		return err
+	}
+	if fld.T == "string" {
+		// A named string type is an enum, with or without its values.
+		fld.T = "enum"
+	}
+	return nil
 }
 
 // enumValues parses a kubebuilder Enum marker value: {"a","b"} or {1,2}.
@@ -308,7 +339,7 @@ func enumValues(v string) ([]json.RawMessage, error) {
 
 // armType reads one struct of the arm subpackage and, for a one-of, its
 // MarshalJSON and UnmarshalJSON.
-func (x *extractor) armType(name string) (*ARMType, error) {
+func (x *schemaExtractor) armType(name string) (*ARMType, error) {
 	st := x.arm.structs[name]
 	if st == nil {
 		return nil, fmt.Errorf("arm type %s not found", name)
@@ -333,6 +364,12 @@ func (x *extractor) armType(name string) (*ARMType, error) {
 			case *ast.MapType:
 				flags.WriteByte('M')
 				e = stripPtr(tt.Value)
+			case *ast.Ident:
+				nt, ok := x.arm.named[tt.Name]
+				if !ok || !isCollection(nt.underlying) {
+					break loop
+				}
+				e = nt.underlying
 			default:
 				break loop
 			}
@@ -455,5 +492,10 @@ func nilCheckField(e ast.Expr) string {
 	return ""
 }
 
-// quote is strconv.Quote, kept for error messages.
-var quote = strconv.Quote
+func isCollection(e ast.Expr) bool {
+	switch e.(type) {
+	case *ast.ArrayType, *ast.MapType:
+		return true
+	}
+	return false
+}
