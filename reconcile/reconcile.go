@@ -940,7 +940,7 @@ type clientsFor struct {
 	g *planner.Graph
 }
 
-func (c *clientsFor) For(ctx context.Context, name string) (executor.ARM, error) {
+func (c *clientsFor) For(ctx context.Context, name string) (*azure.Client, error) {
 	return c.client(name)
 }
 
