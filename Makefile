@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X github.com/gitaso/gitaso/internal/cli.Version=$(VERSION)
 TAGS    := kustomize_disable_go_plugin_support
 SHARED  ?= $(abspath ../shared)
 
-.PHONY: all build test test-short lint bench fuzz demo catalog aso-removed emulator-table roles clean reliability image aso-anchor
+.PHONY: all build test test-short lint bench fuzz demo catalog aso-catalog aso-removed emulator-table roles clean reliability image aso-anchor
 
 all: build
 
@@ -54,6 +54,16 @@ fuzz:
 ## catalog: regenerate the embedded ASO catalog from ../shared/aso-schema
 catalog:
 	$(GO) run ./aso/gen -schema $(SHARED)/aso-schema -out aso/catalog/catalog.json.gz
+
+## aso-catalog: regenerate the embedded ASO catalog from ASO's own source, without ../shared (docs/aso-upgrade.md):
+## make aso-catalog ASO_SRC=<ASO git dir or clone> [ASO_REF=<commit or tag>] reads ASO_REF (a clone: its work tree at ASO_REF); a plain
+## copy of the tree (git archive) also needs ASO_GIT=<git dir it came from>, or ASO_COMMIT and ASO_COMMIT_DATE.
+## FACTS_OUT=<dir> also writes the extracted facts in ../shared/aso-schema's layout (for diffing).
+aso-catalog:
+	@test -n '$(ASO_SRC)' || { echo "make aso-catalog ASO_SRC=<ASO git dir, clone or copy of its tree> [ASO_REF=<commit or tag>] [ASO_GIT=<git dir>] [FACTS_OUT=<dir>]"; exit 2; }
+	$(GO) run ./aso/gen -aso-src '$(ASO_SRC)' -aso-ref '$(ASO_REF)' $(if $(ASO_GIT),-aso-git '$(ASO_GIT)') \
+		$(if $(ASO_COMMIT),-aso-commit '$(ASO_COMMIT)') $(if $(ASO_COMMIT_DATE),-aso-commit-date '$(ASO_COMMIT_DATE)') \
+		$(if $(CATALOG_DATE),-date '$(CATALOG_DATE)') $(if $(FACTS_OUT),-facts-out '$(FACTS_OUT)') -out aso/catalog/catalog.json.gz
 
 ## emulator-table: regenerate the emulator's per-type answers (status, LRO style) from ../shared/conformance/arm-responses.json
 emulator-table:

@@ -25,13 +25,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gitaso/gitaso/aso/gen/asosrc"
 )
 
 func main() {
@@ -157,16 +158,46 @@ type armTypeIn struct {
 func run(args []string) error {
 	fset := flag.NewFlagSet("gen", flag.ContinueOnError)
 	schemaDir := fset.String("schema", "../shared/aso-schema", "directory holding kinds.json, schema/, exceptions.json, provenance.json")
+	asoSrc := fset.String("aso-src", "", "read the facts from this ASO source tree (a checkout, or with -aso-ref a Git repository) instead of -schema")
+	asoRef := fset.String("aso-ref", "", "with -aso-src a Git repository (bare or not): the commit or tag whose tree to read")
+	asoGit := fset.String("aso-git", "", "Git directory to ask for -aso-src's commit and date when -aso-src is a plain copy (default: -aso-src)")
+	asoCommit := fset.String("aso-commit", "", "commit of -aso-src (default: asked from git)")
+	asoDate := fset.String("aso-commit-date", "", "commit date of -aso-src, RFC 3339 as git's %cI (default: asked from git)")
+	asoSource := fset.String("aso-source", "https://github.com/Azure/azure-service-operator", "the ASO repository named in the provenance")
+	asoLicense := fset.String("aso-license", "MIT", "ASO's licence named in the provenance")
+	factsOut := fset.String("facts-out", "", "with -aso-src: also write the facts files (the -schema layout) to this directory")
 	out := fset.String("out", "aso/catalog/catalog.json.gz", "catalog file to write; the API packages go to packages.bin beside it")
-	date := fset.String("date", time.Now().UTC().Format("2006-01-02"), "generation date recorded in the provenance")
+	date := fset.String("date", "", "generation date recorded in the provenance (default: the date -out records if its facts are unchanged, else today)")
 	if err := fset.Parse(args); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
+	src := factsSource(dirFacts(*schemaDir))
+	if *asoSrc != "" {
+		start := time.Now()
+		facts, err := extract(*asoSrc, *asoRef, *asoGit, asosrc.Provenance{
+			Source: *asoSource, License: *asoLicense, Commit: *asoCommit, CommitDate: *asoDate})
+		if err != nil {
+			return err
+		}
+		for _, w := range facts.Warnings {
+			log.Warn("aso source", "finding", w)
+		}
+		log.Info("facts extracted", "src", *asoSrc, "ref", *asoRef, "files", len(facts.Files), "took", time.Since(start).Round(time.Millisecond))
+		if *factsOut != "" {
+			if err := writeFacts(*factsOut, facts); err != nil {
+				return err
+			}
+		}
+		src = memFacts(facts.Files)
+	} else if *factsOut != "" {
+		return errors.New("-facts-out needs -aso-src")
+	}
+
 	h := sha256.New()
 	read := func(rel string) ([]byte, error) {
-		b, err := os.ReadFile(filepath.Join(*schemaDir, rel))
+		b, err := src.read(rel)
 		if err != nil {
 			return nil, fmt.Errorf("read facts: %w", err)
 		}
@@ -206,17 +237,7 @@ func run(args []string) error {
 	}
 
 	// Schema files, sorted for a deterministic hash.
-	var files []string
-	err = filepath.WalkDir(filepath.Join(*schemaDir, "schema"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(p, ".json") {
-			rel, _ := filepath.Rel(*schemaDir, p)
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	})
+	files, err := src.schemaFiles()
 	if err != nil {
 		return fmt.Errorf("list schema files: %w", err)
 	}
@@ -324,11 +345,15 @@ func run(args []string) error {
 		index[k] = [2]int{start, pkgBin.Len() - start}
 		rawPkgBytes += len(pkgOut[k])
 	}
+	factsSum := hex.EncodeToString(h.Sum(nil))
+	if *date == "" {
+		*date = keptDate(*out, factsSum)
+	}
 	cat := catalogOut{
 		Provenance: provenanceOut{
 			Source: prov.Source, License: prov.License, Commit: prov.Commit, CommitDate: prov.CommitDate,
 			Generator:   "github.com/gitaso/gitaso/aso/gen",
-			GeneratedAt: *date, FactsSHA256: hex.EncodeToString(h.Sum(nil)),
+			GeneratedAt: *date, FactsSHA256: factsSum,
 			Kinds: len(outKinds), ConvertKinds: convertible, Packages: len(pkgOut), SchemaVersion: 2,
 		},
 		Kinds:    outKinds,
