@@ -96,8 +96,9 @@ type Provenance struct {
 	SchemaVersion    int    `json:"schemaVersion"`
 	// RemovedKinds counts the removed versions the catalog holds (RemovedKinds()),
 	// read at the release tags listed in Releases ("v2.3.0 <commit>").
-	RemovedKinds int      `json:"removedKinds,omitempty"`
-	Releases     []string `json:"releases,omitempty"`
+	RemovedKinds  int      `json:"removedKinds,omitempty"`
+	Releases      []string `json:"releases,omitempty"`
+	RemovedSHA256 string   `json:"removedSha256,omitempty"` // the removed kinds and packages
 }
 
 type kindJSON struct {

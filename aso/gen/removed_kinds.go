@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -21,12 +26,51 @@ type removedOut struct {
 	SchemaOf     string   `json:"schemaOf,omitempty"`
 }
 
-// removedResult is what -aso-git adds to the catalog.
+// removedResult is what -releases-git adds to the catalog.
 type removedResult struct {
 	kinds    []kindOut
 	problems []error
 	tags     map[string]string // release tag → commit
 	report   []byte
+	sum      string // sha256 of the kinds and the packages added
+}
+
+// digest is the sha256 of the removed kinds and packages, recorded in the
+// provenance (removedSha256): a catalog keeps its generation date only when
+// neither the pinned commit's facts nor these changed.
+func (r *removedResult) digest() string {
+	if r == nil {
+		return ""
+	}
+	return r.sum
+}
+
+// changedSince reports whether the catalog at out records other removed
+// versions than r (or none while r has some).
+func (r *removedResult) changedSince(out string) bool {
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return true
+	}
+	raw, err := gunzipBytes(b)
+	if err != nil {
+		return true
+	}
+	var old struct {
+		Provenance provenanceOut `json:"provenance"`
+	}
+	if json.Unmarshal(raw, &old) != nil {
+		return true
+	}
+	return old.Provenance.RemovedSHA256 != r.digest()
+}
+
+func gunzipBytes(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(zr)
 }
 
 func (r *removedResult) count() int {
@@ -55,12 +99,30 @@ func releaseKey(s string) string {
 	return fmt.Sprintf("%04d.%04d", minor, patch)
 }
 
+// releasesRepo is the Git repository holding ASO's release tags:
+// -releases-git, else -aso-src when it is one (a Git directory or a clone),
+// else -aso-git.
+func releasesRepo(releasesGit, asoSrc, asoGit string) string {
+	switch {
+	case releasesGit != "":
+		return releasesGit
+	case asoSrc != "":
+		if fi, err := os.Stat(filepath.Join(asoSrc, "v2", "api")); err != nil || !fi.IsDir() {
+			return asoSrc // a Git directory
+		}
+		if _, err := os.Stat(filepath.Join(asoSrc, ".git")); err == nil && asoGit == "" {
+			return asoSrc // a clone
+		}
+	}
+	return asoGit
+}
+
 // addRemoved reads the versions of removedList from the ASO repository at
 // gitDir (each at the release that last had it), adds the packages that
 // need their own facts to pkgOut (checked as the others are) and returns
 // their kinds. The pinned commit's facts (rawFacts, kinds) decide aliases and
 // what a removed kind inherits from its group and kind (hooks, ID template).
-func addRemoved(gitDir, removedList string, kinds []kindIn, rawFacts map[string][]byte, pkgs map[string]*schemaFile, pkgOut map[string]json.RawMessage) (*removedResult, error) {
+func addRemoved(log *slog.Logger, gitDir, removedList string, kinds []kindIn, rawFacts map[string][]byte, pkgs map[string]*schemaFile, pkgOut map[string]json.RawMessage) (*removedResult, error) {
 	b, err := os.ReadFile(removedList)
 	if err != nil {
 		return nil, fmt.Errorf("removed versions: %w", err)
@@ -176,13 +238,29 @@ func addRemoved(gitDir, removedList string, kinds []kindIn, rawFacts map[string]
 	}
 	report.WriteString("]\n")
 	res.report = report.Bytes()
+	h := sha256.New()
+	for _, k := range res.kinds {
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		h.Write(kb)
+		h.Write([]byte{'\n'})
+	}
+	for _, p := range ps {
+		if key := p.Group + "/" + p.Version; p.Schema != nil {
+			fmt.Fprintf(h, "%s\x00%d\x00", key, len(pkgOut[key]))
+			h.Write(pkgOut[key])
+		}
+	}
+	res.sum = hex.EncodeToString(h.Sum(nil))
 	aliases := 0
 	for _, p := range ps {
 		if p.SchemaOf != "" {
 			aliases++
 		}
 	}
-	slog.Info("removed versions", "packages", len(ps), "aliases", aliases, "kinds", len(res.kinds),
+	log.Info("removed versions", "packages", len(ps), "aliases", aliases, "kinds", len(res.kinds),
 		"releases", strings.Join(res.releases(), ", "))
 	return res, nil
 }
