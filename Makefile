@@ -57,8 +57,8 @@ catalog:
 
 ## emulator-table: regenerate the emulator's per-type answers (status, LRO style) from ../shared/conformance/arm-responses.json
 emulator-table:
-	$(GO) run ./azure/emulator/gen -in $(SHARED)/conformance/arm-responses.json -sets $(SHARED)/conformance/aso \
-		-supplement azure/emulator/gen/supplement.json -out azure/emulator/armtable_gen.go
+	$(GO) run ./emulator/gen -in $(SHARED)/conformance/arm-responses.json -sets $(SHARED)/conformance/aso \
+		-supplement emulator/gen/supplement.json -out emulator/armtable_gen.go
 
 ## aso-removed: regenerate aso/catalog/removed.json, the ASO versions removed since v2.0.0 (aso.LookupRemoved), from
 ## ASO's release tags and the catalog's commit: make aso-removed ASO_SRC=<ASO checkout or git dir> [ASO_REF=<commit>]
@@ -71,13 +71,17 @@ aso-removed:
 ## that list as one file, or ARM's GET /providers/Microsoft.Authorization/roleDefinitions answer; ROLES_SOURCE says
 ## where it came from; ROLES_CROSSCHECK optionally names a second list (the AVM cache role_definitions.tf.json)
 ROLES_SUPPLEMENT        ?= aso/gen/roles/supplement.json
+ROLES_DATE              ?= $(shell date -u +%F)
 ROLES_SUPPLEMENT_SOURCE ?= github.com/MicrosoftDocs/azure-docs, articles/role-based-access-control/built-in-roles.md at commit 00a583295ba737a5caf885472cb3bca3624e9cde (ms.date 04/09/2026), the only roles of its index (all compared) missing from -from
+roles: export ROLES_SOURCE := $(ROLES_SOURCE)
+roles: export ROLES_SUPPLEMENT_SOURCE := $(ROLES_SUPPLEMENT_SOURCE)
+roles: export ROLES_CROSSCHECK_SOURCE := $(ROLES_CROSSCHECK_SOURCE)
 roles:
-	@test -n "$(ROLES_FROM)" -a -n "$(ROLES_SOURCE)" || { echo "make roles ROLES_FROM=<dir or file> ROLES_SOURCE='<repo, path, commit, date>' [ROLES_CROSSCHECK=<file> ROLES_CROSSCHECK_SOURCE='...']"; exit 2; }
-	$(GO) run ./aso/gen/roles -from '$(ROLES_FROM)' -source '$(ROLES_SOURCE)' \
-		-supplement '$(ROLES_SUPPLEMENT)' -supplement-source '$(ROLES_SUPPLEMENT_SOURCE)' \
-		$(if $(ROLES_CROSSCHECK),-crosscheck '$(ROLES_CROSSCHECK)' -crosscheck-source '$(ROLES_CROSSCHECK_SOURCE)') \
-		-out aso/roles/builtin-roles.json
+	@test -n "$$ROLES_SOURCE" -a -n '$(ROLES_FROM)' || { echo "make roles ROLES_FROM=<dir or file> ROLES_SOURCE='<repo, path, commit, date>' [ROLES_CROSSCHECK=<file> ROLES_CROSSCHECK_SOURCE='...']"; exit 2; }
+	$(GO) run ./aso/gen/roles -from '$(ROLES_FROM)' -source "$$ROLES_SOURCE" \
+		-supplement '$(ROLES_SUPPLEMENT)' -supplement-source "$$ROLES_SUPPLEMENT_SOURCE" \
+		$(if $(ROLES_CROSSCHECK),-crosscheck '$(ROLES_CROSSCHECK)' -crosscheck-source "$$ROLES_CROSSCHECK_SOURCE") \
+		-date '$(ROLES_DATE)' -out aso/roles/builtin-roles.json
 
 ## demo: local Azure emulator + gitaso daemon on a Git repo made from examples/ (Ctrl-C to stop)
 demo:
@@ -89,7 +93,7 @@ demo:
 ## Takes minutes (not part of test or CI). Flags: make reliability RELIABILITY_FLAGS='-seed 7 -trials 100 -v'
 ## (docs/reliability.md).
 reliability: build
-	$(GO) run ./internal/reliability/cmd/reliability -gitaso $(BIN) $(RELIABILITY_FLAGS)
+	$(GO) run ./harness/reliability/cmd/reliability -gitaso $(BIN) $(RELIABILITY_FLAGS)
 
 ## aso-anchor: the same manifests through ASO's own controller (on kube-apiserver + etcd) and through gitaso, each
 ## against a fresh emulator with ARM's throttling: time to Ready, ARM requests, CPU and memory, and every PUT and
@@ -100,7 +104,7 @@ ASO_CONTROLLER ?= $(HOME)/.cache/gitaso/aso/controller
 ASO_CRDS       ?= $(HOME)/.cache/gitaso/aso/crds
 ANCHOR_FLAGS   ?=
 aso-anchor: build
-	$(GO) run -tags '$(TAGS)' ./cmd/aso-anchor -aso-controller '$(ASO_CONTROLLER)' -aso-crds '$(ASO_CRDS)' -gitaso $(BIN) \
+	$(GO) run -tags '$(TAGS)' ./harness/anchor/cmd/aso-anchor -aso-controller '$(ASO_CONTROLLER)' -aso-crds '$(ASO_CRDS)' -gitaso $(BIN) \
 		-shared $(SHARED) $(ANCHOR_FLAGS)
 
 ## image: the container image, built offline (no Docker, no base image; docs/deploy.md): a static binary for
@@ -110,7 +114,7 @@ CA_BUNDLE         ?= /etc/ssl/certs/ca-certificates.crt
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 image:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(GOARCH) $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o bin/linux_$(GOARCH)/gitaso ./cmd/gitaso
-	GOOS= GOARCH= $(GO) run ./internal/image/cmd/mkimage -binary bin/linux_$(GOARCH)/gitaso -arch $(GOARCH) -ca $(CA_BUNDLE) \
+	GOOS= GOARCH= $(GO) run ./harness/image/cmd/mkimage -binary bin/linux_$(GOARCH)/gitaso -arch $(GOARCH) -ca $(CA_BUNDLE) \
 		-version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null) -created $(SOURCE_DATE_EPOCH) \
 		-layout bin/image/oci -tarball bin/image/gitaso.tar
 

@@ -2,8 +2,9 @@
 // docs/internal-contracts.md: which packages may depend on which, for every
 // package of the module, and that ASO's own names (its annotations and
 // Secret names) are written in package aso only, and that the product
-// carries no value in a context.Context but a logger. It lives at the
-// repository root because the rules are about the whole module.
+// carries no value in a context.Context but a logger and the caller's
+// identity. It lives at the repository root because the rules are about
+// the whole module.
 package architecture_test
 
 import (
@@ -11,6 +12,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -46,7 +48,7 @@ var rules = []struct {
 	{"state", []string{module + "/planner", module + "/executor", module + "/reconcile", module + "/source",
 		module + "/azure", module + "/api", module + "/aso"},
 		"the store keeps records; it knows no rules"},
-	{"azure/emulator", []string{module + "/"},
+	{"emulator", []string{module + "/"},
 		"the emulator stands for Azure: it never imports gitaso's packages"},
 	{"executor", []string{module + "/source", module + "/reconcile", module + "/api", module + "/cluster"},
 		"the executor applies a Plan, never YAML"},
@@ -68,6 +70,7 @@ var rules = []struct {
 		"the API serves the store's records and metrics; the daemon sits behind an interface"},
 	{"metrics", []string{module + "/"}, "metrics count records: standard library and record only"},
 	{"web", []string{module + "/"}, "the page is static assets reading the API's JSON"},
+	{"access", []string{module + "/"}, "who may do what is a leaf: the API, the page and the forge share it"},
 	{"internal/diag", []string{module + "/"}, "diagnostics are a leaf"},
 	{"internal/syncbuf", []string{module + "/"}, "a leaf"},
 	{"internal/rss", []string{module + "/"}, "a leaf"},
@@ -79,11 +82,14 @@ var rules = []struct {
 // generators: they may import anything, and the shipped binary imports
 // none of them (the rules of internal/cli and cmd/gitaso).
 var harnesses = []string{
+	// Everything under harness/: the ASO anchor, the reliability and API
+	// load harnesses, benchmark data, the forge test server, hostile inputs,
+	// the container image builder.
+	module + "/harness",
 	module + "/e2e", module + "/examples", module + "/deploy",
-	module + "/internal/anchor", module + "/cmd/aso-anchor", module + "/internal/benchdata",
-	module + "/internal/reliability", module + "/internal/hostile", module + "/internal/image",
+	// Test kits beside the product they test.
 	module + "/internal/emutest", module + "/internal/gittest", module + "/internal/kubetest",
-	module + "/internal/fixtures", module + "/internal/forgetest", module + "/api/internal/apiload",
+	module + "/internal/fixtures",
 	// The generators of the catalog, roles and removed versions read ASO's
 	// Git history and source; what they write is the pure package aso.
 	module + "/aso/gen",
@@ -100,9 +106,9 @@ func isHarness(p string) bool {
 
 // allowed are gitaso packages a leaf may import despite a module-wide ban.
 var allowed = map[string][]string{
-	"manifest":       {module + "/internal/diag"},
-	"azure/emulator": {module + "/azure/emulator"},
-	"metrics":        {module + "/record"},
+	"manifest": {module + "/internal/diag"},
+	"emulator": {module + "/emulator"},
+	"metrics":  {module + "/record"},
 }
 
 // TestEveryPackageHasARule: each package of the module falls under a rule
@@ -236,13 +242,45 @@ func deps(t *testing.T, pkg string) []string {
 	return strings.Fields(string(out))
 }
 
+// TestLayoutIsListed: every top-level folder is in the README's Layout table,
+// so a newcomer reading it sees the design's parts, the emulator and the
+// harnesses told apart, and a new folder must say which it is.
+func TestLayoutIsListed(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no ## Layout section")
+	}
+	if end := strings.Index(table, "\n## "); end >= 0 {
+		table = table[:end]
+	}
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || strings.HasPrefix(name, ".") || name == "bin" || name == "demo-data" {
+			continue
+		}
+		if !strings.Contains(table, "| `"+name+"` |") {
+			t.Errorf("top-level folder %s/ is not in README.md's Layout table: say whether it is product, emulator or harness", name)
+		}
+	}
+}
+
 // contextValues are the product packages allowed to carry a value in a
-// context.Context, and why: only what a call logs with. Semaphores,
-// callbacks and side results are parameters and return values (a
-// client's azure.CallOptions, a render's pass), so that a reader of the
-// caller sees what a call waits on and what it reports.
+// context.Context, and why: only request-scoped data a call logs or
+// checks, never what it waits on or reports back. Semaphores, callbacks
+// and side results are parameters and return values (a client's
+// azure.CallOptions, a render's pass), so that a reader of the caller sees
+// what a call waits on and what it reports.
 var contextValues = map[string]string{
-	"aso": "the logger ASO's rules report to (aso.WithLogger)",
+	"aso":    "the logger ASO's rules report to (aso.WithLogger)",
+	"access": "the identity of the request being served, set by the API's authentication (access.WithIdentity)",
 }
 
 // TestNoContextValuesInProduct: no package of the shipped product, outside

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gitaso/gitaso/api/internal/apiload"
+	"github.com/gitaso/gitaso/harness/apiload"
 	"github.com/gitaso/gitaso/state"
 )
 

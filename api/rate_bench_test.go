@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gitaso/gitaso/api"
-	"github.com/gitaso/gitaso/api/internal/apiload"
+	"github.com/gitaso/gitaso/harness/apiload"
 	"github.com/gitaso/gitaso/state"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 )
 
 // TestActivityLog reads a subscription's Activity Log from the emulator:

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 )
 
 // TestClientOnEveryRecordedAnswer forces, one after the other, every answer real Azure gave to a create, an

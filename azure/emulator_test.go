@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 )
 
 // These tests run the production path against the in-process emulator:

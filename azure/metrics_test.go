@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gitaso/gitaso/azure"
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
 )
 

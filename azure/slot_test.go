@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 )
 
 // countingSlot records how a call used the slot its client was given, and whether

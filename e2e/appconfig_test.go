@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitaso/gitaso/internal/forgetest"
+	"github.com/gitaso/gitaso/harness/forgetest"
 )
 
 // TestAutoplanWithGitea runs the whole pull-request path against a real

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/internal/syncbuf"
 	"github.com/gitaso/gitaso/reconcile"

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gitaso/gitaso/azure"
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"
 )

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/internal/cli"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/internal/gittest"

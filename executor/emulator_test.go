@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gitaso/gitaso/azure"
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/executor"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"

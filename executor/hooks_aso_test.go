@@ -10,14 +10,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/executor"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/record"
 )
 
 // End-to-end tests of ASO's kind hooks (aso's registry) through the executor against the emulator, which refuses
-// what ARM refuses (azure/emulator/hooks*.go).
+// what ARM refuses (emulator/hooks*.go).
 
 // skipPolicy marks a manifest reconcile-policy skip: the executor only reads it (an owner that is there already).
 func skipPolicy(doc string) string {

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/gitaso/gitaso/forge"
-	"github.com/gitaso/gitaso/internal/benchdata"
+	"github.com/gitaso/gitaso/harness/benchdata"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"

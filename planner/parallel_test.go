@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gitaso/gitaso/internal/benchdata"
+	"github.com/gitaso/gitaso/harness/benchdata"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/source"
 )

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/gitaso/gitaso/azure"
-	"github.com/gitaso/gitaso/azure/emulator"
-	"github.com/gitaso/gitaso/internal/benchdata"
+	"github.com/gitaso/gitaso/emulator"
+	"github.com/gitaso/gitaso/harness/benchdata"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/internal/syncbuf"
 	"github.com/gitaso/gitaso/planner"

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/gitaso/gitaso/azure"
-	"github.com/gitaso/gitaso/internal/benchdata"
+	"github.com/gitaso/gitaso/harness/benchdata"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"

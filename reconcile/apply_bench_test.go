@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/gitaso/gitaso/azure"
-	"github.com/gitaso/gitaso/azure/emulator"
-	"github.com/gitaso/gitaso/internal/benchdata"
+	"github.com/gitaso/gitaso/emulator"
+	"github.com/gitaso/gitaso/harness/benchdata"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gitaso/gitaso/internal/benchdata"
+	"github.com/gitaso/gitaso/harness/benchdata"
 	"github.com/gitaso/gitaso/planner"
 )
 

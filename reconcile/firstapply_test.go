@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gitaso/gitaso/azure"
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gitaso/gitaso/api"
 	"github.com/gitaso/gitaso/azure"
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/internal/syncbuf"
 	"github.com/gitaso/gitaso/metrics"

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Builds a real Gitea server from source (Go module proxy only; nothing else is downloaded) for the tests that
-# talk to a forge for real (internal/forgetest). The binary and the assets it reads at run time land in
+# talk to a forge for real (harness/forgetest). The binary and the assets it reads at run time land in
 # $GITASO_GITEA_DIR (default ~/.cache/gitaso/gitea-v$GITEA_VERSION):
 #
 #   gitea            the server, with SQLite: 1.26 only has the cgo driver (mattn/go-sqlite3, tags
 #                    `sqlite sqlite_unlock_notify`, so gcc is needed); 1.27+ would be pure Go (modernc.org/sqlite)
 #   static/          options/ (locales, licences, gitignores, labels), templates/ and public/ copied from the
 #                    module source: a binary built without the `bindata` tag reads them from [server]
-#                    STATIC_ROOT_PATH, which internal/forgetest points here
+#                    STATIC_ROOT_PATH, which harness/forgetest points here
 #
-# They are reused when present: the first build takes several minutes on 2 cores (see internal/forgetest/doc.go),
+# They are reused when present: the first build takes several minutes on 2 cores (see harness/forgetest/doc.go),
 # later calls return at once. Prints the binary's path on its last line.
 set -euo pipefail
 # 1.26.0, not the newer 1.27.3: 1.27 renamed its module to gitea.dev and requires gitea.dev/actions-proto-go

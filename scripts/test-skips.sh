@@ -18,7 +18,7 @@ gitea="${GITASO_GITEA_BIN:-}"
 [ -n "$gitea" ] && [ -x "$gitea" ] || skipped+=("the pull-request tests against a real forge (forge/, autoplan/, e2e/): no Gitea; bash scripts/gitea-binary.sh builds it once (8–18 min)")
 shared=${GITASO_SHARED:-../shared}
 [ -d "$shared/conformance" ] || skipped+=("the conformance tests against ASO's recorded traffic: no ../shared beside the repository (set GITASO_SHARED or SHARED=)")
-command -v az >/dev/null || skipped+=("the emulator driven by the Azure CLI (azure/emulator): no az; apt-get install -y azure-cli")
+command -v az >/dev/null || skipped+=("the emulator driven by the Azure CLI (emulator): no az; apt-get install -y azure-cli")
 if [ ${#skipped[@]} -eq 0 ]; then
   echo "make test: every optional part of the suite ran (browser, cluster, forge, conformance, Azure CLI)"
 else

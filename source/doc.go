@@ -130,7 +130,7 @@
 // kustomize builds. Helm renders stay small: each hostile chart of the
 // reliability corpus (a string repeated 2e9 times, loops of 10^15
 // iterations writing nothing, a string doubled 40 times, a map holding
-// itself) is refused in 0.1 to 6 s at 56 to 143 MiB (internal/reliability,
+// itself) is refused in 0.1 to 6 s at 56 to 143 MiB (harness/reliability,
 // TestHostileRenderBounds); within helm-bytes a release holds at most
 // 256 MiB of template values, and releases render on GOMAXPROCS
 // goroutines. Time is what kustomize limits: one kustomization of 10,000

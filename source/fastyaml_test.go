@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gopkg.in/yaml.v3"
 
-	"github.com/gitaso/gitaso/internal/benchdata"
+	"github.com/gitaso/gitaso/harness/benchdata"
 )
 
 // fastDoc is one document as parseText sees it: its index in the stream,

@@ -14,12 +14,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/gitaso/gitaso/harness/hostile"
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/internal/gittest"
-	"github.com/gitaso/gitaso/internal/hostile"
 )
 
-// The alias bomb and the heap guard live in internal/hostile.
+// The alias bomb and the heap guard live in harness/hostile.
 var (
 	Bomb609     = hostile.Bomb609
 	guardMemory = hostile.GuardMemory

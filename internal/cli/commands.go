@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gitaso/gitaso/api"
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/executor"
 	"github.com/gitaso/gitaso/internal/diag"
 	"github.com/gitaso/gitaso/planner"
@@ -521,7 +521,7 @@ adds provisioning failures and forced answers, and shows what was asked:
   curl -s --cacert "$GITASO_CA_FILE" -X PUT "$GITASO_ARM_ENDPOINT/_admin/faults" -H "X-Admin-Token: $GITASO_EMULATOR_ADMIN_TOKEN" -d '{}'   # none
   curl -s --cacert "$GITASO_CA_FILE" "$GITASO_ARM_ENDPOINT/_admin/requests?limit=20" -H "X-Admin-Token: $GITASO_EMULATOR_ADMIN_TOKEN"
 
-azure/emulator/admin.go lists the admin API; azure/emulator/faults.go the fault fields.`,
+emulator/admin.go lists the admin API; emulator/faults.go the fault fields.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := applyEnvAndConfig(cmd.Flags()); err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gitaso/gitaso/azure"
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 )
 
 // Env is a running emulator and a client for one principal of it.

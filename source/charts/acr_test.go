@@ -22,7 +22,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/source/charts"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/source"

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitaso/gitaso/harness/hostile"
 	"github.com/gitaso/gitaso/internal/diag"
-	"github.com/gitaso/gitaso/internal/hostile"
 	"github.com/gitaso/gitaso/source"
 )
 
-// The alias bomb and the heap guard live in internal/hostile.
+// The alias bomb and the heap guard live in harness/hostile.
 var (
 	bomb609     = hostile.Bomb609
 	guardMemory = hostile.GuardMemory

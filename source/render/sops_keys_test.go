@@ -21,7 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gitaso/gitaso/azure"
-	"github.com/gitaso/gitaso/azure/emulator"
+	"github.com/gitaso/gitaso/emulator"
 )
 
 func testPGPKeys(t testing.TB, name string) openpgp.EntityList {
