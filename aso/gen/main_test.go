@@ -112,7 +112,7 @@ func TestASOSourceFromGit(t *testing.T) {
 	bare := filepath.Join(tmp, "aso.git")
 	gitIn(t, tmp, "clone", "-q", "--bare", repo, bare)
 	fromGit := filepath.Join(tmp, "git", "catalog.json.gz")
-	if err := run([]string{"-aso-src", bare, "-aso-ref", "main", "-out", fromGit, "-date", "2026-02-03"}); err != nil {
+	if err := run([]string{"-aso-src", bare, "-aso-ref", "main", "-removed", "", "-out", fromGit, "-date", "2026-02-03"}); err != nil {
 		t.Fatal(err)
 	}
 	if p := provenance(t, fromGit); p.Commit != head || p.CommitDate != "2026-01-02T03:04:05+01:00" {
@@ -120,12 +120,12 @@ func TestASOSourceFromGit(t *testing.T) {
 	}
 	// A checkout: the work tree is read, and git gives commit and date.
 	fromCheckout := filepath.Join(tmp, "checkout", "catalog.json.gz")
-	if err := run([]string{"-aso-src", repo, "-aso-ref", head, "-out", fromCheckout, "-date", "2026-02-03"}); err != nil {
+	if err := run([]string{"-aso-src", repo, "-aso-ref", head, "-removed", "", "-out", fromCheckout, "-date", "2026-02-03"}); err != nil {
 		t.Fatal(err)
 	}
 	// A plain copy with the Git directory it came from.
 	fromCopy := filepath.Join(tmp, "copy", "catalog.json.gz")
-	if err := run([]string{"-aso-src", tree, "-aso-git", bare, "-aso-ref", "main", "-out", fromCopy, "-date", "2026-02-03"}); err != nil {
+	if err := run([]string{"-aso-src", tree, "-aso-git", bare, "-aso-ref", "main", "-removed", "", "-out", fromCopy, "-date", "2026-02-03"}); err != nil {
 		t.Fatal(err)
 	}
 	c1, p1 := catalogFiles(t, fromGit)
