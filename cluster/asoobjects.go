@@ -45,6 +45,7 @@ type ASOObject struct {
 	// invalid (as ASO does); PolicyError says why an invalid one was read
 	// as manage.
 	Policy      aso.ReconcilePolicy
+	PolicySet   bool // the object carries the annotation
 	PolicyError string
 	// Ready is the object's Ready condition (Status "" when ASO has not set
 	// one).
@@ -274,6 +275,7 @@ func NewASOObject(u *unstructured.Unstructured) ASOObject {
 	}
 	o.ARMID, _, _ = unstructured.NestedString(u.Object, "status", "id")
 	if p, ok := u.GetAnnotations()[aso.AnnotationReconcilePolicy]; ok && p != "" {
+		o.PolicySet = true
 		if pol, err := aso.ParseReconcilePolicy(p); err != nil {
 			o.PolicyError = err.Error()
 		} else {
