@@ -56,7 +56,7 @@ func (r Removed) Message() string {
 func (r Removed) Warning() string {
 	from := "ASO " + r.LastIn + "'s conversion"
 	if r.SchemaOf != "" && r.SchemaOf != r.Version {
-		from += " (the schema of " + r.Group + "/" + r.SchemaOf + ", the same in " + r.LastIn + ")"
+		from += ", which " + r.Group + "/" + r.SchemaOf + " reproduces"
 	}
 	return r.Message() + "; planned with " + from
 }
