@@ -225,8 +225,9 @@ func addRemoved(log *slog.Logger, gitDir, removedList string, kinds []kindIn, ra
 			Layout   string   `json:"layout"`
 			SchemaOf string   `json:"schemaOf,omitempty"`
 			Differs  []string `json:"differs,omitempty"`
+			Empty    []string `json:"explicitEmptyFromSpec,omitempty"`
 			Kinds    int      `json:"kinds"`
-		}{key, p.LastIn, p.Commit, layoutName(p.Legacy), p.SchemaOf, p.Differs, len(p.Kinds)})
+		}{key, p.LastIn, p.Commit, layoutName(p.Legacy), p.SchemaOf, p.Differs, p.ExplicitEmpty, len(p.Kinds)})
 		if err != nil {
 			return nil, err
 		}

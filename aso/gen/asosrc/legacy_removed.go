@@ -66,6 +66,9 @@ type RemovedPackage struct {
 	Differs []string
 	Kinds   []KindRow
 	Entries []RemovedEntry
+	// ExplicitEmpty are the ARM fields sent empty when unset because the
+	// release marked them on the spec side (SpecExplicitEmpty).
+	ExplicitEmpty []string
 }
 
 // Current is what the generator knows of the pinned commit: its packages
@@ -149,6 +152,9 @@ func (p *RemovedPackage) read(repo *Repo, work string) error {
 	s, err := Schema(root, p.Group, p.Version)
 	if err != nil {
 		return fmt.Errorf("%s at %s: %w", p.LastIn, p.Group+"/"+p.Version, err)
+	}
+	if p.ExplicitEmpty, err = SpecExplicitEmpty(root, s); err != nil {
+		return fmt.Errorf("%s: %w", p.LastIn, err)
 	}
 	p.Schema = s
 	return nil
