@@ -99,6 +99,11 @@ func releaseKey(s string) string {
 	return fmt.Sprintf("%04d.%04d", minor, patch)
 }
 
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 // releasesRepo is the Git repository holding ASO's release tags:
 // -releases-git, else -aso-src when it is one (a Git directory or a clone),
 // else -aso-git.

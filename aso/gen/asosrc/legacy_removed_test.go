@@ -88,8 +88,9 @@ func TestRemovedPackageAliased(t *testing.T) {
 		t.Errorf("package %+v: want an alias to v1api20200101, read in the legacy layout at v2.3.0", p)
 	}
 	want := KindRow{Group: "widget.azure.com", CRDVersion: "v1beta20200101", Kind: "Widget", Status: "removed", SupportedFrom: "v2.0.0-beta.0",
-		APIVersion: "2020-01-01", ARMType: "Microsoft.Widgets/widgets", ARMIDTemplate: "/subscriptions/{subscriptionId}/…/widgets/{name}",
-		Scope: "resourceGroup", OwnerGroup: "resources.azure.com", OwnerKind: "ResourceGroup", AzureNameField: true,
+		APIVersion: "2020-01-01", ARMType: "Microsoft.Widgets/widgets",
+		ARMIDTemplate: "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/providers/Microsoft.Widgets/widgets/{widgetsName}", // built from the scope and ARM type: the release wrote no ARM URI comment
+		Scope:         "resourceGroup", OwnerGroup: "resources.azure.com", OwnerKind: "ResourceGroup", AzureNameField: true,
 		Hooks: []string{"errorClassifier"}, Operations: []string{"DELETE", "GET", "PUT"}, SpecType: "Widget_Spec"}
 	if len(p.Kinds) != 1 || !kindRowEqual(p.Kinds[0], want) {
 		t.Errorf("kind rows %+v\nwant %+v", p.Kinds, want)
