@@ -164,6 +164,11 @@ type Options struct {
 	// guard and the unmanaged-children check (gitaso apply
 	// --approve-deletions).
 	ApproveDeletions bool
+	// WriteNothing refuses, applying nothing (ErrWouldWrite), a phase
+	// whose plan would write to Azure: only adoptions without a write
+	// (the state's import mark), no-ops, observations and detaches go
+	// through. gitaso import and handover adopt so.
+	WriteNothing bool
 
 	// expect is the saved plan ApplySaved applies: the run refuses with
 	// ErrStalePlan unless its plan is that one.
@@ -554,6 +559,12 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	}
 	if opts.deferredOf != nil {
 		if err := onlyDeferred(opts.deferredOf, p); err != nil {
+			rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
+			return err
+		}
+	}
+	if opts.WriteNothing {
+		if err := checkWritesNothing(p); err != nil {
 			rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 			return err
 		}
