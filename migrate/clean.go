@@ -34,6 +34,8 @@ const (
 	// FromObject: neither was there; the whole spec is kept, less the
 	// defaults ASO's webhook is known to write (spec.azureName).
 	FromObject Source = "object"
+	// FromGitaso: rendered from gitaso's repository (an export).
+	FromGitaso Source = "gitaso"
 )
 
 // Options tune Clean.
@@ -369,4 +371,44 @@ func deepCopy(v any) any {
 		return out
 	}
 	return v
+}
+
+// ForASO returns a manifest of gitaso's repository, as rendered (variables
+// substituted), as the ASO object an export writes: ASO reads it as it is,
+// reconcile policy included.
+func ForASO(content map[string]any) (*Object, error) {
+	apiVersion, _ := content["apiVersion"].(string)
+	kind, _ := content["kind"].(string)
+	meta, _ := content["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	ns, _ := meta["namespace"].(string)
+	k, ok := aso.LookupAPIVersion(apiVersion, kind)
+	if !ok {
+		return nil, fmt.Errorf("%s %s/%s (%s): %w", kind, ns, name, apiVersion, ErrNotASO)
+	}
+	if name == "" || ns == "" {
+		return nil, fmt.Errorf("%s %s/%s: metadata.name and metadata.namespace are required", kind, ns, name)
+	}
+	m, _ := deepCopy(content).(map[string]any)
+	c := &Object{Group: k.Group, Version: k.Version, Kind: k.Kind, Namespace: ns, Name: name, Manifest: m, Source: FromGitaso}
+	spec, _ := m["spec"].(map[string]any)
+	ann := map[string]any{}
+	for a, v := range stringMapOf(meta["annotations"]) {
+		ann[a] = v
+	}
+	if err := c.uses(k, spec, ann); err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %w", kind, ns, name, err)
+	}
+	return c, nil
+}
+
+func stringMapOf(v any) map[string]string {
+	out := map[string]string{}
+	m, _ := v.(map[string]any)
+	for k, e := range m {
+		if s, ok := e.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
 }

@@ -31,6 +31,8 @@ type Tree struct {
 	// exists in the cluster: their objects sign in with it (listed, never
 	// copied).
 	NamespaceCredentials []string
+	// Title is the report's title ("Imported ASO objects" when empty).
+	Title string
 	// Header is the first paragraph of the report (where the objects came
 	// from: cluster, namespaces, selector).
 	Header string
@@ -171,14 +173,20 @@ func writeKustomization(dir string, resources []string) error {
 // ConfigMaps the repository needs but does not hold.
 func report(t *Tree) string {
 	var b strings.Builder
-	b.WriteString("# Imported ASO objects\n\n")
+	title := t.Title
+	if title == "" {
+		title = "Imported ASO objects"
+	}
+	b.WriteString("# " + title + "\n\n")
 	if t.Header != "" {
 		b.WriteString(t.Header + "\n\n")
 	}
-	b.WriteString("Each manifest is the object as its author wrote it: no status, no server metadata, none of ASO's own\n" +
-		"annotations or finalizer, no default ASO filled in. `source` says where the author's fields were read from:\n" +
-		"`last-applied` (kubectl's annotation), `managed-fields` (fields set by field managers other than ASO's\n" +
-		"controller), `object` (neither; the whole spec, less the defaults ASO's webhook writes).\n\n")
+	if t.Title == "" {
+		b.WriteString("Each manifest is the object as its author wrote it: no status, no server metadata, none of ASO's own\n" +
+			"annotations or finalizer, no default ASO filled in. `source` says where the author's fields were read from:\n" +
+			"`last-applied` (kubectl's annotation), `managed-fields` (fields set by field managers other than ASO's\n" +
+			"controller), `object` (neither; the whole spec, less the defaults ASO's webhook writes).\n\n")
+	}
 	b.WriteString("| namespace | object | file | source | dropped |\n|---|---|---|---|---|\n")
 	objs := append([]*Object(nil), t.Objects...)
 	sort.Slice(objs, func(i, j int) bool {
