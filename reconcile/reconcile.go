@@ -541,7 +541,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 	if rep.rebuilt, err = r.rebuiltMark(); err != nil {
 		return err
 	}
-	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: rep.rebuilt.Why(), HeldUnits: rep.units.heldIDs()}, opts)
+	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: rep.rebuilt.Why(), TrustSecretReferences: rep.rebuilt != nil && rep.rebuilt.FromASO, HeldUnits: rep.units.heldIDs()}, opts)
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 		return fmt.Errorf("%w: %w", ErrRefused, err)

@@ -177,7 +177,7 @@ func importTree(ctx context.Context, cl *cluster.Cluster, f migrateFlags) (*migr
 // adoptNoWrite marks the state for an import and runs once on s's
 // repository with nothing written to Azure or to the cluster.
 func adoptNoWrite(cmd *cobra.Command, s *settings, stdout, stderr io.Writer, why string) error {
-	if _, err := state.MarkImport(s.stateFile, time.Now()); err != nil {
+	if _, err := state.MarkImportFromASO(s.stateFile, time.Now()); err != nil {
 		return err
 	}
 	s.kube.exports = false // ASO writes its objects' exports until the hand-over
