@@ -92,9 +92,13 @@ func Clean(obj map[string]any, o Options) (*Object, error) {
 	if name == "" || ns == "" {
 		return nil, fmt.Errorf("%s: metadata.name and metadata.namespace are required", id)
 	}
-	k, ok := aso.LookupAPIVersion(apiVersion, kind)
+	// The version the author wrote, which the API server may serve the
+	// object under another one of (the version a listing chose).
+	k, ok := aso.LookupAPIVersion(authorAPIVersion(obj, o), kind)
 	if !ok {
-		return nil, fmt.Errorf("%s (%s): %w", id, apiVersion, ErrNotASO)
+		if k, ok = aso.LookupAPIVersion(apiVersion, kind); !ok {
+			return nil, fmt.Errorf("%s (%s): %w", id, apiVersion, ErrNotASO)
+		}
 	}
 	c := &Object{Group: k.Group, Version: k.Version, Kind: k.Kind, Namespace: ns, Name: name}
 	spec, labels, annotations := c.userFields(obj, apiVersion, o)
@@ -139,7 +143,7 @@ func (c *Object) userFields(obj map[string]any, apiVersion string, o Options) (s
 	objAnn, _ := deepCopy(meta["annotations"]).(map[string]any)
 	if la, _ := objAnn[lastApplied].(string); la != "" {
 		var applied map[string]any
-		if json.Unmarshal([]byte(la), &applied) == nil && applied["apiVersion"] == apiVersion {
+		if json.Unmarshal([]byte(la), &applied) == nil && sameGroup(applied["apiVersion"], apiVersion) && applied["kind"] == obj["kind"] {
 			c.Source = FromLastApplied
 			am, _ := applied["metadata"].(map[string]any)
 			spec, _ = applied["spec"].(map[string]any)
@@ -184,15 +188,48 @@ func (c *Object) userFields(obj map[string]any, apiVersion string, o Options) (s
 	return spec, labels, annotations
 }
 
-// userFieldSet merges the field sets (FieldsV1) of every manager that is
-// not ASO's controller. ok is false when the object has no managed fields
-// or only ASO's.
-func userFieldSet(meta map[string]any, o Options) (set map[string]any, ok bool) {
+// authorAPIVersion is the apiVersion the object's author applied: the
+// last-applied annotation's, else that of the managed fields of the
+// managers other than ASO's controller, else the object's own.
+func authorAPIVersion(obj map[string]any, o Options) string {
+	apiVersion, _ := obj["apiVersion"].(string)
+	meta, _ := obj["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	if la, _ := ann[lastApplied].(string); la != "" {
+		var applied struct{ APIVersion, Kind string }
+		if json.Unmarshal([]byte(la), &applied) == nil && sameGroup(applied.APIVersion, apiVersion) && applied.Kind == obj["kind"] {
+			return applied.APIVersion
+		}
+	}
+	operator := operatorManagers(meta, o)
 	entries, _ := meta["managedFields"].([]any)
+	for _, e := range entries {
+		em, _ := e.(map[string]any)
+		m, _ := em["manager"].(string)
+		sub, _ := em["subresource"].(string)
+		av, _ := em["apiVersion"].(string)
+		if !operator[m] && sub == "" && sameGroup(av, apiVersion) {
+			return av
+		}
+	}
+	return apiVersion
+}
+
+func sameGroup(a any, b string) bool {
+	as, _ := a.(string)
+	ga, _, _ := strings.Cut(as, "/")
+	gb, _, _ := strings.Cut(b, "/")
+	return as != "" && ga == gb
+}
+
+// operatorManagers are the field managers of ASO's controller: the one
+// that wrote the status subresource and those Options name.
+func operatorManagers(meta map[string]any, o Options) map[string]bool {
 	operator := map[string]bool{}
 	for _, m := range o.OperatorManagers {
 		operator[m] = true
 	}
+	entries, _ := meta["managedFields"].([]any)
 	for _, e := range entries {
 		em, _ := e.(map[string]any)
 		if sub, _ := em["subresource"].(string); sub == "status" {
@@ -200,6 +237,15 @@ func userFieldSet(meta map[string]any, o Options) (set map[string]any, ok bool) 
 			operator[m] = true
 		}
 	}
+	return operator
+}
+
+// userFieldSet merges the field sets (FieldsV1) of every manager that is
+// not ASO's controller. ok is false when the object has no managed fields
+// or only ASO's.
+func userFieldSet(meta map[string]any, o Options) (set map[string]any, ok bool) {
+	entries, _ := meta["managedFields"].([]any)
+	operator := operatorManagers(meta, o)
 	set = map[string]any{}
 	for _, e := range entries {
 		em, _ := e.(map[string]any)

@@ -184,3 +184,18 @@ func TestCleanRefuses(t *testing.T) {
 		t.Errorf("an object without a namespace was accepted")
 	}
 }
+
+// An object the API server returns under another version than its author
+// applied (a listing reads one version per kind) is written at the
+// author's version, from its managed fields.
+func TestCleanAuthorsVersion(t *testing.T) {
+	obj := decode(t, queueAsLeft)
+	obj["apiVersion"] = "servicebus.azure.com/v1api20211101"
+	got, err := migrate.Clean(obj, migrate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Manifest["apiVersion"] != "servicebus.azure.com/v1api20240101" || got.Version != "v1api20240101" {
+		t.Errorf("apiVersion %v (%s), want the author's servicebus.azure.com/v1api20240101", got.Manifest["apiVersion"], got.Version)
+	}
+}
