@@ -70,7 +70,7 @@ type asoCluster struct {
 	mapper meta.RESTMapper
 }
 
-func newASOCluster(t *testing.T, env *kubetest.Env) *asoCluster {
+func newASOCluster(t testing.TB, env *kubetest.Env) *asoCluster {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
@@ -87,7 +87,7 @@ func newASOCluster(t *testing.T, env *kubetest.Env) *asoCluster {
 	return &asoCluster{env: env, dyn: dyn, mapper: m}
 }
 
-func (c *asoCluster) resource(t *testing.T, apiVersion, kind, ns string) dynamic.ResourceInterface {
+func (c *asoCluster) resource(t testing.TB, apiVersion, kind, ns string) dynamic.ResourceInterface {
 	t.Helper()
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
@@ -100,7 +100,7 @@ func (c *asoCluster) resource(t *testing.T, apiVersion, kind, ns string) dynamic
 	return c.dyn.Resource(m.Resource).Namespace(ns)
 }
 
-func (c *asoCluster) get(t *testing.T, apiVersion, kind, ns, name string) *unstructured.Unstructured {
+func (c *asoCluster) get(t testing.TB, apiVersion, kind, ns, name string) *unstructured.Unstructured {
 	t.Helper()
 	u, err := c.resource(t, apiVersion, kind, ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
@@ -113,7 +113,7 @@ func (c *asoCluster) get(t *testing.T, apiVersion, kind, ns, name string) *unstr
 // apply, forced, its field manager), with what ASO's defaulting webhook adds
 // (spec.azureName: admission changes are recorded under the request's
 // manager).
-func (c *asoCluster) fluxApplies(t *testing.T, obj map[string]any) {
+func (c *asoCluster) fluxApplies(t testing.TB, obj map[string]any) {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: obj}
 	k, ok := aso.LookupAPIVersion(u.GetAPIVersion(), u.GetKind())
@@ -138,7 +138,7 @@ func (c *asoCluster) fluxApplies(t *testing.T, obj map[string]any) {
 // asoReconciled writes what ASO's controller writes once the resource
 // exists: its annotations, finalizer and owner reference (an update, field
 // manager aso-controller), then the status subresource.
-func (c *asoCluster) asoReconciled(t *testing.T, apiVersion, kind, ns, name, armID string) {
+func (c *asoCluster) asoReconciled(t testing.TB, apiVersion, kind, ns, name, armID string) {
 	t.Helper()
 	ctx := context.Background()
 	ri := c.resource(t, apiVersion, kind, ns)
@@ -177,7 +177,7 @@ func (c *asoCluster) asoReconciled(t *testing.T, apiVersion, kind, ns, name, arm
 }
 
 // ownerRef adds an owner reference to the ASO object group/kind ns/name.
-func (c *asoCluster) ownerRef(t *testing.T, u *unstructured.Unstructured, group, kind, ns, name string) bool {
+func (c *asoCluster) ownerRef(t testing.TB, u *unstructured.Unstructured, group, kind, ns, name string) bool {
 	t.Helper()
 	for _, k := range aso.Kinds() {
 		if k.Group != group || k.Kind != kind {
@@ -251,7 +251,7 @@ func readTree(t *testing.T, dir string) map[string]string {
 	return files
 }
 
-func stateResources(t *testing.T, file string) map[string]record.Resource {
+func stateResources(t testing.TB, file string) map[string]record.Resource {
 	t.Helper()
 	db, err := state.Open(file)
 	if err != nil {
@@ -513,7 +513,7 @@ func TestMigrateOnboarding(t *testing.T) {
 	}
 }
 
-func deepCopyJSON(t *testing.T, o map[string]any) map[string]any {
+func deepCopyJSON(t testing.TB, o map[string]any) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(o)
 	if err != nil {
@@ -529,7 +529,7 @@ func deepCopyJSON(t *testing.T, o map[string]any) map[string]any {
 // installASOCRDs installs CRDs for the onboarding example's kinds (a
 // schema that keeps every field, the status subresource), until
 // internal/kubetest makes them from the catalog.
-func installASOCRDs(t *testing.T, env *kubetest.Env) {
+func installASOCRDs(t testing.TB, env *kubetest.Env) {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(env.Config)
 	if err != nil {
