@@ -349,9 +349,46 @@ func TestMigrateOnboarding(t *testing.T) {
 	}
 	wl.take()
 
+	// An import refuses, writing nothing, when Azure differs from an
+	// object: someone changed a tag in Azure since ASO's last reconcile.
+	rgID := created[record.ResourceKey("platform", "resources.azure.com", "ResourceGroup", "snd-infra-rg")].ARMID
+	before, err := emu.Client.Get(ctx, rgID, "2020-06-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := emu.Client.Put(ctx, rgID, "2020-06-01", []byte(`{"location":"uksouth","tags":{"owner":"someone-else"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	wl.take()
+	refusedState := filepath.Join(dir, "refused.db")
+	out, stderr, err := run(t, "import", "--kubeconfig", kc, "-n", "platform", "-n", "team-a", "--out", filepath.Join(dir, "refused"),
+		"--state", refusedState, "--cloud-config", cloud)
+	if exitCode(err) != 1 || !strings.Contains(err.Error(), "platform/ResourceGroup/snd-infra-rg would be adopt") ||
+		!strings.Contains(err.Error(), "1 resource(s)") {
+		t.Errorf("import with Azure differing: exit %d (%v), want 1 naming platform/ResourceGroup/snd-infra-rg\n%s\n%s", exitCode(err), err, out, stderr)
+	}
+	if w := wl.take(); len(w) > 0 {
+		t.Errorf("a refused import wrote to Azure: %v", w)
+	}
+	if got := stateResources(t, refusedState); len(got) != 0 {
+		t.Errorf("a refused import recorded %v", keysOf(got))
+	}
+	var rgBody struct {
+		Location string            `json:"location"`
+		Tags     map[string]string `json:"tags"`
+	}
+	if err := json.Unmarshal(before, &rgBody); err != nil {
+		t.Fatal(err)
+	}
+	restored, _ := json.Marshal(rgBody)
+	if _, err := emu.Client.Put(ctx, rgID, "2020-06-01", restored); err != nil {
+		t.Fatal(err)
+	}
+	wl.take()
+
 	// 2. Import: the manifests are what Flux applied, every resource adopted.
 	repo, st := filepath.Join(dir, "repo"), filepath.Join(dir, "gitaso.db")
-	out, stderr, err := run(t, "import", "--kubeconfig", kc, "-n", "platform", "-n", "team-a", "--out", repo, "--state", st, "--cloud-config", cloud)
+	out, stderr, err = run(t, "import", "--kubeconfig", kc, "-n", "platform", "-n", "team-a", "--out", repo, "--state", st, "--cloud-config", cloud)
 	if err != nil {
 		t.Fatalf("import: %v\n%s\n%s", err, out, stderr)
 	}
