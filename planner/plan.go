@@ -109,6 +109,11 @@ type Plan struct {
 	// objects are kept as last applied (planned as they were, never
 	// deleted) and the plan is partial.
 	Units []record.Unit `json:"units,omitempty"`
+	// WriteNothing says the run applying the plan writes nothing to Azure
+	// (gitaso import and handover take over from ASO so): an adoption
+	// without a write whose object changed since the plan fails rather
+	// than being PUT.
+	WriteNothing bool `json:"writeNothing,omitempty"`
 }
 
 // FailedUnits returns the plan's units that did not render or wait.

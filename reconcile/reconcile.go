@@ -568,6 +568,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 			rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 			return err
 		}
+		p.WriteNothing = true
 	}
 	if opts.DryRun {
 		return nil // nothing records the plan: it is not encoded
