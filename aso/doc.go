@@ -15,10 +15,17 @@
 //	go run ./aso/gen -schema ../shared/aso-schema -out aso/catalog/catalog.json.gz
 //
 // Versions that an ASO release since v2.0.0 shipped and the catalog's commit no
-// longer has are in catalog/removed.json (generated from ASO's release tags by
-// `make aso-removed`): LookupRemoved says the last release that had one, the
-// first without it and the versions of the same kind that replace it. They are
-// known, not convertible: the planner refuses them with that message.
+// longer has are listed in catalog/removed.json (generated from ASO's release
+// tags by `make aso-removed`): LookupRemoved says the last release that had
+// one, the first without it and the versions of the same kind that replace it.
+// The catalog holds them too (`make aso-catalog`), each read at the release
+// that last had it, so that a manifest written for any release since v2.0.0
+// converts as that release converted it: Lookup finds them with Kind.Removed
+// set (Kinds lists only the versions ASO ships, RemovedKinds the others), and
+// a removed package whose conversion a shipped one reproduces exactly (ASO's
+// v1beta… versions renamed v1api…, mostly) uses that package
+// (Removed.SchemaOf). The planner plans them with Removed.Warning() on the
+// resource.
 //
 // A typical use, for one object of a Git snapshot:
 //
