@@ -15,7 +15,6 @@ import (
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/migrate"
 	"github.com/gitaso/gitaso/reconcile"
-	"github.com/gitaso/gitaso/state"
 )
 
 // ErrNotInRepository is returned by handover when an ASO object of the
@@ -68,6 +67,7 @@ deletes nothing in Azure when the object is deleted. Stop gitaso serve first (th
 				return fmt.Errorf("no ASO object in namespace %s: nothing to hand over", namespace)
 			}
 			// 1. Every object has its manifest.
+			s.ctx = cmd.Context()
 			declared, err := declaredIn(cmd, s, stderr, namespace)
 			if err != nil {
 				return err
@@ -108,7 +108,12 @@ deletes nothing in Azure when the object is deleted. Stop gitaso serve first (th
 // declaredIn renders gitaso's repository (no Azure, no state) and returns
 // the ASO objects it declares in namespace, "group/Kind/name".
 func declaredIn(cmd *cobra.Command, s *settings, stderr io.Writer, namespace string) (map[string]bool, error) {
-	objs, err := renderedIn(cmd, s, stderr, namespace)
+	e, err := s.build(stderr, true, false)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	objs, err := renderedIn(cmd.Context(), e, stderr, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -119,16 +124,11 @@ func declaredIn(cmd *cobra.Command, s *settings, stderr io.Writer, namespace str
 	return out, nil
 }
 
-// renderedIn renders gitaso's repository as a plan does and returns its ASO
+// renderedIn renders gitaso's repository as a run does (with the values
+// gitaso's resources exported when e has the state) and returns its ASO
 // objects in namespace.
-func renderedIn(cmd *cobra.Command, s *settings, stderr io.Writer, namespace string) ([]manifest.Object, error) {
-	s.ctx = cmd.Context()
-	e, err := s.build(stderr, true, false)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
-	snap, err := e.src.Fetch(cmd.Context())
+func renderedIn(ctx context.Context, e *env, stderr io.Writer, namespace string) ([]manifest.Object, error) {
+	snap, err := e.src.Fetch(ctx)
 	if err != nil {
 		return nil, reportInputErrors(stderr, err, "nothing was done")
 	}
@@ -202,7 +202,19 @@ is deleted. Stop gitaso serve first (the state file's lock).`,
 			if namespace == "" || out == "" {
 				return errors.New("--namespace and --out are required")
 			}
-			objs, err := renderedIn(cmd, s, stderr, namespace)
+			// The repository rendered with the values gitaso's resources
+			// exported (the state), no Azure, nothing written to the
+			// cluster.
+			s.ctx, s.kube.exports = cmd.Context(), false
+			e, err := s.build(stderr, true, false)
+			if err != nil {
+				return err
+			}
+			defer e.close()
+			if err := s.openState(e); err != nil {
+				return err
+			}
+			objs, err := renderedIn(cmd.Context(), e, stderr, namespace)
 			if err != nil {
 				return err
 			}
@@ -248,12 +260,7 @@ is deleted. Stop gitaso serve first (the state file's lock).`,
 				fmt.Fprintf(stdout, "%d ASO objects in the cluster given back to ASO; %d not in the cluster (in %s).\n", n, len(refs)-len(present), out)
 			}
 			// 3. Detach.
-			db, err := state.Open(s.stateFile)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			gone, err := reconcile.DetachNamespace(db, namespace)
+			gone, err := reconcile.DetachNamespace(e.db, namespace)
 			if err != nil {
 				return err
 			}
