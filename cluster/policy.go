@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -133,15 +132,8 @@ func (p *Policies) Set(ctx context.Context, ref ObjectRef, resourceVersion strin
 		return nil, &PolicyConflictError{Object: ref, Msg: err.Error()}
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err), apierrors.IsInvalid(err) && resourceVersion != "":
 		return nil, fmt.Errorf("%s: %w: %v", ref, ErrObjectGone, err)
-	case isStatus(err, http.StatusConflict):
-		return nil, fmt.Errorf("%s: %w: %v", ref, ErrObjectGone, err)
 	}
 	return nil, fmt.Errorf("set %s of %s: %w", aso.AnnotationReconcilePolicy, ref, explain(err))
-}
-
-func isStatus(err error, code int32) bool {
-	var status apierrors.APIStatus
-	return errors.As(err, &status) && status.Status().Code == code
 }
 
 // PolicyOf returns the reconcile policy an object's annotation says ("" when

@@ -450,7 +450,7 @@ func TestMigrateOnboarding(t *testing.T) {
 		live := c.get(t, u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName())
 		var managers []string
 		for _, mf := range live.GetManagedFields() {
-			if mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), aso.AnnotationReconcilePolicy) {
+			if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), aso.AnnotationReconcilePolicy) {
 				managers = append(managers, mf.Manager)
 			}
 		}
