@@ -237,7 +237,7 @@ func (p *RemovedPackage) kindRows(cur *Current, kept map[string]*SchemaFile, wor
 		if r.Scope, err = scopeOf(ms["GetResourceScope"]); err != nil {
 			return fmt.Errorf("%s/%s %s: %w", p.Group, p.Version, e.Kind, err)
 		}
-		if v, err := returnedString(ms["AzureName"]); err == nil {
+		if v, err := k8s.returnedString(ms["AzureName"]); err == nil {
 			r.Singleton = &v
 		}
 		if r.Operations, err = operationsOf(ms["GetSupportedOperations"]); err != nil {
