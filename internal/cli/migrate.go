@@ -187,6 +187,10 @@ func adoptNoWrite(cmd *cobra.Command, s *settings, stdout, stderr io.Writer, why
 		return err
 	}
 	defer e.close()
+	// A run that writes nothing needs no refusal of what ASO manages: it
+	// records what Azure holds and sends no write (the runs after it
+	// refuse, until ASO's objects say skip).
+	e.cfg.ASO = nil
 	r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
 	rep, err := r.Once(cmd.Context(), reconcile.Options{Trigger: why, Refresh: true, All: true, WriteNothing: true})
 	var adopted, unchanged, phases int
@@ -226,10 +230,4 @@ func adoptNoWrite(cmd *cobra.Command, s *settings, stdout, stderr io.Writer, why
 	}
 	fmt.Fprintf(stdout, "Adopted into %s without a write to Azure: %d adopted, %d already in the state (%d phase(s)).\n", s.stateFile, adopted, unchanged, phases)
 	return nil
-}
-
-// asoObjects lists the cluster's ASO objects of the namespaces (every one
-// when none) matching selector, as the API server returns them.
-func asoObjects(ctx context.Context, cl *cluster.Cluster, namespaces []string, selector string) ([]map[string]any, error) {
-	return listASOObjects(ctx, cl, namespaces, selector)
 }

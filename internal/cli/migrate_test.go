@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -428,16 +427,28 @@ func TestMigrateOnboarding(t *testing.T) {
 		t.Errorf("state after import: %d resources, want %d", len(got), len(objs))
 	}
 
-	// The first plan after the import: no changes.
-	plan := func(what string) string {
+	// The first plan after the import: no changes, and every resource
+	// refused while its ASO object manages it (never both).
+	plan := func(what string, resources, refused int) string {
 		t.Helper()
 		out, stderr, err := run(t, "plan", "--dir", repo, "--state", st, "--cloud-config", cloud, "--kubeconfig", kc)
-		if err != nil || !strings.Contains(out, "No changes.") {
-			t.Errorf("plan %s: exit %d, want no changes:\n%s\n%s", what, exitCode(err), out, stderr)
+		want := fmt.Sprintf("Plan: 0 to create, 0 to adopt, 0 to update, 0 drifted to correct, 0 to delete, 0 to detach; %d unchanged, 0 observed.", resources)
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("plan %s: exit %d, want no changes (%s):\n%s\n%s", what, exitCode(err), want, out, stderr)
+		}
+		refusedLine := fmt.Sprintf("Refused: %d resources are managed by ASO objects in the cluster", refused)
+		if refused > 0 && !strings.Contains(out, refusedLine) || refused == 0 && strings.Contains(out, "Refused:") {
+			t.Errorf("plan %s: want %d refused (%s):\n%s", what, refused, refusedLine, out)
 		}
 		return out
 	}
-	plan("after the import")
+	platformN := 0
+	for _, o := range objs {
+		if (&unstructured.Unstructured{Object: o}).GetNamespace() == "platform" {
+			platformN++
+		}
+	}
+	plan("after the import", len(objs), len(objs))
 	if w := wl.take(); len(w) > 0 {
 		t.Errorf("plan wrote to Azure: %v", w)
 	}
@@ -462,6 +473,7 @@ func TestMigrateOnboarding(t *testing.T) {
 		t.Fatalf("handover with Flux setting a policy: exit %d (%v), want 1 naming the object and the manager\n%s\n%s", exitCode(err), err, out, stderr)
 	}
 	inState := stateResources(t, st)
+	skipped := 0
 	for _, o := range objs {
 		u := unstructured.Unstructured{Object: o}
 		if u.GetNamespace() != "team-a" {
@@ -472,7 +484,15 @@ func TestMigrateOnboarding(t *testing.T) {
 		if _, held := inState[key]; p == string(aso.ReconcilePolicySkip) && !held {
 			t.Errorf("%s says skip but gitaso's state does not hold it: managed by no one", key)
 		}
+		if p == string(aso.ReconcilePolicySkip) {
+			skipped++
+		}
 	}
+	if skipped == 0 {
+		t.Errorf("no object was set before the refused one: the interruption is not exercised")
+	}
+	// Each is ASO's or gitaso's: those not yet skipped are refused.
+	plan("after an interrupted hand-over", len(objs), len(objs)-skipped)
 	// Flux applies ASO's repository without the annotation; handover again.
 	for _, o := range objs {
 		u := unstructured.Unstructured{Object: deepCopyJSON(t, o)}
@@ -505,7 +525,7 @@ func TestMigrateOnboarding(t *testing.T) {
 	if w := wl.take(); len(w) > 0 {
 		t.Errorf("handover wrote to Azure: %v", w)
 	}
-	plan("after the hand-over")
+	plan("after the hand-over", len(objs), platformN)
 
 	// The way back: team-a's ASO objects written, given back, detached.
 	back := filepath.Join(dir, "back")
@@ -544,7 +564,7 @@ func TestMigrateOnboarding(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, repo, "kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- platform\n")
-	plan("without team-a")
+	plan("without team-a", platformN, platformN)
 	if w := wl.take(); len(w) > 0 {
 		t.Errorf("the way back wrote to Azure: %v", w)
 	}
@@ -563,72 +583,21 @@ func deepCopyJSON(t testing.TB, o map[string]any) map[string]any {
 	return m
 }
 
-// installASOCRDs installs CRDs for the onboarding example's kinds (a
-// schema that keeps every field, the status subresource), until
-// internal/kubetest makes them from the catalog.
+// installASOCRDs installs the CRDs of the onboarding example's kinds
+// (internal/kubetest, from gitaso's catalog).
 func installASOCRDs(t testing.TB, env *kubetest.Env) {
 	t.Helper()
-	dyn, err := dynamic.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	snap, err := source.NewDir("../../examples", "onboarding").Fetch(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	var names []string
+	var kinds []string
 	for _, o := range snap.Objects {
-		if !aso.IsASOGroup(o.Group()) || seen[o.Group()+"/"+o.Kind()] {
-			continue
-		}
-		seen[o.Group()+"/"+o.Kind()] = true
-		plural := strings.ToLower(o.Kind()) + "s"
-		name := plural + "." + o.Group()
-		names = append(names, name)
-		crd := map[string]any{
-			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-			"metadata": map[string]any{"name": name},
-			"spec": map[string]any{
-				"group": o.Group(), "scope": "Namespaced",
-				"names": map[string]any{"kind": o.Kind(), "plural": plural, "singular": strings.ToLower(o.Kind()), "listKind": o.Kind() + "List"},
-				"versions": []any{map[string]any{"name": o.Version(), "served": true, "storage": true,
-					"subresources": map[string]any{"status": map[string]any{}},
-					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "properties": map[string]any{
-						"spec":   map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-						"status": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-					}}}}},
-			},
-		}
-		if _, err := crds.Create(t.Context(), &unstructured.Unstructured{Object: crd}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("CRD %s: %v", name, err)
+		if gk := o.Group() + "/" + o.Kind(); aso.IsASOGroup(o.Group()) && !seen[gk] {
+			seen[gk] = true
+			kinds = append(kinds, gk)
 		}
 	}
-	for _, n := range names {
-		for i := 0; ; i++ {
-			u, err := crds.Get(t.Context(), n, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if established(u) {
-				break
-			}
-			if i > 600 {
-				t.Fatalf("CRD %s not established", n)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-}
-
-func established(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Established" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
+	env.InstallASOCRDs(t, kinds...)
 }
