@@ -102,21 +102,28 @@ func (p *Policies) Get(ctx context.Context, ref ObjectRef) (*unstructured.Unstru
 	return u, nil
 }
 
-// Set applies the policy on the object read as resourceVersion (the apply
-// fails, ErrObjectGone, when the object changed or went since: an apply
-// never creates it). An empty policy releases gitaso's claim: the
-// annotation goes when gitaso alone set it, and the policy is then what
-// the object's other managers say (ASO's default, manage, when none does).
-// It returns the object as the server holds it after the apply.
-func (p *Policies) Set(ctx context.Context, ref ObjectRef, resourceVersion string, policy aso.ReconcilePolicy) (*unstructured.Unstructured, error) {
+// Set applies the policy on the object as it was read (read: its
+// resourceVersion is the apply's precondition, so an object changed since
+// is ErrObjectGone). An empty policy releases gitaso's claim: the
+// annotation goes when gitaso alone set it, and the policy is then what the
+// object's other managers say (ASO's default, manage, when none does). It
+// returns the object as the server holds it after the apply.
+//
+// A server-side apply creates an object that does not exist, whatever the
+// precondition: an object deleted since it was read comes back as a new one
+// holding only the annotation (a different UID), which Set deletes at once
+// (by that UID) before returning ErrObjectGone. ASO's own CRDs refuse such
+// an object (spec.owner is required), and with skip ASO would never act on
+// it.
+func (p *Policies) Set(ctx context.Context, ref ObjectRef, read *unstructured.Unstructured, policy aso.ReconcilePolicy) (*unstructured.Unstructured, error) {
+	if read == nil {
+		return nil, fmt.Errorf("%s: %w", ref, ErrObjectGone)
+	}
 	ri, err := p.resource(ref)
 	if err != nil {
 		return nil, err
 	}
-	md := map[string]any{"name": ref.Name, "namespace": ref.Namespace}
-	if resourceVersion != "" {
-		md["resourceVersion"] = resourceVersion
-	}
+	md := map[string]any{"name": ref.Name, "namespace": ref.Namespace, "resourceVersion": read.GetResourceVersion()}
 	if policy != "" {
 		md["annotations"] = map[string]any{aso.AnnotationReconcilePolicy: string(policy)}
 	}
@@ -124,13 +131,19 @@ func (p *Policies) Set(ctx context.Context, ref ObjectRef, resourceVersion strin
 	u, err := ri.Apply(ctx, ref.Name, cfg, metav1.ApplyOptions{FieldManager: FieldManager})
 	var status apierrors.APIStatus
 	switch {
+	case err == nil && u.GetUID() != read.GetUID():
+		uid := u.GetUID()
+		derr := ri.Delete(ctx, ref.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if derr != nil && !apierrors.IsNotFound(derr) {
+			return nil, fmt.Errorf("%s: %w; the object the apply created in its place could not be deleted: %v", ref, ErrObjectGone, derr)
+		}
+		return nil, fmt.Errorf("%s: %w (deleted since it was read)", ref, ErrObjectGone)
 	case err == nil:
 		return u, nil
-	case apierrors.IsConflict(err) && errors.As(err, &status) && status.Status().Reason == metav1.StatusReasonConflict &&
-		status.Status().Details != nil && len(status.Status().Details.Causes) > 0 &&
-		status.Status().Details.Causes[0].Type == metav1.CauseTypeFieldManagerConflict:
+	case apierrors.IsConflict(err) && errors.As(err, &status) && status.Status().Details != nil &&
+		len(status.Status().Details.Causes) > 0 && status.Status().Details.Causes[0].Type == metav1.CauseTypeFieldManagerConflict:
 		return nil, &PolicyConflictError{Object: ref, Msg: err.Error()}
-	case apierrors.IsConflict(err), apierrors.IsNotFound(err), apierrors.IsInvalid(err) && resourceVersion != "":
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err), apierrors.IsInvalid(err):
 		return nil, fmt.Errorf("%s: %w: %v", ref, ErrObjectGone, err)
 	}
 	return nil, fmt.Errorf("set %s of %s: %w", aso.AnnotationReconcilePolicy, ref, explain(err))

@@ -154,11 +154,8 @@ func setPolicies(ctx context.Context, cl *cluster.Cluster, refs []cluster.Object
 		if err != nil {
 			return i, err
 		}
-		if cur == nil {
-			return i, fmt.Errorf("%s: %w", ref, cluster.ErrObjectGone)
-		}
 		want := policyOf(ref)
-		if _, err := p.Set(ctx, ref, cur.GetResourceVersion(), want); err != nil {
+		if _, err := p.Set(ctx, ref, cur, want); err != nil {
 			return i, err
 		}
 		back, err := p.Get(ctx, ref)
