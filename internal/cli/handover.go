@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +16,8 @@ import (
 	"github.com/gitaso/gitaso/manifest"
 	"github.com/gitaso/gitaso/migrate"
 	"github.com/gitaso/gitaso/reconcile"
+	"github.com/gitaso/gitaso/record"
+	"github.com/gitaso/gitaso/state"
 )
 
 // ErrNotInRepository is returned by handover when an ASO object of the
@@ -39,7 +42,7 @@ func handoverCmd(stdout, stderr io.Writer) *cobra.Command {
      apply under gitaso's field manager, never forced: an object whose policy another field manager sets
      (Flux or kubectl applying it from ASO's repository) is refused, naming it and the manager; the
      objects already set stay set;
-  4. check: each object is read back with skip; a plan of the repository is shown (no changes).
+  4. check: each object is read back with skip.
 
 From step 3 on, each resource is ASO's or gitaso's, never both and never neither: before its object says
 skip, gitaso's runs refuse to write it (an ASO object there still manages it); once it says skip, gitaso's
@@ -90,6 +93,9 @@ deletes nothing in Azure when the object is deleted. Stop gitaso serve first (th
 			if err := adoptNoWrite(cmd, s, stdout, stderr, "handover"); err != nil {
 				return err
 			}
+			if err := heldInState(s.stateFile, refs); err != nil {
+				return err
+			}
 			// 3 and 4. Skip, then read back.
 			set, err := setPolicies(ctx, cl, refs, func(cluster.ObjectRef) aso.ReconcilePolicy { return aso.ReconcilePolicySkip })
 			fmt.Fprintf(stdout, "%d of %d ASO objects of namespace %s now say %s: %s.\n", set, len(refs), namespace, aso.AnnotationReconcilePolicy, aso.ReconcilePolicySkip)
@@ -103,6 +109,31 @@ deletes nothing in Azure when the object is deleted. Stop gitaso serve first (th
 	s.register(cmd.Flags(), true)
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "the namespace to hand over")
 	return cmd
+}
+
+// heldInState checks that the state holds a resource for each ASO object
+// about to say skip: one it did not hold would be managed by no one.
+func heldInState(file string, refs []cluster.ObjectRef) error {
+	db, err := state.Open(file)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var missing []string
+	for _, ref := range refs {
+		group, _, _ := strings.Cut(ref.APIVersion, "/")
+		_, ok, err := db.Resource(record.ResourceKey(ref.Namespace, group, ref.Kind, ref.Name))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			missing = append(missing, ref.String())
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("after the adoption the state does not hold %v: nothing was set to skip", missing)
+	}
+	return nil
 }
 
 // declaredIn renders gitaso's repository (no Azure, no state) and returns

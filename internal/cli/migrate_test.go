@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gitaso/gitaso/aso"
+	"github.com/gitaso/gitaso/cluster"
 	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/internal/kubetest"
@@ -527,6 +528,22 @@ func TestMigrateOnboarding(t *testing.T) {
 	}
 	plan("after the hand-over", len(objs), platformN)
 
+	// An export interrupted after giving one object back, before detaching:
+	// the state still holds it, and gitaso refuses it (never both).
+	pol, err := cluster.NewPolicies(mustCluster(t, kube))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := cluster.ObjectRef{APIVersion: "servicebus.azure.com/v1api20240101", Kind: "NamespacesQueue", Namespace: "team-a", Name: "team-a-orders"}
+	read, err := pol.Get(ctx, queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pol.Set(ctx, queue, read, ""); err != nil {
+		t.Fatal(err)
+	}
+	plan("after an interrupted export", len(objs), platformN+1)
+
 	// The way back: team-a's ASO objects written, given back, detached.
 	back := filepath.Join(dir, "back")
 	out, stderr, err = run(t, "export", "-n", "team-a", "--dir", repo, "--state", st, "--kubeconfig", kc, "--out", back)
@@ -600,4 +617,13 @@ func installASOCRDs(t testing.TB, env *kubetest.Env) {
 		}
 	}
 	env.InstallASOCRDs(t, kinds...)
+}
+
+func mustCluster(t testing.TB, kube *kubetest.Env) *cluster.Cluster {
+	t.Helper()
+	cl, err := cluster.FromConfig(kube.Config, cluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
 }
