@@ -17,6 +17,11 @@ import (
 	"github.com/gitaso/gitaso/record"
 )
 
+// ErrChangedSincePlan is returned (wrapped, as the resource's error) when
+// a plan that writes nothing (planner.Plan.WriteNothing) adopts a resource
+// without a write whose Azure object changed since the plan: it is not PUT.
+var ErrChangedSincePlan = errors.New("changed in Azure since the plan")
+
 // statusError is a failure with an ASO condition reason of its own
 // (SubscriptionMismatch, AzureResourceNotFound, ...).
 type statusError struct {

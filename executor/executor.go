@@ -626,6 +626,9 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource, s azure.Slot) *Re
 		if done {
 			return rr
 		}
+		if w.plan.WriteNothing {
+			return fail(fmt.Errorf("%w: Azure's object changed since the plan and this run writes nothing (it takes over without a write): plan again", ErrChangedSincePlan))
+		}
 	}
 	sent := body.JSON
 	if sent, err = w.beforePut(ctx, cli, r, rr, sent); err != nil {

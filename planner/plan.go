@@ -109,6 +109,11 @@ type Plan struct {
 	// objects are kept as last applied (planned as they were, never
 	// deleted) and the plan is partial.
 	Units []record.Unit `json:"units,omitempty"`
+	// WriteNothing says the run applying the plan writes nothing to Azure
+	// (gitaso import and handover take over from ASO so): an adoption
+	// without a write whose object changed since the plan fails rather
+	// than being PUT.
+	WriteNothing bool `json:"writeNothing,omitempty"`
 	// Beside, when set, says the plan was made beside ASO (gitaso plan
 	// --beside-aso): its actions are what ASO would do once the revision
 	// reaches the cluster, and gitaso applies none of them (BesideASO).
