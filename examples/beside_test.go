@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/gitaso/gitaso/api"
 	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/azure"
 	"github.com/gitaso/gitaso/cluster"
@@ -499,5 +504,18 @@ func TestRefuseWhatASOManages(t *testing.T) {
 	}
 	if !found {
 		t.Error("team-a-rg has no state record")
+	}
+	// The API (and the page, which reads it) shows the refusal.
+	srv := httptest.NewServer(api.New(db, api.Options{Logger: slog.New(slog.DiscardHandler)}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/api/v1/resources/platform/ResourceGroup/team-a-rg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"reason":"ManagedByASO"`)) ||
+		!bytes.Contains(body, []byte("ASO object platform/ResourceGroup/team-a-rg in the cluster manages")) {
+		t.Errorf("GET /api/v1/resources/platform/ResourceGroup/team-a-rg: %d %s", resp.StatusCode, body)
 	}
 }
