@@ -29,6 +29,7 @@ import (
 	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/executor"
 	"github.com/gitaso/gitaso/forge"
+	"github.com/gitaso/gitaso/internal/cli"
 	"github.com/gitaso/gitaso/internal/emutest"
 	"github.com/gitaso/gitaso/internal/kubetest"
 	"github.com/gitaso/gitaso/planner"
@@ -517,5 +518,55 @@ func TestRefuseWhatASOManages(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"reason":"ManagedByASO"`)) ||
 		!bytes.Contains(body, []byte("ASO object platform/ResourceGroup/team-a-rg in the cluster manages")) {
 		t.Errorf("GET /api/v1/resources/platform/ResourceGroup/team-a-rg: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestPlanBesideASOCommandLine is TestPlanBesideASO's first step through the command line, as a platform
+// team runs it: `gitaso plan --beside-aso` over the onboarding example with its substitution flags, the
+// cluster's kubeconfig and a Reader's credentials in the environment. It exits 2 (ASO has changes to make),
+// lists the tag change as ASO's update and the rest as up to date, and writes nothing to Azure.
+func TestPlanBesideASOCommandLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("emulator and kube-apiserver")
+	}
+	w := newASOWorld(t)
+	tree := copyOnboarding(t)
+	editFile(t, filepath.Join(tree, "onboarding", "platform", "infra-resource-group.yaml"), "owner: platform-team", "owner: platform-team-2")
+	sp, _ := w.emu.AddPrincipal(t, "reader", "Reader")
+	t.Setenv("GITASO_CLOUD_CONFIG", w.emu.CloudFile)
+	t.Setenv("AZURE_TENANT_ID", w.emu.Emu.TenantID())
+	t.Setenv("AZURE_CLIENT_ID", sp.ClientID)
+	t.Setenv("AZURE_CLIENT_SECRET", sp.Secret)
+	t.Setenv("AZURE_SUBSCRIPTION_ID", w.emu.Sub)
+	before := w.log.len()
+	var out, errOut bytes.Buffer
+	err := cli.Run(t.Context(), []string{"plan", "--beside-aso", "--dir", tree, "--path", "onboarding",
+		"--substitute-from", "platform/platform-vars", "--substitute-from", "ConfigMap/platform/team-a-vars", "--substitute-strict",
+		"--kubeconfig", w.kube.Kubeconfig, "--state", filepath.Join(t.TempDir(), "s.db"), "--output", "json"}, &out, &errOut)
+	var exit *cli.ExitError
+	if !errors.As(err, &exit) || exit.Code != 2 {
+		t.Fatalf("plan --beside-aso: %v, want exit code 2\n%s", err, errOut.String())
+	}
+	p, err := planner.ReadJSON(&out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Beside == nil || !p.Beside.Cluster || p.Beside.Objects != len(w.applied) {
+		t.Errorf("besideASO %+v, want the cluster's %d objects read", p.Beside, len(w.applied))
+	}
+	for _, r := range p.Resources {
+		want := planner.NoOp
+		if r.ID() == "platform/ResourceGroup/snd-infra-rg" {
+			want = planner.Update
+		}
+		if r.Action != want || r.ASO == nil || r.ASO.Ready.Status != "True" {
+			t.Errorf("%s: %s (%s), ASO view %+v; want %s with its object", r.ID(), r.Action, r.Reason, r.ASO, want)
+		}
+	}
+	if len(p.Resources) != len(w.applied) {
+		t.Errorf("%d resources planned, want %d", len(p.Resources), len(w.applied))
+	}
+	for _, wr := range w.log.since(before) {
+		t.Errorf("plan --beside-aso wrote: %s %s (%d)", wr.Method, wr.Path, wr.Status)
 	}
 }
