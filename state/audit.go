@@ -112,4 +112,3 @@ func (db *DB) PruneAudit(cutoff time.Time) (int, error) {
 	}
 	return n, nil
 }
-
