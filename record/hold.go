@@ -38,6 +38,10 @@ type Approval struct {
 	Revision   string    `json:"revision"`
 	Keys       []string  `json:"keys"`
 	ApprovedAt time.Time `json:"approvedAt"`
-	// By says where the approval came from ("api", "cli").
+	// By says who approved: the caller as access.Identity names it ("user
+	// alice@example.com", "token ci", "forge gitea alice"), or where the
+	// approval came from ("api", "cli") before there were identities.
 	By string `json:"by,omitempty"`
+	// Plan is the digest of the held plan approved (Hold.PlanDigest).
+	Plan string `json:"plan,omitempty"`
 }
