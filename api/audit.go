@@ -235,4 +235,3 @@ func (s *server) audit(w http.ResponseWriter, r *http.Request) {
 	}
 	s.writeJSON(w, http.StatusOK, out)
 }
-
