@@ -369,7 +369,11 @@ written since the last read, and everything once every --full-resync-every perio
   POST /api/v1/sync                                  reconcile now (with a refresh)
   POST /api/v1/approve {"revision":"<sha>"}          release the deletions the deletion guard held for a revision
   POST /api/v1/webhook                               a Git host's push notification (--webhook-secret-file)
+  GET  /api/v1/audit[?limit=&continue=]               the audit trail, newest first (admin)
   GET  /healthz  /readyz  /metrics
+
+With --policy-file, each caller reads, syncs and approves only in the namespaces the policy grants
+(docs/security.md); answers show only the namespaces the caller may read.
 
 POST /api/v1/sync and /api/v1/approve need Content-Type: application/json, refuse cross-site requests
 (Origin, Sec-Fetch-Site) and take the --api-token-file token as "Authorization: Bearer <token>".
@@ -418,6 +422,9 @@ and --state. See docs/ha.md.`,
 				apiOpts.WebhookSecret = secret
 			}
 			if err := apiOpts.Validate(); err != nil {
+				return err
+			}
+			if err := s.access.apply(cmd.Context(), e.log, &apiOpts); err != nil {
 				return err
 			}
 			e.cfg.Interval, e.cfg.SyncPeriod, e.cfg.UnreadyAfter = interval, syncPeriod, unreadyAfter
@@ -484,6 +491,7 @@ and --state. See docs/ha.md.`,
 	s.register(cmd.Flags(), true)
 	ha.register(cmd.Flags())
 	s.autoplan.register(cmd.Flags())
+	s.access.register(cmd.Flags())
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the HTTP API")
 	cmd.Flags().StringVar(&tokenFile, "api-token-file", "", "file with a bearer token required by POST /api/v1/sync and /api/v1/approve (required when --listen is not loopback)")
 	cmd.Flags().StringSliceVar(&allowedHosts, "api-allowed-hosts", nil, "further Host names the API answers besides loopback, localhost and the --listen address, e.g. a reverse proxy's gitaso.example.com; .example.com for a domain and its subdomains, * for any (repeatable)")

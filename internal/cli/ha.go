@@ -203,6 +203,8 @@ func (h *haSettings) checkState(db *state.DB) error {
 func (s *settings) startReconciler(ctx context.Context, e *env, apiOpts api.Options) (*reconcile.Reconciler, http.Handler, error) {
 	r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
 	apiOpts.Sync, apiOpts.Approve, apiOpts.Ready, apiOpts.Logger = r.Sync, r.ApproveDeletions, r.Ready, e.log
+	apiOpts.ApprovePlan = r.ApprovePlan
+	apiOpts.Audit = s.access.auditor(ctx, e)
 	apiOpts.Status = r.Status
 	apiOpts.Metrics = e.metrics
 	autoplanNow, err := s.startAutoplan(ctx, e) // autoplan.go: the leader's only
