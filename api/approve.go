@@ -81,7 +81,7 @@ func (s *server) approve(w http.ResponseWriter, r *http.Request) {
 	if found {
 		digest = held.Held.PlanDigest(held.Revision)
 		ev.Revision, ev.Plan = held.Revision, digest
-		if ns := keysNamespaces(held.Held.Keys); len(ns) > 0 {
+		if ns := KeysNamespaces(held.Held.Keys); len(ns) > 0 {
 			namespaces = ns
 		}
 	}

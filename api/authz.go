@@ -103,8 +103,8 @@ func keyNamespace(key string) string {
 	return ns
 }
 
-// keysNamespaces returns the namespaces of state keys, sorted.
-func keysNamespaces(keys []string) []string {
+// KeysNamespaces returns the namespaces of state keys, sorted.
+func KeysNamespaces(keys []string) []string {
 	seen := map[string]bool{}
 	for _, k := range keys {
 		seen[keyNamespace(k)] = true

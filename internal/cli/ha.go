@@ -211,11 +211,19 @@ func (s *settings) startReconciler(ctx context.Context, e *env, apiOpts api.Opti
 	if err != nil {
 		return nil, nil, err
 	}
+	approvalsNow := s.startApprovals(ctx, e, r, apiOpts.Audit) // approvals.go
 	if apiOpts.WebhookSecret != "" {
 		apiOpts.Webhook = r.Poll
 		if autoplanNow != nil {
-			// A pull-request event plans its pull request at once.
-			apiOpts.Webhook = func(ctx context.Context) error { autoplanNow(); return r.Poll(ctx) }
+			// A pull-request event plans its pull request at once, and
+			// a comment may approve a held plan.
+			apiOpts.Webhook = func(ctx context.Context) error {
+				autoplanNow()
+				if approvalsNow != nil {
+					approvalsNow()
+				}
+				return r.Poll(ctx)
+			}
 		}
 	}
 	if err := s.watchInputs(ctx, r); err != nil { // cluster.go
