@@ -527,7 +527,7 @@
     }
     if (parts[0] === 'run' && /^[0-9]+$/.test(parts[1] || '')) return { view: 'run', params, id: parts[1] };
     if (parts[0] === 'unit' && parts.length === 4) return { view: 'unit', params, key: parts.slice(1).map(decodeURIComponent) };
-    if (parts[0] === 'runs' || parts[0] === 'plan' || parts[0] === 'graph' || parts[0] === 'units') return { view: parts[0], params };
+    if (parts[0] === 'runs' || parts[0] === 'plan' || parts[0] === 'graph' || parts[0] === 'units' || parts[0] === 'audit') return { view: parts[0], params };
     return { view: 'resources', params };
   }
 
@@ -544,7 +544,7 @@
   }
 
   function showView(name) {
-    for (const v of ['resources', 'detail', 'runs', 'run', 'plan', 'graph', 'units', 'unit']) $('view-' + v).hidden = v !== name;
+    for (const v of ['resources', 'detail', 'runs', 'run', 'plan', 'graph', 'units', 'unit', 'audit']) $('view-' + v).hidden = v !== name;
     for (const a of document.querySelectorAll('nav.tabs a')) {
       const active = a.dataset.view === name || (name === 'detail' && a.dataset.view === 'resources') || (name === 'run' && a.dataset.view === 'runs') ||
         (name === 'unit' && a.dataset.view === 'units');
@@ -561,7 +561,7 @@
     $('f-kind').value = f.kind;
     $('f-ready').value = ['true', 'false', 'unknown'].includes(f.ready) ? f.ready : '';
     $('f-name').value = f.name;
-    document.title = { resources: 'Resources', detail: 'Resource', runs: 'Runs', run: 'Run', plan: 'Plan', graph: 'Graph', units: 'Units', unit: 'Unit' }[route.view] + ' · gitaso';
+    document.title = { resources: 'Resources', detail: 'Resource', runs: 'Runs', run: 'Run', plan: 'Plan', graph: 'Graph', units: 'Units', unit: 'Unit', audit: 'Audit' }[route.view] + ' · gitaso';
     cache.detailText = '';
     cache.runText = '';
     if (route.view === 'run' && $('run-body').dataset.run !== String(route.id)) {
@@ -1557,6 +1557,57 @@
     fillPlan(pre, planLines(p, unchanged));
   }
 
+  // ---- audit trail ------------------------------------------------------
+  //
+  // api/v1/audit pages the audit trail newest first; it needs the admin
+  // right, and a caller without it sees the API's refusal, which names the
+  // right, in place of the table. "Older events" follows the continue token.
+
+  const audit = { items: [], next: '', text: '' };
+
+  async function loadAudit(more) {
+    let text;
+    try {
+      text = await api('api/v1/audit?limit=100' + (more && audit.next ? '&continue=' + encodeURIComponent(audit.next) : ''));
+    } catch (e) {
+      if (e instanceof APIError && e.status === 403) {
+        $('audit-refused').hidden = false;
+        $('audit-refused').textContent = e.message;
+        $('audit-body').replaceChildren();
+        $('audit-more').hidden = true;
+        return;
+      }
+      throw e;
+    }
+    $('audit-refused').hidden = true;
+    const doc = JSON.parse(text);
+    if (more) {
+      audit.items = audit.items.concat(doc.items || []);
+    } else {
+      if (text === audit.text) return;
+      audit.text = text;
+      audit.items = doc.items || [];
+    }
+    audit.next = doc.continue || '';
+    renderAudit();
+  }
+
+  function renderAudit() {
+    const rows = audit.items.map((e) => el('tr', { 'data-id': e.id, class: e.outcome === 'refused' ? 'row-false' : null },
+      el('td', null, String(e.id)),
+      el('td', null, timeEl(e.at)),
+      el('td', null, e.who || ''),
+      el('td', null, e.action || ''),
+      el('td', null, el('span', { class: 'badge outcome ' + (e.outcome === 'allowed' ? 'succeeded' : e.outcome === 'refused' ? 'failed' : 'partial'), text: e.outcome || '' })),
+      el('td', null, [e.right, (e.namespaces || []).join(', ')].filter(Boolean).join(' in ')),
+      el('td', { class: 'mono' }, e.plan ? e.plan + (e.revision ? ' @ ' + shortRev(e.revision) : '') : ''),
+      el('td', null, e.from || ''),
+      el('td', null, e.detail || '')));
+    $('audit-body').replaceChildren(...rows);
+    $('audit-empty').hidden = audit.items.length > 0;
+    $('audit-more').hidden = !audit.next;
+  }
+
   // loadLastRuns returns the newest run and the newest finished one (one
   // run at a time: at most one is in progress).
   async function loadLastRuns() {
@@ -1996,6 +2047,7 @@
     if (route.view === 'graph') jobs.push(loadGraph());
     if (route.view === 'plan') jobs.push(loadPlan());
     if (route.view === 'unit') jobs.push(loadUnit());
+    if (route.view === 'audit') jobs.push(loadAudit());
     jobs.push(loadUnits());
     await Promise.all(jobs);
     renderHealth(await loadStatus());
@@ -2076,6 +2128,7 @@
 
   function wire() {
     $('sync').addEventListener('click', sync);
+    $('audit-more').addEventListener('click', () => loadAudit(true).catch((e) => setAlert(e.message)));
     $('token-form').addEventListener('submit', (ev) => {
       ev.preventDefault(); // never submit the form: the token must not reach a URL
       const v = $('token-input').value.trim();
