@@ -123,10 +123,15 @@ func KeysNamespaces(keys []string) []string {
 // saying so. A run's counts, revision and error stay: they are the
 // revision's (the repository's), not a namespace's.
 func runView(run record.Run, sc access.Scope) record.Run {
-	if sc.All() || run.Held == nil {
+	if run.Held == nil {
 		return run
 	}
 	h := *run.Held
+	h.Plan = run.Held.PlanDigest(run.Revision)
+	if sc.All() {
+		run.Held = &h
+		return run
+	}
 	h.Keys = slices.DeleteFunc(slices.Clone(h.Keys), func(k string) bool { return !sc.Allows(keyNamespace(k)) })
 	if len(h.Keys) < len(run.Held.Keys) {
 		hidden := len(run.Held.Keys) - len(h.Keys)

@@ -30,6 +30,9 @@ type Hold struct {
 	// Unmanaged are the ARM IDs of resources gitaso does not manage that a
 	// held deletion would take with it.
 	Unmanaged []string `json:"unmanaged,omitempty"`
+	// Plan is the held plan's digest (PlanDigest) as the API shows it, for
+	// an approval to name; not stored.
+	Plan string `json:"plan,omitempty"`
 }
 
 // Approval releases the held deletions of one revision: exactly the

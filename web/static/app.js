@@ -1307,6 +1307,7 @@
       el('p', null, el('span', { class: 'reason', text: h.reason || '' }), ' ', el('span', { class: 'message', text: h.message || '' })),
       el('p', { class: 'held-count' }, el('strong', { text: deletionCount(h) }), '. Nothing of this revision is applied until they are approved.'),
     ];
+    if (h.plan) parts.push(el('p', { class: 'held-plan' }, 'Plan ', el('code', { text: h.plan }), ' (approve it from its pull request with ', el('code', { text: '/gitaso approve ' + h.plan }), ').'));
     if (keys.length) parts.push(el('p', { class: 'held-label', text: 'Would delete:' }), list(keys, 'held-keys'));
     if (unmanaged.length) {
       parts.push(el('p', { class: 'held-label', text: 'Would also delete, through Azure\'s cascade, resources gitaso does not manage:' }),
@@ -1424,21 +1425,22 @@
       ' from Azure' + ((h.unmanaged || []).length ? ', with ' + plural(h.unmanaged.length, 'resource', 'resources') + ' gitaso does not manage' : '') +
       '? Only the deletions listed are approved; a later revision that deletes more is held again.';
     d.dataset.revision = rev;
+    d.dataset.plan = h.plan || '';
     if (!d.open) d.showModal();
     $('approve-cancel').focus();
   }
 
-  async function approve(rev) {
+  async function approve(rev, plan) {
     say('Approving the deletions of revision ' + shortRev(rev) + '…');
     const btn = $('approve');
     if (btn) btn.disabled = true;
     try {
-      await post('api/v1/approve', { revision: rev });
+      await post('api/v1/approve', plan ? { revision: rev, plan } : { revision: rev });
       say('Deletions of revision ' + shortRev(rev) + ' approved: gitaso is applying it. The new run appears under Runs when it finishes.');
       setTimeout(() => refresh(true), 1000);
     } catch (e) {
       if (e instanceof APIError && e.status === 401) {
-        needToken(() => approve(rev), 'approve deletions');
+        needToken(() => approve(rev, plan), 'approve deletions');
       } else if (e instanceof APIError && e.status === 409) {
         say('Not approved: ' + e.message);
       } else {
@@ -2153,7 +2155,7 @@
       ev.preventDefault();
       const d = $('approve-dialog');
       d.close();
-      approve(d.dataset.revision);
+      approve(d.dataset.revision, d.dataset.plan);
     });
     $('approve-cancel').addEventListener('click', () => {
       $('approve-dialog').close();
