@@ -264,6 +264,9 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 		DependsOn: n.DependsOn, DeleteUnmanaged: n.Object.Annotations()[AnnotationDeleteUnmanaged] == "true",
 		key: n.Key(),
 	}
+	if rm := n.Kind.Removed; rm != nil {
+		r.Warnings = append(r.Warnings, rm.Warning())
+	}
 	for _, ex := range n.Exports {
 		r.Exports = append(r.Exports, fmt.Sprintf("%s:%s/%s", map[bool]string{false: "configmap", true: "secret"}[ex.Secret], ex.Name, ex.Key))
 	}

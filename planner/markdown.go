@@ -20,6 +20,7 @@ func RenderMarkdown(w io.Writer, p *Plan) error {
 		}
 	}
 	renderUnitsMarkdown(bw, p)
+	renderWarningsMarkdown(bw, p)
 	if !p.HasChanges() {
 		bw.printf("No changes. Azure matches the manifests (%d resources).\n", s[NoOp]+s[Observe])
 		return bw.err
@@ -64,6 +65,24 @@ func RenderMarkdown(w io.Writer, p *Plan) error {
 	}
 	bw.printf("\n<details><summary>Full plan</summary>\n\n```diff\n%s```\n\n</details>\n", strings.ReplaceAll(text.String(), "```", "'''"))
 	return bw.err
+}
+
+// renderWarningsMarkdown lists the resources' warnings in one alert, changed
+// or not (a removed CRD version is worth fixing either way).
+func renderWarningsMarkdown(bw *errWriter, p *Plan) {
+	n := 0
+	for _, r := range p.Resources {
+		for _, w := range r.Warnings {
+			if n == 0 {
+				bw.printf("> [!WARNING]\n")
+			}
+			n++
+			bw.printf("> `%s`: %s\n", r.ID(), mdEscape(w))
+		}
+	}
+	if n > 0 {
+		bw.printf("\n")
+	}
 }
 
 func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -212,6 +212,10 @@ type Resource struct {
 	APIVersion string   `json:"apiVersion"`
 	Request    *Request `json:"request,omitempty"`
 	Changes    []Change `json:"changes,omitempty"`
+	// Warnings are what the plan says about the resource without
+	// refusing it: a CRD version ASO removed, planned with the conversion
+	// of the release that last had it (aso.Removed.Warning).
+	Warnings []string `json:"warnings,omitempty"`
 
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`

@@ -65,6 +65,11 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 	changed := len(p.Deferred)
 	for _, r := range p.Resources {
 		if r.Action == NoOp && !opts.ShowUnchanged {
+			if len(r.Warnings) > 0 {
+				// Unchanged, but what it warns of is still true.
+				bw.printf("\n  # %s %s\n", r.ID(), verbs[r.Action])
+				renderWarnings(bw, r)
+			}
 			continue
 		}
 		changed++
@@ -72,7 +77,9 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 		if r.Reason != "" {
 			bw.printf(" (%s)", r.Reason)
 		}
-		bw.printf("\n  %s %s/%s %s %q {\n", symbols[r.Action], r.Group, r.Version, r.Kind, r.Namespace+"/"+r.Name)
+		bw.printf("\n")
+		renderWarnings(bw, r)
+		bw.printf("  %s %s/%s %s %q {\n", symbols[r.Action], r.Group, r.Version, r.Kind, r.Namespace+"/"+r.Name)
 		bw.printf("      armId      = %q\n", r.ARMID)
 		if r.File != "" {
 			loc := r.File
@@ -162,6 +169,13 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 		bw.printf("Partial: the units that failed keep their objects as last applied until they render again.\n")
 	}
 	return bw.err
+}
+
+// renderWarnings writes a resource's warnings as comment lines above it.
+func renderWarnings(bw *errWriter, r *Resource) {
+	for _, w := range r.Warnings {
+		bw.printf("  # warning: %s\n", w)
+	}
 }
 
 // externalLine describes a source outside the repository for the plan's
