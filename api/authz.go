@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/gitaso/gitaso/access"
-	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/record"
 )
 
@@ -153,22 +152,57 @@ func touchedView(ts []record.Touched, sc access.Scope) []record.Touched {
 	return slices.DeleteFunc(ts, func(t record.Touched) bool { return !sc.Allows(keyNamespace(t.Key)) })
 }
 
-// planView cuts a plan to the namespaces of scope sc: its resources,
-// deferred objects and units of other namespaces are left out, and so are
-// their held deletions.
+// planView cuts a plan (JSON as the planner wrote it) to the namespaces of
+// scope sc: its resources, deferred objects and units of other namespaces
+// are left out, and so are their held deletions; every other field is kept
+// as it is.
 func planView(raw []byte, sc access.Scope) ([]byte, error) {
-	var p planner.Plan
+	var p map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, fmt.Errorf("decode the stored plan: %w", err)
 	}
-	p.Resources = slices.DeleteFunc(p.Resources, func(r *planner.Resource) bool { return !sc.Allows(r.Namespace) })
-	p.Deferred = slices.DeleteFunc(p.Deferred, func(d *planner.Deferred) bool { return !sc.Allows(d.Namespace) })
-	p.Units = slices.DeleteFunc(p.Units, func(u record.Unit) bool { return !sc.Allows(u.Namespace) })
-	if p.Held != nil {
-		run := runView(record.Run{Held: p.Held}, sc)
-		p.Held = run.Held
+	for _, list := range []string{"resources", "deferred", "units"} {
+		b, ok := p[list]
+		if !ok || string(b) == "null" {
+			continue
+		}
+		var items []json.RawMessage
+		if err := json.Unmarshal(b, &items); err != nil {
+			return nil, fmt.Errorf("decode the stored plan's %s: %w", list, err)
+		}
+		kept := items[:0]
+		for _, it := range items {
+			var ns struct {
+				Namespace string `json:"namespace"`
+			}
+			if err := json.Unmarshal(it, &ns); err != nil {
+				return nil, fmt.Errorf("decode the stored plan's %s: %w", list, err)
+			}
+			if sc.Allows(ns.Namespace) {
+				kept = append(kept, it)
+			}
+		}
+		enc, err := json.Marshal(kept)
+		if err != nil {
+			return nil, err
+		}
+		p[list] = enc
 	}
-	return json.Marshal(&p)
+	if b, ok := p["held"]; ok && string(b) != "null" {
+		var run record.Run
+		if err := json.Unmarshal(b, &run.Held); err != nil {
+			return nil, fmt.Errorf("decode the stored plan's hold: %w", err)
+		}
+		var rev string
+		_ = json.Unmarshal(p["revision"], &rev)
+		run.Revision = rev
+		held, err := json.Marshal(runView(run, sc).Held)
+		if err != nil {
+			return nil, err
+		}
+		p["held"] = held
+	}
+	return json.Marshal(p)
 }
 
 // RightsOf returns the rights an identity has in each namespace of
