@@ -12,20 +12,29 @@ import (
 )
 
 // PolicyFile is a policy read from a file and read again when the file
-// changes (Watch). A file that no longer parses leaves the policy it had in
-// force and is logged; one that parses replaces it at once.
+// changes (Watch). A new content is taken once two reads in a row see it
+// (a file being written in place is not taken half written); a file that
+// does not parse leaves the policy in force and is logged.
 type PolicyFile struct {
-	path string
-	cur  atomic.Pointer[Policy]
-	sum  [32]byte
+	path    string
+	cur     atomic.Pointer[Policy]
+	sum     [32]byte // of the policy in force
+	pending [32]byte // of a new content seen once
 }
 
 // LoadPolicyFile reads and parses the policy file at path.
 func LoadPolicyFile(path string) (*PolicyFile, error) {
 	f := &PolicyFile{path: path}
-	if _, err := f.reload(); err != nil {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read policy file: %w", err)
+	}
+	p, err := ParsePolicy(path, b)
+	if err != nil {
 		return nil, err
 	}
+	f.cur.Store(p)
+	f.sum = sha256.Sum256(b)
 	return f, nil
 }
 
@@ -39,7 +48,12 @@ func (f *PolicyFile) reload() (bool, error) {
 		return false, fmt.Errorf("read policy file: %w", err)
 	}
 	sum := sha256.Sum256(b)
-	if f.cur.Load() != nil && bytes.Equal(sum[:], f.sum[:]) {
+	if bytes.Equal(sum[:], f.sum[:]) {
+		f.pending = f.sum
+		return false, nil
+	}
+	if !bytes.Equal(sum[:], f.pending[:]) {
+		f.pending = sum // seen once: taken when the next read sees it too
 		return false, nil
 	}
 	p, err := ParsePolicy(f.path, b)

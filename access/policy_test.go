@@ -2,6 +2,7 @@ package access_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,8 +130,15 @@ func TestParsePolicyErrors(t *testing.T) {
 
 func TestPolicyFileReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "policy.csv")
+	// Written as an operator should: a new file renamed over the old one.
+	n := 0
 	write := func(s string) {
-		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		n++
+		tmp := fmt.Sprintf("%s.%d", path, n)
+		if err := os.WriteFile(tmp, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
 			t.Fatal(err)
 		}
 	}

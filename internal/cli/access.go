@@ -12,7 +12,8 @@ import (
 	"github.com/gitaso/gitaso/api"
 )
 
-// policyReread is how often serve reads --policy-file again.
+// policyReread is how often serve reads --policy-file again (a change is
+// taken when two reads in a row see it).
 const policyReread = 5 * time.Second
 
 // accessSettings are serve's flags for rights and the audit trail.
@@ -23,7 +24,7 @@ type accessSettings struct {
 
 func (a *accessSettings) register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.policyFile, "policy-file", "", "policy file granting rights per namespace (read, sync, approve, admin) to groups, users and tokens, "+
-		"in the model of Argo CD's policy.csv (see docs/security.md); read again when it changes. Without it every caller that passed authentication may do everything")
+		"in the model of Argo CD's policy.csv (see docs/security.md); read every 5 s, a change taken within 10 s. Without it every caller that passed authentication may do everything")
 	durationFlag(fs, &a.auditRetention, "audit-retention", api.DefaultAuditRetention, "how long the audit trail (sign-ins, syncs, approvals, refusals, token use) is kept in the state")
 }
 
