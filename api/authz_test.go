@@ -403,3 +403,32 @@ func TestAuditTrail(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditRetention: the auditor keeps events for its retention; older
+// ones are pruned, newer ones kept and still paged.
+func TestAuditRetention(t *testing.T) {
+	db, err := state.Open(filepath.Join(t.TempDir(), "gitaso.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	a := api.NewAuditor(db, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Hour)
+	ctx := access.WithIdentity(context.Background(), testIdentities["alice"])
+	now := time.Now().UTC()
+	for _, age := range []time.Duration{3 * time.Hour, 2 * time.Hour, 30 * time.Minute, 0} {
+		a.Record(ctx, record.AuditEvent{At: now.Add(-age), Action: record.AuditSync, Outcome: record.AuditAllowed})
+	}
+	n, err := a.Prune(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("Prune = %d, %v; want the 2 events older than an hour", n, err)
+	}
+	kept, more, err := db.AuditPage(0, 10)
+	if err != nil || more || len(kept) != 2 {
+		t.Fatalf("kept %d events (more %v, %v), want 2", len(kept), more, err)
+	}
+	for _, e := range kept {
+		if now.Sub(e.At) > time.Hour || e.Who != "user alice@gitaso.local" || !slices.Equal(e.Groups, []string{"team-a"}) {
+			t.Errorf("kept event %+v", e)
+		}
+	}
+}
