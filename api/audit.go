@@ -41,6 +41,7 @@ type Auditor struct {
 
 	mu        sync.Mutex
 	tokenSeen map[string]time.Time
+	readSeen  map[string]time.Time // refused reads recorded in the last minute
 }
 
 // NewAuditor returns an auditor writing to db and log, keeping events for
@@ -52,7 +53,7 @@ func NewAuditor(db *state.DB, log *slog.Logger, retention time.Duration) *Audito
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Auditor{db: db, log: log, retention: retention, now: time.Now, tokenSeen: map[string]time.Time{}}
+	return &Auditor{db: db, log: log, retention: retention, now: time.Now, tokenSeen: map[string]time.Time{}, readSeen: map[string]time.Time{}}
 }
 
 // Record fills the event's caller from ctx's identity (unless set) and its
@@ -99,15 +100,41 @@ func (a *Auditor) Record(ctx context.Context, ev record.AuditEvent) {
 	a.log.LogAttrs(ctx, slog.LevelInfo, "audit", slog.Attr{Key: "audit", Value: slog.GroupValue(attrs...)})
 }
 
-// record records ev for request r: From is r's client address.
+// record records ev for request r: From is r's client address. A refused
+// read is recorded once a minute per caller, path and right: a page left
+// open polls every few seconds.
 func (a *Auditor) record(r *http.Request, ev record.AuditEvent) {
 	if a == nil {
+		return
+	}
+	if ev.Action == record.AuditReadDeny && ev.Outcome == record.AuditRefused && !a.firstIn(r, ev) {
 		return
 	}
 	if ev.From == "" {
 		ev.From = ClientAddr(r)
 	}
 	a.Record(r.Context(), ev)
+}
+
+// firstIn reports whether a refused read of this caller, right,
+// namespaces and request was not recorded within the last minute.
+func (a *Auditor) firstIn(r *http.Request, ev record.AuditEvent) bool {
+	key := access.IdentityFrom(r.Context()).String() + "\x00" + ev.Right + "\x00" + fmt.Sprint(ev.Namespaces) + "\x00" + ev.Detail
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if last, ok := a.readSeen[key]; ok && now.Sub(last) < tokenUseEvery {
+		return false
+	}
+	if len(a.readSeen) > 10000 {
+		for k, t := range a.readSeen {
+			if now.Sub(t) >= tokenUseEvery {
+				delete(a.readSeen, k)
+			}
+		}
+	}
+	a.readSeen[key] = now
+	return true
 }
 
 // tokenUse records the use of a named token once per tokenUseEvery.

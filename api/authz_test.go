@@ -338,6 +338,8 @@ func TestAuditTrail(t *testing.T) {
 	f.call(t, "viewer", "POST", "/api/v1/sync", "{}")
 	f.call(t, "alice", "POST", "/api/v1/approve", `{"revision":"`+heldRev+`"}`)
 	f.call(t, "admin", "POST", "/api/v1/approve", `{"revision":"`+heldRev+`"}`)
+	f.call(t, "alice", "GET", "/metrics", "")
+	f.call(t, "alice", "GET", "/metrics", "") // the same refused read within a minute: recorded once
 	f.call(t, "scraper", "GET", "/metrics", "")
 	f.call(t, "scraper", "GET", "/api/v1/resources", "") // the same token within a minute: not recorded again
 
@@ -382,6 +384,7 @@ func TestAuditTrail(t *testing.T) {
 		{"sync", "refused", "user viewer@gitaso.local", "sync", ""},
 		{"approve", "refused", "user alice@gitaso.local", "approve", digest},
 		{"approve", "allowed", "user admin@gitaso.local", "", digest},
+		{"read", "refused", "user alice@gitaso.local", "read", ""},
 		{"token", "allowed", "token scraper", "", ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
