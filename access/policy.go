@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // A policy file grants rights per namespace, in the model of Argo CD's
@@ -97,7 +99,15 @@ type Policy struct {
 	rules    []rule
 	bindings map[string][]string // subject → roles
 	all      bool                // AllowAll: every right everywhere
+
+	// scopes keeps the scopes computed (identity and right → Scope): a
+	// policy never changes once parsed, and each request asks.
+	scopes  sync.Map
+	nScopes atomic.Int64
 }
+
+// maxCachedScopes bounds Policy.scopes; beyond, it starts over.
+const maxCachedScopes = 10000
 
 // AllowAll returns the policy of a daemon without a policy file: every
 // caller that passed authentication may do everything (gitaso's behaviour
@@ -376,6 +386,20 @@ func (p *Policy) Scope(id Identity, r Right) Scope {
 	if p.all {
 		return Scope{right: r, allow: []string{anyValue}, all: true}
 	}
+	key := string(r) + "\x00" + string(id.Kind) + "\x00" + id.Subject + "\x00" + id.Name + "\x00" + strings.Join(id.Groups, "\x00")
+	if s, ok := p.scopes.Load(key); ok {
+		return s.(Scope)
+	}
+	s := p.scope(id, r)
+	if p.nScopes.Add(1) > maxCachedScopes {
+		p.scopes.Clear()
+		p.nScopes.Store(1)
+	}
+	p.scopes.Store(key, s)
+	return s
+}
+
+func (p *Policy) scope(id Identity, r Right) Scope {
 	s := Scope{right: r}
 	for _, ru := range p.rulesFor(id) {
 		switch {
