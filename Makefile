@@ -40,7 +40,7 @@ FUZZTIME    ?= 20s
 FUZZFLAGS   ?= -fuzzminimizetime 2s
 FUZZTARGETS ?= ./source:FuzzParseFile ./source/render:FuzzRender ./source/render:FuzzSubstitute \
                ./source/render:FuzzDecryptSOPS ./source/render:FuzzFlux ./planner:FuzzPlan ./aso:FuzzConvert \
-               ./source/charts:FuzzParseIndex ./source/charts:FuzzArchiveMetadata
+               ./source/charts:FuzzParseIndex ./source/charts:FuzzArchiveMetadata ./access:FuzzParsePolicy
 fuzz:
 	@start=$$(date +%s); failed=; \
 	for t in $(FUZZTARGETS); do \

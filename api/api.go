@@ -19,6 +19,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/gitaso/gitaso/access"
 	"github.com/gitaso/gitaso/metrics"
 	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
@@ -77,6 +78,20 @@ type Options struct {
 	MaxInFlight int
 	MaxQueued   int
 	QueueWait   time.Duration
+	// Policy returns the policy in force (read again when its file
+	// changes): the rights per namespace of the caller the authentication
+	// put in each request's context (access.IdentityFrom). Nil, or nil
+	// returned: access.AllowAll, every right for whoever passed
+	// authentication (gitaso before policies).
+	Policy func() *access.Policy
+	// Audit records the audit trail (sign-ins, syncs, approvals, refusals,
+	// token use) and GET /api/v1/audit reads it; nil records nothing.
+	Audit *Auditor
+	// ApprovePlan, when set, is used by POST /api/v1/approve instead of
+	// Approve: it approves the held plan of a revision only when its digest
+	// (record.Hold.PlanDigest) is plan, so that an approval never releases
+	// deletions the caller did not see (reconcile.ApprovePlan).
+	ApprovePlan func(ctx context.Context, revision, plan string) error
 }
 
 // DefaultRunsLimit is how many runs GET /api/v1/runs returns without ?limit.
@@ -137,6 +152,11 @@ type ErrorDetail struct {
 	// the newer revision that superseded it (code superseded only).
 	Held    string `json:"held,omitempty"`
 	Current string `json:"current,omitempty"`
+	// Right and Namespaces name the right the caller lacks and where (code
+	// missing_right only; no namespace: in any namespace, "*": in every
+	// namespace).
+	Right      string   `json:"right,omitempty"`
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // Error codes.
@@ -231,13 +251,14 @@ func newServer(db *state.DB, opts Options) (*server, http.Handler) {
 	v1.Handle("/sync", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.sync)}))
 	v1.Handle("/approve", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.approve)}))
 	v1.Handle("/webhook", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.webhook}))
+	v1.Handle("/audit", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.audit)}))
 	v1.NotFoundHandler = http.HandlerFunc(s.notFound)
 
 	if opts.UI != nil {
 		r.PathPrefix("/").Handler(opts.UI)
 	}
 	r.NotFoundHandler = http.HandlerFunc(s.notFound)
-	return s, s.logRequests(s.recoverPanics(s.checkHost(r)))
+	return s, s.logRequests(s.recoverPanics(s.checkHost(s.auditTokens(r))))
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -261,6 +282,9 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 func (s *server) getResource(w http.ResponseWriter, r *http.Request) {
 	v := mux.Vars(r)
 	ns, group, kind, name := v["namespace"], v["group"], v["kind"], v["name"]
+	if !s.readsNamespace(w, r, ns) {
+		return
+	}
 	kindFilter := kind
 	if group != "" {
 		kindFilter = group + "/" + kind
@@ -348,8 +372,12 @@ func (s *server) plan(w http.ResponseWriter, r *http.Request) {
 	// that accepts gzip and decompressed as it is written for the others,
 	// with no copy kept (16 MB of JSON at 10,000 resources, plus a
 	// compressed copy, rebuilt on every state commit of a run).
+	sc, ok := s.readable(w, r)
+	if !ok {
+		return
+	}
 	b, gzipped, err := s.db.PlanStored()
-	s.sendPlan(w, r, b, gzipped, err, "no plan yet: the first reconcile has not finished planning")
+	s.sendPlan(sc, w, r, b, gzipped, err, "no plan yet: the first reconcile has not finished planning")
 }
 
 // runPlan is GET /api/v1/runs/{id}/plan: the plan of an earlier phase of the
@@ -362,20 +390,44 @@ func (s *server) runPlan(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("run id %q: want a positive integer", raw))
 		return
 	}
+	sc, ok := s.readable(w, r)
+	if !ok {
+		return
+	}
 	b, gzipped, err := s.db.PhasePlanStored(id)
-	s.sendPlan(w, r, b, gzipped, err, fmt.Sprintf("the plan of run %d is not kept: gitaso keeps the latest plan "+
+	s.sendPlan(sc, w, r, b, gzipped, err, fmt.Sprintf("the plan of run %d is not kept: gitaso keeps the latest plan "+
 		"(GET /api/v1/plan) and the plans of the earlier phases of the latest run", id))
 }
 
 // sendPlan writes a stored plan (b, gzip compressed when gzipped), or the
 // error of reading it, or notFound when none is stored.
-func (s *server) sendPlan(w http.ResponseWriter, r *http.Request, b []byte, gzipped bool, err error, notFound string) {
+func (s *server) sendPlan(sc access.Scope, w http.ResponseWriter, r *http.Request, b []byte, gzipped bool, err error, notFound string) {
 	switch {
 	case err != nil:
 		s.internal(w, r, err)
 		return
 	case b == nil:
 		s.writeError(w, http.StatusNotFound, CodeNotFound, notFound)
+		return
+	case !sc.All():
+		// A caller who reads some namespaces gets the plan cut to them,
+		// decoded and encoded again for this answer.
+		if gzipped {
+			zr, err := gzip.NewReader(bytes.NewReader(b))
+			if err == nil {
+				b, err = io.ReadAll(zr)
+			}
+			if err != nil {
+				s.internal(w, r, fmt.Errorf("read the stored plan: %w", err))
+				return
+			}
+		}
+		cut, err := planView(b, sc)
+		if err != nil {
+			s.internal(w, r, err)
+			return
+		}
+		s.writeJSON(w, http.StatusOK, json.RawMessage(cut))
 		return
 	}
 	jsonHeaders(w)
@@ -409,14 +461,22 @@ func (s *server) sync(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.readBody(w, r, maxRequestBody); !ok {
 		return
 	}
+	// A run reconciles the whole repository to Git: it changes when things
+	// are applied, not what. The right to sync in any namespace asks for one.
+	if s.scope(r, access.Sync).None() {
+		s.refuse(w, r, access.Sync, nil, record.AuditEvent{Action: record.AuditSync})
+		return
+	}
 	if s.opts.Sync == nil {
 		s.writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "sync is not available in this process")
 		return
 	}
 	if err := s.opts.Sync(r.Context()); err != nil {
+		s.opts.Audit.record(r, record.AuditEvent{Action: record.AuditSync, Outcome: record.AuditFailed, Detail: err.Error()})
 		s.writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "sync not triggered: "+err.Error())
 		return
 	}
+	s.opts.Audit.record(r, record.AuditEvent{Action: record.AuditSync, Outcome: record.AuditAllowed})
 	s.writeJSON(w, http.StatusAccepted, struct {
 		Status string `json:"status"`
 	}{"accepted"})

@@ -58,7 +58,8 @@
 //	                                                    triggers are coalesced and rate-limited); body ignored, at most 64 KiB;
 //	                                                    401 unauthorized without the bearer token (when Options.Token is set);
 //	                                                    503 unavailable when Options.Sync is nil or refuses
-//	POST /api/v1/approve {"revision":"<sha>"}           202 {"status":"accepted","revision"}: the deletions the deletion guard
+//	POST /api/v1/approve {"revision":"<sha>"[,"plan":"<digest>"]}
+//	                                                    202 {"status":"accepted","revision","plan"}: the deletions the deletion guard
 //	                                                    held for that revision (a full SHA or a prefix of at least 7
 //	                                                    characters) are released and a run is triggered; 400 bad_request
 //	                                                    for another body; 409 conflict with Approve's message (nothing of
@@ -66,7 +67,12 @@
 //	                                                    {"error":{"code","message","held","current"}} when a newer
 //	                                                    revision superseded the held one (approving it would release
 //	                                                    nothing: the daemon plans the newer one); 401 as sync;
-//	                                                    503 unavailable when Options.Approve is nil
+//	                                                    503 unavailable when Options.Approve is nil; "plan" names the held
+//	                                                    plan's digest (record.Hold.PlanDigest): 409 plan_changed when the
+//	                                                    held plan is another (its deletions changed); 403 missing_right
+//	                                                    unless the caller has approve in every namespace the hold touches
+//	GET  /api/v1/audit?limit=N&continue=T               {"items":[AuditEvent...],"continue"}: the audit trail, newest first
+//	                                                    (default 100, at most 1000); admin in every namespace
 //	POST /api/v1/webhook                                202: a Git host's push notification; the branch is fetched now.
 //	                                                    Authenticated by Options.WebhookSecret: GitHub X-Hub-Signature-256,
 //	                                                    GitLab X-Gitlab-Token, or a bearer token; 401 otherwise,
@@ -206,8 +212,39 @@
 // Error (every 4xx/5xx of the JSON API):
 //
 //	{"error":{"code":"bad_request|not_found|ambiguous_kind|unauthorized|method_not_allowed|unavailable|internal|
-//	                  forbidden|unsupported_media_type|request_too_large|conflict|too_many_requests|state_damaged",
-//	          "message":"..."}}
+//	                  forbidden|unsupported_media_type|request_too_large|conflict|too_many_requests|state_damaged|
+//	                  missing_right|plan_changed",
+//	          "message":"...", "right":"read|sync|approve|admin", "namespaces":["team-b"]}}
+//
+// # Rights per namespace
+//
+// Options.Policy (gitaso serve --policy-file; package access) grants each
+// caller rights per namespace; the caller is the access.Identity the
+// authentication put in the request's context. Without a policy every
+// caller that passed authentication has every right (gitaso before
+// policies). With one:
+//
+//   - every read needs read somewhere (else 403 missing_right, no
+//     namespace); the lists, the summary, the graph, the units, the plan
+//     (its resources, deferred objects, units and held keys) and the runs
+//     (their held keys; the touched resources of GET /api/v1/runs/{id}) are
+//     cut to the namespaces the caller reads; asking for another namespace
+//     (?namespace=, a resource or unit of it) is 403 missing_right naming it.
+//     A run's revision, counts and error stay: they are the repository's. A
+//     held run whose keys were cut has its message and unmanaged IDs
+//     replaced by a sentence saying how many are hidden.
+//   - /metrics needs read in every namespace: its counts add up every
+//     namespace (give a scraper a token of its own).
+//   - POST /api/v1/sync needs sync in some namespace: a run reconciles the
+//     whole repository to Git, which decides what is applied; the right
+//     decides who may ask for it now.
+//   - POST /api/v1/approve needs approve in every namespace the held
+//     deletions (a cascade's parent included) are in; the 403 names those
+//     missing.
+//   - GET /api/v1/audit needs admin in every namespace.
+//
+// Every refusal, sync and approval is recorded in the audit trail
+// (Options.Audit), and so is each named token's use, once a minute.
 //
 // A read that finds the state file damaged (a page bbolt cannot read) is
 // answered 503 state_damaged, its message naming the damage and the ways out

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/gitaso/gitaso/access"
 	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
@@ -225,6 +226,8 @@ type pageQuery struct {
 	ns, kind, ready, lname string // kind as given (matched case-insensitively)
 	after                  string
 	limit                  int // 0: every match
+	// allow, when set, says which namespaces the caller may read.
+	allow func(ns string) bool
 }
 
 // page returns the entries of q, and whether more match after them.
@@ -256,6 +259,9 @@ func (s *snapshot) page(q pageQuery) ([]*entry, bool) {
 		if q.lname != "" && !strings.Contains(e.lname, q.lname) {
 			continue
 		}
+		if q.allow != nil && !q.allow(e.ns) {
+			continue
+		}
 		if q.ready != "" && e.ready != q.ready {
 			continue
 		}
@@ -265,6 +271,21 @@ func (s *snapshot) page(q pageQuery) ([]*entry, bool) {
 		out = append(out, e)
 	}
 	return out, false
+}
+
+// scoped returns the snapshot cut to the namespaces of scope sc (itself
+// for every namespace): the entries are shared, the version kept.
+func (s *snapshot) scoped(sc access.Scope) *snapshot {
+	if sc.All() {
+		return s
+	}
+	out := &snapshot{at: s.at, version: s.version, entries: make([]*entry, 0, len(s.entries))}
+	for _, e := range s.entries {
+		if sc.Allows(e.ns) {
+			out.entries = append(out.entries, e)
+		}
+	}
+	return out
 }
 
 // nodes returns the snapshot as graph nodes, with their ARM IDs read from

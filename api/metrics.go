@@ -36,6 +36,11 @@ func (s *server) metricsHandler() http.HandlerFunc {
 	}
 	h := m.Handler()
 	return func(w http.ResponseWriter, r *http.Request) {
+		// The metrics count every namespace's resources and runs together:
+		// they need read on every namespace (a scrape token of its own).
+		if !s.readsAll(w, r) {
+			return
+		}
 		w.Header().Set("Cache-Control", "no-store")
 		h.ServeHTTP(w, r)
 	}

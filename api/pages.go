@@ -16,6 +16,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/gitaso/gitaso/access"
 	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
@@ -151,7 +152,18 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pq := pageQuery{ns: q.Get("namespace"), kind: q.Get("kind"), ready: ready, lname: strings.ToLower(q.Get("name"))}
-	digest := filterDigest(pq.ns, strings.ToLower(pq.kind), ready, pq.lname)
+	sc, ok := s.readable(w, r)
+	if !ok {
+		return
+	}
+	if pq.ns != "" && !sc.Allows(pq.ns) {
+		s.refuse(w, r, access.Read, []string{pq.ns}, record.AuditEvent{})
+		return
+	}
+	if !sc.All() {
+		pq.allow = sc.Allows
+	}
+	digest := filterDigest(pq.ns, strings.ToLower(pq.kind), ready, pq.lname, sc.Key())
 	paged := q.Has("limit") || q.Has("continue")
 	if paged {
 		if pq.limit, err = pageLimit(q.Get("limit"), DefaultPageLimit, MaxPageLimit); err != nil {
@@ -187,7 +199,7 @@ func (s *server) listResources(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(t)
 		return b
 	}
-	key := strings.Join([]string{pq.ns, strings.ToLower(pq.kind), ready, pq.lname, pq.after, strconv.Itoa(pq.limit)}, "\x00")
+	key := strings.Join([]string{pq.ns, strings.ToLower(pq.kind), ready, pq.lname, pq.after, strconv.Itoa(pq.limit), sc.Key()}, "\x00")
 	if paged && pq.limit <= maxCachedItems {
 		s.serveAnswer(w, r, &s.pages, snap.version, key, func() ([]byte, error) {
 			items, more := snap.page(pq)
@@ -301,6 +313,10 @@ func (s *server) writeItems(w interface {
 
 // listRuns is GET /api/v1/runs; see the package documentation.
 func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
+	sc, ok := s.readable(w, r)
+	if !ok {
+		return
+	}
 	q := r.URL.Query()
 	limit, err := pageLimit(q.Get("limit"), DefaultRunsLimit, MaxRunsLimit)
 	if err != nil {
@@ -336,7 +352,7 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 	}
 	st := s.startStream(w)
 	for _, run := range runs {
-		st.item(run)
+		st.item(runView(run, sc))
 	}
 	tail := struct {
 		// Applied is the revision in force: the last one applied, which a
@@ -349,6 +365,7 @@ func (s *server) listRuns(w http.ResponseWriter, r *http.Request) {
 		Continue string      `json:"continue,omitempty"`
 	}{Applied: applied}
 	if isRefused {
+		refused = runView(refused, sc)
 		tail.Refused = &refused
 	}
 	if more {
@@ -367,6 +384,10 @@ type RunDetail struct {
 }
 
 func (s *server) getRun(w http.ResponseWriter, r *http.Request) {
+	sc, ok := s.readable(w, r)
+	if !ok {
+		return
+	}
 	raw := mux.Vars(r)["id"]
 	id, err := strconv.ParseUint(raw, 10, 64)
 	if err != nil || id == 0 {
@@ -390,7 +411,7 @@ func (s *server) getRun(w http.ResponseWriter, r *http.Request) {
 	if touched == nil {
 		touched = []record.Touched{}
 	}
-	s.writeJSON(w, http.StatusOK, RunDetail{Run: run, Resources: touched, Applied: applied})
+	s.writeJSON(w, http.StatusOK, RunDetail{Run: runView(run, sc), Resources: touchedView(touched, sc), Applied: applied})
 }
 
 // Graph is GET /api/v1/graph: every resource and its dependencies, in
@@ -406,13 +427,17 @@ type Graph struct {
 }
 
 func (s *server) graph(w http.ResponseWriter, r *http.Request) {
+	sc, ok := s.readable(w, r)
+	if !ok {
+		return
+	}
 	snap, err := s.index.current(s.db)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	s.serveAnswer(w, r, &s.graphs, snap.version, "", func() ([]byte, error) {
-		nodes, err := snap.nodes(s.db)
+	s.serveAnswer(w, r, &s.graphs, snap.version, sc.Key(), func() ([]byte, error) {
+		nodes, err := snap.scoped(sc).nodes(s.db)
 		if err != nil {
 			return nil, err
 		}
@@ -471,12 +496,16 @@ type Summary struct {
 }
 
 func (s *server) summary(w http.ResponseWriter, r *http.Request) {
+	sc, ok := s.readable(w, r)
+	if !ok {
+		return
+	}
 	snap, err := s.index.current(s.db)
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
-	s.serveAnswer(w, r, &s.summaries, snap.version, "", func() ([]byte, error) {
-		return encodeLine(snap.summary())
+	s.serveAnswer(w, r, &s.summaries, snap.version, sc.Key(), func() ([]byte, error) {
+		return encodeLine(snap.scoped(sc).summary())
 	})
 }

@@ -24,5 +24,8 @@ func (s *server) health() record.Health {
 // loop knows of its source's fetches and its state's writes
 // (record.Health). It always answers 200; "ready" says what /readyz does.
 func (s *server) status(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.readable(w, r); !ok {
+		return
+	}
 	s.writeJSON(w, http.StatusOK, s.health())
 }

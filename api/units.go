@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gitaso/gitaso/access"
 	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 )
@@ -82,11 +84,20 @@ func (s *server) listUnits(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ns := q.Get("namespace")
+	sc, ok := s.readable(w, r)
+	if !ok {
+		return
+	}
+	if ns != "" && !sc.Allows(ns) {
+		s.refuse(w, r, access.Read, []string{ns}, record.AuditEvent{})
+		return
+	}
 	units, err := s.db.Units()
 	if err != nil {
 		s.internal(w, r, err)
 		return
 	}
+	units = slices.DeleteFunc(units, func(u record.Unit) bool { return !sc.Allows(u.Namespace) })
 	out := UnitList{Items: []record.Unit{}, Total: len(units),
 		Ready: map[string]int{record.StatusTrue: 0, record.StatusFalse: 0, record.StatusUnknown: 0}}
 	for _, u := range units {
@@ -111,6 +122,10 @@ func (s *server) getUnit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no unit of kind %q: units are Kustomization or HelmRelease", v["kind"]))
 		return
 	}
+	if !s.readsNamespace(w, r, v["namespace"]) {
+		return
+	}
+	sc := s.scope(r, access.Read)
 	id := record.Unit{Kind: kind, Namespace: v["namespace"], Name: v["name"]}.ID()
 	u, ok, err := s.db.Unit(id)
 	if err != nil {
@@ -129,7 +144,7 @@ func (s *server) getUnit(w http.ResponseWriter, r *http.Request) {
 	}
 	var es []*entry
 	for _, e := range snap.entries {
-		if e.unit == id {
+		if e.unit == id && sc.Allows(e.ns) {
 			es = append(es, e)
 		}
 	}

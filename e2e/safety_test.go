@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gitaso/gitaso/access"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/reconcile"
 	"github.com/gitaso/gitaso/record"
@@ -216,9 +217,20 @@ func TestDeletionGuard(t *testing.T) {
 	if err := e.rec.ApproveDeletions(context.Background(), "0000000000"); !errors.Is(err, reconcile.ErrNotHeld) {
 		t.Errorf("approving an unknown revision: %v", err)
 	}
+	// An approval naming another plan digest is refused: the held plan is
+	// not the one approved.
+	digest := runs[0].Held.PlanDigest(rev)
+	if err := e.rec.ApprovePlan(context.Background(), rev[:8], "0000000000000000"); !errors.Is(err, reconcile.ErrPlanChanged) || !strings.Contains(err.Error(), digest) {
+		t.Errorf("approving another plan: %v, want ErrPlanChanged naming %s", err, digest)
+	}
 	// Approval releases exactly that revision: 6 DELETEs and the new group.
-	if err := e.rec.ApproveDeletions(context.Background(), rev[:8]); err != nil {
+	// It is recorded as made by the caller, with the plan's digest.
+	alice := access.Identity{Kind: access.User, Subject: "a1", Name: "alice@gitaso.local"}
+	if err := e.rec.ApprovePlan(access.WithIdentity(context.Background(), alice), rev[:8], digest); err != nil {
 		t.Fatal(err)
+	}
+	if a, ok, err := e.db.Approval(rev); err != nil || !ok || a.By != "user alice@gitaso.local" || a.Plan != digest {
+		t.Errorf("stored approval %+v (%v, %v), want by user alice@gitaso.local of plan %s", a, ok, err, digest)
 	}
 	e.emu.ResetStats()
 	rep = e.runSucceeds(t, "approved run")

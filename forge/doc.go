@@ -24,6 +24,14 @@
 // "<!-- gitaso-plan part 1/2 -->": a later post edits those comments,
 // adds parts when the plan grew and deletes the extra ones when it shrank.
 //
+// Approvals from pull requests (approve.go): every forge is an Approver
+// that lists a pull request's comments with their authors, asks whether an
+// author may write to the repository, replies in the comment's thread and
+// finds the pull request of a merge commit. ProcessApprovals answers each
+// "/gitaso approve <plan digest>" once: a writer's approves the held plan
+// it names, any other is refused with the reason (docs/security.md).
+//
 // Each forge's requests are checked in the tests against that forge's
-// published REST description (testdata/*-rest.json names the sources).
+// published REST description (testdata/*-rest.json names the sources);
+// Gitea's approvals run against a real Gitea (harness/forgetest).
 package forge

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gitaso/gitaso/access"
 	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
@@ -48,6 +49,19 @@ func (e *SupersededError) Superseded() (held, current string) { return e.Held, e
 // a later revision that still exceeds the guard is held again. A held
 // revision that a newer one superseded is not approved: *SupersededError.
 func (r *Reconciler) ApproveDeletions(ctx context.Context, revision string) error {
+	return r.ApprovePlan(ctx, revision, "")
+}
+
+// ErrPlanChanged is returned (wrapped) by ApprovePlan when the held plan of
+// the revision is not the one the approval names.
+var ErrPlanChanged = errors.New("the held plan changed")
+
+// ApprovePlan is ApproveDeletions of the held plan whose digest
+// (record.Hold.PlanDigest) is plan: a held plan with another digest (other
+// deletions) is not approved (ErrPlanChanged). An empty plan approves the
+// held plan whatever its digest. The approval is recorded as made by the
+// caller access.IdentityFrom(ctx) names.
+func (r *Reconciler) ApprovePlan(ctx context.Context, revision, plan string) error {
 	if r.db == nil {
 		return errors.New("approve deletions: no state")
 	}
@@ -82,11 +96,20 @@ func (r *Reconciler) ApproveDeletions(ctx context.Context, revision string) erro
 	if latest != "" && latest != held.Revision {
 		return &SupersededError{Held: held.Revision, Current: latest}
 	}
-	a := record.Approval{Revision: held.Revision, Keys: held.Held.Keys, ApprovedAt: time.Now().UTC(), By: "api"}
+	digest := held.Held.PlanDigest(held.Revision)
+	if plan != "" && plan != digest {
+		return fmt.Errorf("approve deletions: %w: the approval names plan %s, but the plan held for revision %s is %s; look at it again and approve %s",
+			ErrPlanChanged, plan, planner.ShortRevision(held.Revision), digest, digest)
+	}
+	by := "api"
+	if id := access.IdentityFrom(ctx); id.Kind != access.Anonymous {
+		by = id.String()
+	}
+	a := record.Approval{Revision: held.Revision, Keys: held.Held.Keys, ApprovedAt: time.Now().UTC(), By: by, Plan: digest}
 	if err := r.db.Update(func(w *state.Writer) error { return w.PutApproval(a) }); err != nil {
 		return fmt.Errorf("approve deletions: %w", err)
 	}
-	r.log.InfoContext(ctx, "deletions approved", "revision", held.Revision, "deletions", len(a.Keys))
+	r.log.InfoContext(ctx, "deletions approved", "revision", held.Revision, "plan", digest, "by", by, "deletions", len(a.Keys))
 	r.Trigger(true)
 	return nil
 }

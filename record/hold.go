@@ -30,6 +30,9 @@ type Hold struct {
 	// Unmanaged are the ARM IDs of resources gitaso does not manage that a
 	// held deletion would take with it.
 	Unmanaged []string `json:"unmanaged,omitempty"`
+	// Plan is the held plan's digest (PlanDigest) as the API shows it, for
+	// an approval to name; not stored.
+	Plan string `json:"plan,omitempty"`
 }
 
 // Approval releases the held deletions of one revision: exactly the
@@ -38,6 +41,10 @@ type Approval struct {
 	Revision   string    `json:"revision"`
 	Keys       []string  `json:"keys"`
 	ApprovedAt time.Time `json:"approvedAt"`
-	// By says where the approval came from ("api", "cli").
+	// By says who approved: the caller as access.Identity names it ("user
+	// alice@example.com", "token ci", "forge gitea alice"), or where the
+	// approval came from ("api", "cli") before there were identities.
 	By string `json:"by,omitempty"`
+	// Plan is the digest of the held plan approved (Hold.PlanDigest).
+	Plan string `json:"plan,omitempty"`
 }

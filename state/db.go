@@ -52,8 +52,9 @@ var (
 	bucketExports    = []byte("exports")
 	bucketSecrets    = []byte("secretExports")
 	bucketApprovals  = []byte("approvals")
+	bucketAudit      = []byte("audit")
 
-	allBuckets = [][]byte{bucketResources, bucketRuns, bucketMeta, bucketOperations, bucketExports, bucketSecrets, bucketApprovals}
+	allBuckets = [][]byte{bucketResources, bucketRuns, bucketMeta, bucketOperations, bucketExports, bucketSecrets, bucketApprovals, bucketAudit}
 
 	metaSchema           = []byte("schemaVersion")
 	metaLastGoodRevision = []byte("lastGoodRevision")

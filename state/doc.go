@@ -20,6 +20,8 @@
 //	changes        key (the resource key)      → Change (JSON): the redacted body before its last change
 //	units          unit ID (Kind/ns/name)      → record.Unit (JSON): a Flux Kustomization or HelmRelease (units.go)
 //	unitObjects    unit ID                     → the unit's objects as last applied, sealed like secret exports
+//	approvals      revision                    → Approval (JSON)
+//	audit          big-endian uint64 sequence  → AuditEvent (JSON): the audit trail (audit.go), pruned by PruneAudit
 //
 // The last five are created on first write (touched.go, units.go), so a file
 // without them reads as empty; a run writes its list once, never rewriting

@@ -25,6 +25,9 @@ type autoplanSettings struct {
 	marker                     string
 	interval                   time.Duration
 	mergeRef                   bool
+	// forge is the forge startAutoplan made (approvals.go takes approvals
+	// from its pull requests).
+	forge forge.Forge
 }
 
 func (a *autoplanSettings) register(fs *pflag.FlagSet) {
@@ -86,6 +89,7 @@ func (s *settings) startAutoplan(ctx context.Context, e *env) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("--autoplan: %w", err)
 	}
+	s.autoplan.forge = f
 	limit := forge.Limit(a.kind)
 	ap := autoplan.New(autoplan.Config{
 		Forge: f,

@@ -56,6 +56,7 @@ type settings struct {
 	lookups                           reconcile.Lookup // Helm's lookup of ASO objects (DB and Get set once open)
 	kube                              clusterSettings  // --kubeconfig, --in-cluster (cluster.go)
 	autoplan                          autoplanSettings // serve --autoplan (autoplan.go)
+	access                            accessSettings   // serve --policy-file, --audit-retention (access.go)
 	beside                            besideSettings   // plan/serve --beside-aso, --aso-namespace (beside.go)
 	ref                               string           // a full Git reference instead of --branch (autoplan: a pull request)
 	repo, branch, path, dir, cacheDir string

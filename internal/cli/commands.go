@@ -377,7 +377,11 @@ written since the last read, and everything once every --full-resync-every perio
   POST /api/v1/sync                                  reconcile now (with a refresh)
   POST /api/v1/approve {"revision":"<sha>"}          release the deletions the deletion guard held for a revision
   POST /api/v1/webhook                               a Git host's push notification (--webhook-secret-file)
+  GET  /api/v1/audit[?limit=&continue=]               the audit trail, newest first (admin)
   GET  /healthz  /readyz  /metrics
+
+With --policy-file, each caller reads, syncs and approves only in the namespaces the policy grants
+(docs/security.md); answers show only the namespaces the caller may read.
 
 POST /api/v1/sync and /api/v1/approve need Content-Type: application/json, refuse cross-site requests
 (Origin, Sec-Fetch-Site) and take the --api-token-file token as "Authorization: Bearer <token>".
@@ -433,6 +437,9 @@ pull request) is a plan of what ASO would do, with the cluster's ASO objects: do
 				apiOpts.WebhookSecret = secret
 			}
 			if err := apiOpts.Validate(); err != nil {
+				return err
+			}
+			if err := s.access.apply(cmd.Context(), e.log, &apiOpts); err != nil {
 				return err
 			}
 			e.cfg.Interval, e.cfg.SyncPeriod, e.cfg.UnreadyAfter = interval, syncPeriod, unreadyAfter
@@ -499,6 +506,7 @@ pull request) is a plan of what ASO would do, with the cluster's ASO objects: do
 	s.register(cmd.Flags(), true)
 	ha.register(cmd.Flags())
 	s.autoplan.register(cmd.Flags())
+	s.access.register(cmd.Flags())
 	s.beside.register(cmd.Flags()) // beside.go
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the HTTP API")
 	cmd.Flags().StringVar(&tokenFile, "api-token-file", "", "file with a bearer token required by POST /api/v1/sync and /api/v1/approve (required when --listen is not loopback)")

@@ -203,17 +203,27 @@ func (h *haSettings) checkState(db *state.DB) error {
 func (s *settings) startReconciler(ctx context.Context, e *env, apiOpts api.Options) (*reconcile.Reconciler, http.Handler, error) {
 	r := reconcile.New(e.src, e.db, e.clients, e.cfg, e.log)
 	apiOpts.Sync, apiOpts.Approve, apiOpts.Ready, apiOpts.Logger = r.Sync, r.ApproveDeletions, r.Ready, e.log
+	apiOpts.ApprovePlan = r.ApprovePlan
+	apiOpts.Audit = s.access.auditor(ctx, e)
 	apiOpts.Status = r.Status
 	apiOpts.Metrics = e.metrics
 	autoplanNow, err := s.startAutoplan(ctx, e) // autoplan.go: the leader's only
 	if err != nil {
 		return nil, nil, err
 	}
+	approvalsNow := s.startApprovals(ctx, e, r, apiOpts.Audit) // approvals.go
 	if apiOpts.WebhookSecret != "" {
 		apiOpts.Webhook = r.Poll
 		if autoplanNow != nil {
-			// A pull-request event plans its pull request at once.
-			apiOpts.Webhook = func(ctx context.Context) error { autoplanNow(); return r.Poll(ctx) }
+			// A pull-request event plans its pull request at once, and
+			// a comment may approve a held plan.
+			apiOpts.Webhook = func(ctx context.Context) error {
+				autoplanNow()
+				if approvalsNow != nil {
+					approvalsNow()
+				}
+				return r.Poll(ctx)
+			}
 		}
 	}
 	if err := s.watchInputs(ctx, r); err != nil { // cluster.go

@@ -535,7 +535,7 @@
     }
     if (parts[0] === 'run' && /^[0-9]+$/.test(parts[1] || '')) return { view: 'run', params, id: parts[1] };
     if (parts[0] === 'unit' && parts.length === 4) return { view: 'unit', params, key: parts.slice(1).map(decodeURIComponent) };
-    if (parts[0] === 'runs' || parts[0] === 'plan' || parts[0] === 'graph' || parts[0] === 'units') return { view: parts[0], params };
+    if (parts[0] === 'runs' || parts[0] === 'plan' || parts[0] === 'graph' || parts[0] === 'units' || parts[0] === 'audit') return { view: parts[0], params };
     return { view: 'resources', params };
   }
 
@@ -552,7 +552,7 @@
   }
 
   function showView(name) {
-    for (const v of ['resources', 'detail', 'runs', 'run', 'plan', 'graph', 'units', 'unit']) $('view-' + v).hidden = v !== name;
+    for (const v of ['resources', 'detail', 'runs', 'run', 'plan', 'graph', 'units', 'unit', 'audit']) $('view-' + v).hidden = v !== name;
     for (const a of document.querySelectorAll('nav.tabs a')) {
       const active = a.dataset.view === name || (name === 'detail' && a.dataset.view === 'resources') || (name === 'run' && a.dataset.view === 'runs') ||
         (name === 'unit' && a.dataset.view === 'units');
@@ -569,7 +569,7 @@
     $('f-kind').value = f.kind;
     $('f-ready').value = ['true', 'false', 'unknown'].includes(f.ready) ? f.ready : '';
     $('f-name').value = f.name;
-    document.title = { resources: 'Resources', detail: 'Resource', runs: 'Runs', run: 'Run', plan: 'Plan', graph: 'Graph', units: 'Units', unit: 'Unit' }[route.view] + ' · gitaso';
+    document.title = { resources: 'Resources', detail: 'Resource', runs: 'Runs', run: 'Run', plan: 'Plan', graph: 'Graph', units: 'Units', unit: 'Unit', audit: 'Audit' }[route.view] + ' · gitaso';
     cache.detailText = '';
     cache.runText = '';
     if (route.view === 'run' && $('run-body').dataset.run !== String(route.id)) {
@@ -1315,6 +1315,7 @@
       el('p', null, el('span', { class: 'reason', text: h.reason || '' }), ' ', el('span', { class: 'message', text: h.message || '' })),
       el('p', { class: 'held-count' }, el('strong', { text: deletionCount(h) }), '. Nothing of this revision is applied until they are approved.'),
     ];
+    if (h.plan) parts.push(el('p', { class: 'held-plan' }, 'Plan ', el('code', { text: h.plan }), ' (approve it from its pull request with ', el('code', { text: '/gitaso approve ' + h.plan }), ').'));
     if (keys.length) parts.push(el('p', { class: 'held-label', text: 'Would delete:' }), list(keys, 'held-keys'));
     if (unmanaged.length) {
       parts.push(el('p', { class: 'held-label', text: 'Would also delete, through Azure\'s cascade, resources gitaso does not manage:' }),
@@ -1432,21 +1433,22 @@
       ' from Azure' + ((h.unmanaged || []).length ? ', with ' + plural(h.unmanaged.length, 'resource', 'resources') + ' gitaso does not manage' : '') +
       '? Only the deletions listed are approved; a later revision that deletes more is held again.';
     d.dataset.revision = rev;
+    d.dataset.plan = h.plan || '';
     if (!d.open) d.showModal();
     $('approve-cancel').focus();
   }
 
-  async function approve(rev) {
+  async function approve(rev, plan) {
     say('Approving the deletions of revision ' + shortRev(rev) + '…');
     const btn = $('approve');
     if (btn) btn.disabled = true;
     try {
-      await post('api/v1/approve', { revision: rev });
+      await post('api/v1/approve', plan ? { revision: rev, plan } : { revision: rev });
       say('Deletions of revision ' + shortRev(rev) + ' approved: gitaso is applying it. The new run appears under Runs when it finishes.');
       setTimeout(() => refresh(true), 1000);
     } catch (e) {
       if (e instanceof APIError && e.status === 401) {
-        needToken(() => approve(rev), 'approve deletions');
+        needToken(() => approve(rev, plan), 'approve deletions');
       } else if (e instanceof APIError && e.status === 409) {
         say('Not approved: ' + e.message);
       } else {
@@ -1563,6 +1565,57 @@
       head.hidden = false;
     }
     fillPlan(pre, planLines(p, unchanged));
+  }
+
+  // ---- audit trail ------------------------------------------------------
+  //
+  // api/v1/audit pages the audit trail newest first; it needs the admin
+  // right, and a caller without it sees the API's refusal, which names the
+  // right, in place of the table. "Older events" follows the continue token.
+
+  const audit = { items: [], next: '', text: '' };
+
+  async function loadAudit(more) {
+    let text;
+    try {
+      text = await api('api/v1/audit?limit=100' + (more && audit.next ? '&continue=' + encodeURIComponent(audit.next) : ''));
+    } catch (e) {
+      if (e instanceof APIError && e.status === 403) {
+        $('audit-refused').hidden = false;
+        $('audit-refused').textContent = e.message;
+        $('audit-body').replaceChildren();
+        $('audit-more').hidden = true;
+        return;
+      }
+      throw e;
+    }
+    $('audit-refused').hidden = true;
+    const doc = JSON.parse(text);
+    if (more) {
+      audit.items = audit.items.concat(doc.items || []);
+    } else {
+      if (text === audit.text) return;
+      audit.text = text;
+      audit.items = doc.items || [];
+    }
+    audit.next = doc.continue || '';
+    renderAudit();
+  }
+
+  function renderAudit() {
+    const rows = audit.items.map((e) => el('tr', { 'data-id': e.id, class: e.outcome === 'refused' ? 'row-false' : null },
+      el('td', null, String(e.id)),
+      el('td', null, timeEl(e.at)),
+      el('td', null, e.who || ''),
+      el('td', null, e.action || ''),
+      el('td', null, el('span', { class: 'badge outcome ' + (e.outcome === 'allowed' ? 'succeeded' : e.outcome === 'refused' ? 'failed' : 'partial'), text: e.outcome || '' })),
+      el('td', null, [e.right, (e.namespaces || []).join(', ')].filter(Boolean).join(' in ')),
+      el('td', { class: 'mono' }, e.plan ? e.plan + (e.revision ? ' @ ' + shortRev(e.revision) : '') : ''),
+      el('td', null, e.from || ''),
+      el('td', null, e.detail || '')));
+    $('audit-body').replaceChildren(...rows);
+    $('audit-empty').hidden = audit.items.length > 0;
+    $('audit-more').hidden = !audit.next;
   }
 
   // loadLastRuns returns the newest run and the newest finished one (one
@@ -2004,6 +2057,7 @@
     if (route.view === 'graph') jobs.push(loadGraph());
     if (route.view === 'plan') jobs.push(loadPlan());
     if (route.view === 'unit') jobs.push(loadUnit());
+    if (route.view === 'audit') jobs.push(loadAudit());
     jobs.push(loadUnits());
     await Promise.all(jobs);
     renderHealth(await loadStatus());
@@ -2084,6 +2138,7 @@
 
   function wire() {
     $('sync').addEventListener('click', sync);
+    $('audit-more').addEventListener('click', () => loadAudit(true).catch((e) => setAlert(e.message)));
     $('token-form').addEventListener('submit', (ev) => {
       ev.preventDefault(); // never submit the form: the token must not reach a URL
       const v = $('token-input').value.trim();
@@ -2108,7 +2163,7 @@
       ev.preventDefault();
       const d = $('approve-dialog');
       d.close();
-      approve(d.dataset.revision);
+      approve(d.dataset.revision, d.dataset.plan);
     });
     $('approve-cancel').addEventListener('click', () => {
       $('approve-dialog').close();
