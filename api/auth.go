@@ -1,0 +1,191 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gitaso/gitaso/access"
+)
+
+// Authentication decides who calls: a named bearer token (Options.Tokens,
+// Options.Token), the session cookie of an OpenID Connect sign-in
+// (Options.SignIn), or nobody (access.Anonymous). The identity is put in
+// the request's context (access.WithIdentity) for the handlers and the
+// policy to read. Tokens and cookies are never logged nor answered.
+
+// CodeCSRF: a state-changing request of a signed-in browser without its
+// session's X-CSRF-Token (403).
+const CodeCSRF = "csrf"
+
+// CSRFHeader carries a session's CSRF token (GET /api/v1/whoami's
+// csrfToken) on every state-changing request of a signed-in browser.
+const CSRFHeader = "X-CSRF-Token"
+
+// via says how a request was authenticated.
+type via int
+
+const (
+	viaNone via = iota
+	viaToken
+	viaCookie
+)
+
+type authKey struct{}
+
+// authInfo is what authentication learnt of a request besides the
+// identity: how, and the session (cookie only).
+type authInfo struct {
+	via     via
+	session *session
+}
+
+func authOf(ctx context.Context) authInfo {
+	a, _ := ctx.Value(authKey{}).(authInfo)
+	return a
+}
+
+// authConfigured reports whether any way to authenticate is set.
+func (s *server) authConfigured() bool {
+	return s.signIn != nil || s.tokens.Len() > 0
+}
+
+// authenticate sets the request's identity. A bearer token the API does not
+// know is refused at once (401), except on the paths that authenticate
+// otherwise or not at all: the probes and the webhook (whose sender may
+// send its own secret as a bearer token).
+func (s *server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz", "/readyz", "/api/v1/webhook":
+			next.ServeHTTP(w, r)
+			return
+		}
+		id, info := access.Identity{Kind: access.Anonymous}, authInfo{}
+		if tok, ok := bearer(r.Header.Get("Authorization")); ok && s.tokens.Len() > 0 {
+			tid, known := s.tokens.Lookup(tok)
+			if !known {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="gitaso", error="invalid_token"`)
+				s.writeError(w, http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not valid (unknown or revoked)")
+				return
+			}
+			id, info = tid, authInfo{via: viaToken}
+		} else if s.signIn != nil {
+			if sess := s.signIn.current(r); sess != nil {
+				id, info = sess.identity(), authInfo{via: viaCookie, session: sess}
+			}
+		}
+		ctx := context.WithValue(access.WithIdentity(r.Context(), id), authKey{}, info)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// requireCaller refuses, when authentication is configured, a request with
+// no identity (401) and a cookie-authenticated request without its
+// session's CSRF token (403). It returns false when it answered.
+func (s *server) requireCaller(w http.ResponseWriter, r *http.Request) bool {
+	if !s.authConfigured() {
+		return true
+	}
+	a := authOf(r.Context())
+	switch a.via {
+	case viaNone:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="gitaso"`)
+		msg := "a valid bearer token is required"
+		if s.signIn != nil {
+			msg = "sign in (/auth/login) or send a valid bearer token"
+		}
+		s.writeError(w, http.StatusUnauthorized, CodeUnauthorized, msg)
+		return false
+	case viaCookie:
+		got := r.Header.Get(CSRFHeader)
+		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(a.session.CSRF)) != 1 {
+			s.writeError(w, http.StatusForbidden, CodeCSRF, fmt.Sprintf(
+				"a signed-in browser's request that changes something must carry its session's %s (GET /api/v1/whoami csrfToken)", CSRFHeader))
+			return false
+		}
+	}
+	return true
+}
+
+// whoamiAnswer is GET /api/v1/whoami.
+type whoamiAnswer struct {
+	Identity access.Identity `json:"identity"`
+	// SignIn says whether people can sign in (and where).
+	SignIn   bool   `json:"signIn"`
+	LoginURL string `json:"loginURL,omitempty"`
+	// CSRFToken is the session's token to send as X-CSRF-Token (signed-in
+	// browsers only); ExpiresAt when the sign-in ends.
+	CSRFToken string     `json:"csrfToken,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// whoami is GET /api/v1/whoami: who the API takes the caller for.
+func (s *server) whoami(w http.ResponseWriter, r *http.Request) {
+	out := whoamiAnswer{Identity: access.IdentityFrom(r.Context()), SignIn: s.signIn != nil}
+	if out.SignIn {
+		out.LoginURL = "/auth/login"
+	}
+	if a := authOf(r.Context()); a.session != nil {
+		out.CSRFToken = a.session.CSRF
+		exp := time.Unix(a.session.Expires, 0).UTC()
+		out.ExpiresAt = &exp
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+// logout is POST /auth/logout: it clears the session cookie. A signed-in
+// browser sends its CSRF token (header, or the form field csrf) from this
+// site; then it is sent to the status page (a form) or answered 204. The
+// issuer's own session is not ended.
+func (s *server) logout(w http.ResponseWriter, r *http.Request) {
+	if !s.sameSite(w, r) {
+		return
+	}
+	if a := authOf(r.Context()); a.session != nil {
+		got := r.Header.Get(CSRFHeader)
+		if got == "" {
+			_ = r.ParseForm()
+			got = r.PostForm.Get("csrf")
+		}
+		if subtle.ConstantTimeCompare([]byte(got), []byte(a.session.CSRF)) != 1 {
+			s.writeError(w, http.StatusForbidden, CodeCSRF, "sign-out needs the session's CSRF token (X-CSRF-Token or the form field csrf)")
+			return
+		}
+		s.log.InfoContext(r.Context(), "signed out", "user", a.session.Name)
+	}
+	s.signIn.jar.set(w, s.signIn.jar.session, "", time.Time{})
+	if r.Header.Get(CSRFHeader) == "" {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// sameSite refuses a request another site sent (Sec-Fetch-Site, Origin);
+// it returns false when it answered.
+func (s *server) sameSite(w http.ResponseWriter, r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		s.writeError(w, http.StatusForbidden, CodeForbidden, "cross-site request refused (Sec-Fetch-Site: "+site+")")
+		return false
+	}
+	if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r) {
+		s.writeError(w, http.StatusForbidden, CodeForbidden, fmt.Sprintf("cross-origin request refused: Origin %q is not this server", o))
+		return false
+	}
+	return true
+}
+
+// signInRoutes answer 404 when sign-in is not configured.
+func (s *server) signInRoute(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.signIn == nil {
+			s.writeError(w, http.StatusNotFound, CodeNotFound, "sign-in is not configured (gitaso serve --oidc-issuer)")
+			return
+		}
+		h(w, r)
+	}
+}
