@@ -5,7 +5,9 @@
 // POST api/v1/sync and api/v1/approve is kept in the `token` variable only
 // (never in the URL, cookies or web storage). Those POSTs send
 // Content-Type: application/json, which the API requires of them (a page of
-// another origin cannot send it without a CORS preflight).
+// another origin cannot send it without a CORS preflight). A signed-in
+// browser (OpenID Connect, the HttpOnly session cookie this script never
+// sees) sends its session's CSRF token (api/v1/whoami) as X-CSRF-Token.
 'use strict';
 
 (function () {
@@ -20,6 +22,9 @@
   let token = null;
   // afterToken is the action to retry once the user has given a token.
   let afterToken = null;
+  // who is api/v1/whoami's answer: the caller, whether sign-in is on, the
+  // session's CSRF token.
+  let who = null;
   const HELD_SHOWN = 10; // keys and unmanaged IDs listed in the held banner
 
   const cache = {
@@ -89,6 +94,7 @@
   function post(path, body) {
     const headers = { Accept: 'application/json', 'Content-Type': 'application/json' };
     if (token) headers.Authorization = 'Bearer ' + token;
+    else if (who && who.csrfToken) headers['X-CSRF-Token'] = who.csrfToken;
     return api(path, { method: 'POST', headers, body: JSON.stringify(body || {}) });
   }
 
@@ -2056,8 +2062,34 @@
     }
   }
 
-  // needToken asks for the token after a 401 and retries action with it.
+  // loadWho shows who is signed in, a sign-in link or sign-out.
+  async function loadWho() {
+    try {
+      who = JSON.parse(await api('api/v1/whoami'));
+    } catch (_) {
+      who = null;
+      return;
+    }
+    const id = who.identity || {};
+    const signedIn = id.kind === 'user';
+    $('who').hidden = !(who.signIn || id.kind === 'token');
+    $('who-name').textContent = signedIn ? 'Signed in as ' + (id.name || id.subject) +
+      (id.groups && id.groups.length ? ' (' + id.groups.join(', ') + ')' : '') : (who.signIn ? 'Not signed in' : '');
+    $('who-name').title = signedIn && id.issuer ? 'signed in with ' + id.issuer : '';
+    $('sign-in').hidden = !who.signIn || signedIn;
+    $('sign-in').href = 'auth/login?return=' + encodeURIComponent(location.pathname + location.hash);
+    $('sign-out').hidden = !signedIn;
+    $('sign-out-csrf').value = who.csrfToken || '';
+  }
+
+  // needToken asks for the token after a 401 and retries action with it;
+  // where people sign in, it points at the sign-in link instead.
   function needToken(action, what) {
+    if (who && who.signIn && (who.identity || {}).kind !== 'user' && token === null) {
+      say('Sign in to ' + what + '.');
+      $('sign-in').focus();
+      return;
+    }
     const rejected = token !== null;
     token = null;
     afterToken = action;
@@ -2074,8 +2106,24 @@
     $('token-input').focus();
   }
 
+  // signOut ends the session (POST auth/logout with the CSRF token: the
+  // page's no-referrer policy makes a form post's Origin "null", which the
+  // API refuses).
+  async function signOut(ev) {
+    ev.preventDefault();
+    try {
+      await api('auth/logout', { method: 'POST', headers: { 'X-CSRF-Token': (who && who.csrfToken) || '' } });
+      say('Signed out.');
+    } catch (e) {
+      say('Sign-out failed: ' + e.message);
+    }
+    await loadWho();
+    refresh(true);
+  }
+
   function wire() {
     $('sync').addEventListener('click', sync);
+    $('sign-out').addEventListener('submit', signOut);
     $('token-form').addEventListener('submit', (ev) => {
       ev.preventDefault(); // never submit the form: the token must not reach a URL
       const v = $('token-input').value.trim();
@@ -2142,6 +2190,7 @@
 
   function start() {
     wire();
+    loadWho();
     onRoute();
   }
 
