@@ -137,21 +137,8 @@ func issuerClient(caFile string) (*http.Client, error) {
 func sessionKey(path string, create bool) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) && create {
-		raw := make([]byte, 32)
-		if _, err := rand.Read(raw); err != nil {
-			return nil, fmt.Errorf("session key: %w", err)
-		}
-		tmp, err := os.CreateTemp(filepath.Dir(path), ".session-key-*")
-		if err != nil {
-			return nil, fmt.Errorf("session key %s: %w", path, err)
-		}
-		defer os.Remove(tmp.Name())
-		_, werr := tmp.WriteString(base64.StdEncoding.EncodeToString(raw) + "\n")
-		if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
-			return nil, fmt.Errorf("session key %s: %w", path, err)
-		}
-		if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("session key %s: %w", path, err)
+		if err := makeSessionKey(path); err != nil {
+			return nil, err
 		}
 		b, err = os.ReadFile(path)
 	}
@@ -163,6 +150,27 @@ func sessionKey(path string, create bool) ([]byte, error) {
 		return nil, fmt.Errorf("--session-key-file %s: %d bytes, want at least %d (e.g. head -c 32 /dev/urandom | base64 > %s)", path, len(key), api.MinSessionKey, path)
 	}
 	return key, nil
+}
+
+// makeSessionKey writes a new key at path unless a file is there already.
+func makeSessionKey(path string) error {
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return fmt.Errorf("session key: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".session-key-*")
+	if err != nil {
+		return fmt.Errorf("session key %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.WriteString(base64.StdEncoding.EncodeToString(raw) + "\n")
+	if err := errors.Join(werr, tmp.Sync(), tmp.Close()); err != nil {
+		return fmt.Errorf("session key %s: %w", path, err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("session key %s: %w", path, err)
+	}
+	return nil
 }
 
 // reloadOnHangup re-reads the tokens file on every SIGHUP until ctx ends.
