@@ -8,7 +8,8 @@
 //		Approve:    loop.ApproveDeletions, // func(ctx, revision) error, idem
 //		Ready:      loop.Ready,            // func() error
 //		Logger:     logger,
-//		Token:      token,                 // required unless ListenAddr is loopback
+//		Tokens:     tokens,                // api.LoadTokens(file, logger): named bearer tokens
+//		SignIn:     &api.SignIn{...},      // OpenID Connect sign-in; one of the two unless loopback
 //		ListenAddr: "127.0.0.1:8080",
 //	}
 //	if err := opts.Validate(); err != nil { ... }
@@ -268,8 +269,14 @@
 //     Host the browser sent (nginx: proxy_set_header Host $host) and list it
 //     in AllowedHosts, so that the page's Origin matches it.
 //     curl -X POST -H 'Content-Type: application/json' localhost:8080/api/v1/sync
-//   - Token: "Authorization: Bearer <token>", the scheme in any case
-//     (RFC 7235), compared in constant time; 401 with WWW-Authenticate.
+//   - Authentication (auth.go, tokens.go, signin.go): a named bearer token
+//     ("Authorization: Bearer <token>", the scheme in any case, looked up by
+//     its SHA-256; an unknown one is 401 with WWW-Authenticate) or the
+//     encrypted session cookie of an OpenID Connect sign-in (GET /auth/login,
+//     GET /auth/callback, POST /auth/logout) decides the request's
+//     access.Identity; GET /api/v1/whoami answers it. A signed-in browser's
+//     POSTs carry the session's X-CSRF-Token (403 csrf without). With sign-in
+//     or tokens configured, the POSTs need a caller (401). docs/security.md.
 //   - Limits: NewServer with DefaultServerOptions cuts slow headers (10 s),
 //     slow bodies (the whole request within 30 s), slow responses (60 s) and
 //     idle keep-alive connections (60 s), and refuses headers over 64 KiB
