@@ -388,7 +388,9 @@ func TestCrossSiteFormPostRefused(t *testing.T) {
 func TestTokensRevokedWithoutRestart(t *testing.T) {
 	f := newSignInFixture(t)
 	b := f.browser(t)
-	bearer := func(name string) map[string]string { return map[string]string{"Authorization": "Bearer " + tokenOf(name)} }
+	bearer := func(name string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + tokenOf(name)}
+	}
 	if w := b.whoami(bearer("ci")); w.Identity.Kind != access.Token || w.Identity.Name != "ci" || len(w.Identity.Groups) != 1 || w.Identity.Groups[0] != "platform-admins" {
 		t.Fatalf("ci: %+v", w.Identity)
 	}
@@ -513,7 +515,7 @@ func TestParseTokens(t *testing.T) {
 	for in, want := range map[string]string{
 		"ci gitaso_abc\n": "tokens:1: token ci: hash",
 		"ci\n":            "tokens:1: want NAME",
-		"c/i sha256:" + strings.Repeat("ab", 32) + "\n":                                              "tokens:1: token name",
+		"c/i sha256:" + strings.Repeat("ab", 32) + "\n":                                            "tokens:1: token name",
 		"ci sha256:" + strings.Repeat("ab", 32) + "\nci sha256:" + strings.Repeat("cd", 32) + "\n": "tokens:2: token name ci is already used on line 1",
 		"a sha256:" + strings.Repeat("ab", 32) + "\nb sha256:" + strings.Repeat("ab", 32) + "\n":   "tokens:2: token b has the same hash",
 	} {
