@@ -40,10 +40,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Token, when not empty, is a bearer token named DefaultTokenName
 	// ("Authorization: Bearer <Token>", the scheme in any case), as if it
-	// were in Tokens (added to it when both are set).
+	// were in Tokens (added to it when both are set). Alone (no Tokens, no
+	// SignIn) it guards the POSTs only, as it did before sign-in; gitaso
+	// serve passes --api-token-file in Tokens.
 	Token string
 	// Tokens are the named bearer tokens machines authenticate with
-	// (tokens.go): each is an identity of kind access.Token.
+	// (tokens.go): each is an identity of kind access.Token. With Tokens or
+	// SignIn set, reading the API and /metrics needs a caller too.
 	Tokens *Tokens
 	// SignIn, when set, signs people in with OpenID Connect (/auth/login,
 	// /auth/callback, /auth/logout) and authenticates their browsers by a
@@ -185,8 +188,10 @@ type server struct {
 	log    *slog.Logger
 	tokens *Tokens // nil: none (auth.go)
 	signIn *signIn // nil: no sign-in (signin.go)
-	hosts  hostPolicy
-	limit  *limiter
+	// readGate: reading needs a caller too (Tokens or SignIn set; auth.go).
+	readGate bool
+	hosts    hostPolicy
+	limit    *limiter
 	// index holds the resources as the lists show them (index.go); pages,
 	// graphs and summaries keep encoded answers (answers.go).
 	index                    resourceIndex
@@ -207,6 +212,7 @@ func newServer(db *state.DB, opts Options) (*server, http.Handler) {
 		s.log = slog.Default()
 	}
 	s.tokens = opts.Tokens
+	s.readGate = opts.Tokens != nil || opts.SignIn != nil
 	if opts.Token != "" {
 		if s.tokens == nil {
 			s.tokens, _ = LoadTokens("", s.log)

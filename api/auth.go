@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gitaso/gitaso/access"
@@ -55,7 +56,11 @@ func (s *server) authConfigured() bool {
 // authenticate sets the request's identity. A bearer token the API does not
 // know is refused at once (401), except on the paths that authenticate
 // otherwise or not at all: the probes and the webhook (whose sender may
-// send its own secret as a bearer token).
+// send its own secret as a bearer token). With sign-in or Tokens
+// configured, reading is for callers too: an anonymous request to the API
+// (but whoami) or /metrics is answered 401; the page and its assets load,
+// and say how to sign in. A request that carries no credential keeps an
+// identity already in its context (set in-process, e.g. by a test).
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -63,7 +68,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		id, info := access.Identity{Kind: access.Anonymous}, authInfo{}
+		id, info := access.IdentityFrom(r.Context()), authInfo{}
 		if tok, ok := bearer(r.Header.Get("Authorization")); ok && s.tokens.Len() > 0 {
 			tid, known := s.tokens.Lookup(tok)
 			if !known {
@@ -77,9 +82,37 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 				id, info = sess.identity(), authInfo{via: viaCookie, session: sess}
 			}
 		}
+		if s.readGate && isAnonymous(id) && gatedRead(r.URL.Path) {
+			s.unauthorized(w)
+			return
+		}
 		ctx := context.WithValue(access.WithIdentity(r.Context(), id), authKey{}, info)
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+func isAnonymous(id access.Identity) bool { return id.Kind == access.Anonymous || id.Kind == "" }
+
+// gatedRead reports whether path needs a caller when reading is gated: the
+// API but whoami (and the webhook, which has its own secret), and /metrics.
+func gatedRead(path string) bool {
+	switch {
+	case path == "/metrics":
+		return true
+	case path == "/api/v1/whoami", path == "/api/v1/webhook":
+		return false
+	}
+	return strings.HasPrefix(path, "/api/")
+}
+
+// unauthorized answers 401, saying how to authenticate.
+func (s *server) unauthorized(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="gitaso"`)
+	msg := "a valid bearer token is required"
+	if s.signIn != nil {
+		msg = "sign in (/auth/login) or send a valid bearer token"
+	}
+	s.writeError(w, http.StatusUnauthorized, CodeUnauthorized, msg)
 }
 
 // requireCaller refuses, when authentication is configured, a request with
@@ -90,16 +123,11 @@ func (s *server) requireCaller(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	a := authOf(r.Context())
-	switch a.via {
-	case viaNone:
-		w.Header().Set("WWW-Authenticate", `Bearer realm="gitaso"`)
-		msg := "a valid bearer token is required"
-		if s.signIn != nil {
-			msg = "sign in (/auth/login) or send a valid bearer token"
-		}
-		s.writeError(w, http.StatusUnauthorized, CodeUnauthorized, msg)
+	if a.via == viaNone && isAnonymous(access.IdentityFrom(r.Context())) {
+		s.unauthorized(w)
 		return false
-	case viaCookie:
+	}
+	if a.via == viaCookie {
 		got := r.Header.Get(CSRFHeader)
 		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(a.session.CSRF)) != 1 {
 			s.writeError(w, http.StatusForbidden, CodeCSRF, fmt.Sprintf(

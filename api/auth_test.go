@@ -524,3 +524,32 @@ func TestParseTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestReadingNeedsACaller: with sign-in or tokens configured, an anonymous
+// read of the API or /metrics is 401 and names how to authenticate; the
+// probes and whoami answer anyone; a token or a session reads.
+func TestReadingNeedsACaller(t *testing.T) {
+	f := newSignInFixture(t)
+	b := f.browser(t)
+	for path, want := range map[string]int{
+		"/api/v1/resources": http.StatusUnauthorized, "/api/v1/runs": http.StatusUnauthorized,
+		"/api/v1/plan": http.StatusUnauthorized, "/metrics": http.StatusUnauthorized,
+		"/api/v1/whoami": http.StatusOK, "/healthz": http.StatusOK,
+	} {
+		resp, body := b.do(http.MethodGet, f.srv.URL+path, nil, "")
+		if resp.StatusCode != want {
+			t.Errorf("anonymous GET %s: %d %s, want %d", path, resp.StatusCode, body, want)
+		}
+		if want == http.StatusUnauthorized && !strings.Contains(body, "sign in") {
+			t.Errorf("anonymous GET %s: %s, want a hint to sign in", path, body)
+		}
+	}
+	resp, body := b.do(http.MethodGet, f.srv.URL+"/api/v1/resources", map[string]string{"Authorization": "Bearer " + tokenOf("grafana")}, "")
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET with a token: %d %s", resp.StatusCode, body)
+	}
+	b.signIn("alice@gitaso.local")
+	if resp, body := b.do(http.MethodGet, f.srv.URL+"/api/v1/resources", nil, ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET signed in: %d %s", resp.StatusCode, body)
+	}
+}

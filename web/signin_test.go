@@ -21,7 +21,8 @@ import (
 )
 
 // TestBrowserSignIn signs two people of different groups in through the
-// emulator's Entra ID in a real Chromium: alice by choosing her on the
+// emulator's Entra ID in a real Chromium (before, the page reads nothing and
+// says to sign in): alice by choosing her on the
 // sign-in form, the platform admin by typing his name. The page names
 // each with their groups; "Sync now" works for a signed-in user (the page
 // sends the session's CSRF token); sign-out returns to "Not signed in".
@@ -79,6 +80,8 @@ func TestBrowserSignIn(t *testing.T) {
 	if got := wd.str(whoText); got != "Not signed in" {
 		t.Errorf("before sign-in: %q", got)
 	}
+	// Reading needs a caller: the page says to sign in.
+	wd.waitFor("the sign-in alert", `return document.getElementById('alert').textContent.includes('Sign in to see')`)
 	// A sync before signing in points at the sign-in link.
 	wd.click("#sync")
 	wd.waitFor("the sign-in hint", `return document.getElementById('status').textContent.includes('Sign in to sync')`)
@@ -93,6 +96,7 @@ func TestBrowserSignIn(t *testing.T) {
 	if got := wd.str(`return location.hash`); got != "#runs" {
 		t.Errorf("back at %q, want the page she left (#runs)", got)
 	}
+	wd.waitFor("the runs read", `return document.getElementById('alert').hidden`)
 	if c := wd.str(`return document.cookie`); c != "" {
 		t.Errorf("a script sees cookies %q; the session cookie must be HttpOnly", c)
 	}
@@ -108,7 +112,8 @@ func TestBrowserSignIn(t *testing.T) {
 	// Another site's form posts, with alice's cookie in the browser.
 	for _, to := range []string{"/api/v1/sync", "/auth/logout"} {
 		wd.open(evilURL + "/?to=" + to)
-		wd.waitFor("the refusal of "+to, `return location.href.startsWith('`+base+`') && document.body.innerText.includes('refused')`)
+		// Refused as cross-site, or (the SameSite cookie not sent) as anonymous.
+		wd.waitFor("the refusal of "+to, `return location.href.startsWith('`+base+`') && /refused|sign in/.test(document.body.innerText)`)
 	}
 	if n := syncs.Load(); n != 1 {
 		t.Errorf("%d syncs after another site's posts, want 1", n)

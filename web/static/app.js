@@ -68,12 +68,16 @@
   }
 
   async function api(path, init) {
-    const resp = await fetch(path, Object.assign({
+    const opts = Object.assign({
       headers: { Accept: 'application/json' },
       cache: 'no-store',
       credentials: 'same-origin',
       redirect: 'error',
-    }, init || {}));
+    }, init || {});
+    // Where reading needs a caller too, the token the user gave goes with
+    // every request.
+    if (token && !opts.headers.Authorization) opts.headers = Object.assign({}, opts.headers, { Authorization: 'Bearer ' + token });
+    const resp = await fetch(path, opts);
     const text = await resp.text();
     if (!resp.ok) {
       let code = 'http_' + resp.status;
@@ -2024,6 +2028,15 @@
     clearTimeout(timer);
     if (inFlight && !now) return inFlight;
     const p = doRefresh().then(() => setAlert(''), (e) => {
+      if (e instanceof APIError && e.status === 401) {
+        // Reading needs a caller: sign in, or give the token.
+        if (who && who.signIn && (who.identity || {}).kind !== 'user' && token === null) {
+          setAlert('Sign in to see gitaso\'s status ("Sign in", top right).');
+        } else if (!$('token-dialog').open) {
+          needToken(() => refresh(true), 'read gitaso\'s status');
+        }
+        return;
+      }
       setAlert((e instanceof APIError ? 'gitaso\'s API answered: ' : 'Cannot reach gitaso\'s API: ') + e.message +
         (lastOK ? ' (showing data from ' + lastOK.toLocaleTimeString() + ')' : ''));
     }).finally(() => {
@@ -2190,8 +2203,7 @@
 
   function start() {
     wire();
-    loadWho();
-    onRoute();
+    loadWho().finally(onRoute);
   }
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
