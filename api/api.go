@@ -226,6 +226,7 @@ func newServer(db *state.DB, opts Options) (*server, http.Handler) {
 		if s.signIn, err = newSignIn(*opts.SignIn, s.log); err != nil {
 			panic("api.New: " + err.Error() + " (Options.Validate finds it)")
 		}
+		s.signIn.event = s.authEvent
 	}
 	// Build the resource index now, in the background, so that the first
 	// requests do not queue behind it.

@@ -183,6 +183,7 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.log.InfoContext(r.Context(), "signed out", "user", a.session.Name)
+		s.authEvent(r, "sign-out", a.session.identity(), nil)
 	}
 	s.signIn.jar.set(w, s.signIn.jar.session, "", time.Time{})
 	if r.Header.Get(CSRFHeader) == "" {
@@ -192,6 +193,12 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
 }
+
+// authEvent is told of every sign-in ("sign-in": the identity, or
+// anonymous and the reason when refused) and sign-out: the place where the
+// audit trail records them. Nothing secret is in its arguments (the
+// reason's error names no code, cookie or token).
+func (s *server) authEvent(r *http.Request, action string, id access.Identity, err error) {}
 
 // sameSite refuses a request another site sent (Sec-Fetch-Site, Origin);
 // it returns false when it answered.

@@ -89,6 +89,9 @@ type signIn struct {
 	session *sealer
 	login   *sealer
 
+	// event is told of every sign-in, refused or not (server.authEvent).
+	event func(r *http.Request, action string, id access.Identity, err error)
+
 	mu       sync.Mutex
 	provider *oidc.Provider
 }
@@ -109,7 +112,8 @@ func newSignIn(o SignIn, log *slog.Logger) (*signIn, error) {
 	if o.HTTPClient == nil {
 		o.HTTPClient = http.DefaultClient
 	}
-	s := &signIn{opts: o, log: log, jar: newCookieJar(strings.HasPrefix(o.RedirectURL, "https://"))}
+	s := &signIn{opts: o, log: log, jar: newCookieJar(strings.HasPrefix(o.RedirectURL, "https://")),
+		event: func(*http.Request, string, access.Identity, error) {}}
 	var err error
 	if s.session, err = newSealer(o.SessionKey, "session"); err != nil {
 		return nil, err
@@ -187,6 +191,9 @@ type callbackError struct {
 
 func (e *callbackError) Error() string { return e.msg + ": " + e.err.Error() }
 
+// Unwrap returns the cause.
+func (e *callbackError) Unwrap() error { return e.err }
+
 // callback is GET /auth/callback: it checks the state against the login
 // cookie, redeems the code with the PKCE verifier, verifies the ID token
 // (signature by the issuer's keys, issuer, audience, expiry, nonce) and
@@ -200,6 +207,7 @@ func (s *signIn) handleCallback(w http.ResponseWriter, r *http.Request) {
 			ce = &callbackError{http.StatusInternalServerError, "sign-in failed", err}
 		}
 		s.log.WarnContext(r.Context(), "sign-in refused", "reason", ce.msg, "error", ce.err)
+		s.event(r, "sign-in", access.Identity{Kind: access.Anonymous}, ce)
 		signInPage(w, ce.status, "Sign-in refused: "+ce.msg+".")
 		return
 	}
@@ -214,6 +222,7 @@ func (s *signIn) handleCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	s.jar.set(w, s.jar.session, v, time.Unix(sess.Expires, 0))
 	s.log.InfoContext(r.Context(), "signed in", "user", sess.Name, "subject", sess.Subject, "groups", sess.Groups)
+	s.event(r, "sign-in", sess.identity(), nil)
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, ret, http.StatusSeeOther)
 }
