@@ -553,3 +553,33 @@ func TestReadingNeedsACaller(t *testing.T) {
 		t.Errorf("GET signed in: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestOneTokenOneName: a token both in the tokens file and given as
+// --api-token-file's is refused at start, and a tokens file that takes it
+// later accepts none of its tokens.
+func TestOneTokenOneName(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	line := api.TokenEntry{Name: "ci", Hash: api.HashToken("shared-token")}.Line() + "\n"
+	if err := os.WriteFile(file, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := api.LoadTokens(file, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tokens.AddFixed(api.DefaultTokenName, "shared-token"); err == nil || !strings.Contains(err.Error(), "one token, one name") {
+		t.Errorf("the same token twice: %v", err)
+	}
+	if err := (api.Options{Token: "shared-token", Tokens: tokens}).Validate(); err == nil {
+		t.Error("Validate accepted the same token as Token and in Tokens")
+	}
+	if err := tokens.AddFixed(api.DefaultTokenName, "other-token"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(line+api.TokenEntry{Name: "web", Hash: api.HashToken("other-token")}.Line()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tokens.Lookup("shared-token"); ok {
+		t.Error("a tokens file naming the default token again still accepts its tokens")
+	}
+}

@@ -72,6 +72,12 @@
 //	                                                    Authenticated by Options.WebhookSecret: GitHub X-Hub-Signature-256,
 //	                                                    GitLab X-Gitlab-Token, or a bearer token; 401 otherwise,
 //	                                                    503 when no secret is configured
+//	GET  /api/v1/whoami                                 {"identity":{kind,subject,name,groups,issuer},"signIn",
+//	                                                    "loginURL","csrfToken","expiresAt"}: who the API takes the caller for
+//	GET  /auth/login?return=/path                       302 to the OpenID Connect issuer (Options.SignIn; else 404)
+//	GET  /auth/callback                                 303 to the return path with the session cookie, or 400/401/502
+//	                                                    naming why the sign-in was refused
+//	POST /auth/logout                                   clears the session cookie (X-CSRF-Token); 204, or 303 to /
 //	GET  /healthz                                       200 "ok" (text) while the process serves
 //	GET  /readyz                                        200 "ok", or 503 "not ready: <reason>" (text)
 //	GET  /metrics                                       Prometheus text format; every metric: docs/metrics.md

@@ -125,8 +125,8 @@ func (o Options) Validate() error {
 		}
 	}
 	if o.Token != "" && o.Tokens != nil {
-		if _, clash := o.Tokens.Lookup(o.Token); clash {
-			return errors.New("the token of --api-token-file is in --api-tokens-file too: one token, one name")
+		if id, clash := o.Tokens.Lookup(o.Token); clash {
+			return fmt.Errorf("the token of --api-token-file is the token %s as well: one token, one name", id.Name)
 		}
 	}
 	for _, a := range o.AllowedHosts {

@@ -165,12 +165,16 @@ func (t *Tokens) AddFixed(name, token string, groups ...string) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, e := range t.byHash {
+	h := HashToken(token)
+	for eh, e := range t.byHash {
 		if e.Name == name {
 			return fmt.Errorf("add token %s: %s names a token %s too", name, t.path, name)
 		}
+		if eh == h {
+			return fmt.Errorf("add token %s: it is the token %s of %s as well: one token, one name", name, e.Name, t.path)
+		}
 	}
-	t.fixed[HashToken(token)] = TokenEntry{Name: name, Hash: HashToken(token), Groups: slices.Clone(groups)}
+	t.fixed[h] = TokenEntry{Name: name, Hash: h, Groups: slices.Clone(groups)}
 	return nil
 }
 
@@ -217,9 +221,15 @@ func (t *Tokens) readLocked() error {
 	for _, e := range entries {
 		m[e.Hash] = e
 	}
-	if t.err != nil || len(m) != len(t.byHash) || t.stat != nil {
-		t.log.Info("tokens file read", "file", t.path, "tokens", len(m))
+	for h, e := range m {
+		if f, ok := t.fixed[h]; ok {
+			err := fmt.Errorf("%s: token %s is the token %s as well: one token, one name", t.path, e.Name, f.Name)
+			t.log.Error("tokens file: no token of it is accepted until it is fixed", "file", t.path, "error", err)
+			t.err, t.byHash = err, map[[32]byte]TokenEntry{}
+			return fmt.Errorf("read tokens: %w", err)
+		}
 	}
+	t.log.Info("tokens file read", "file", t.path, "tokens", len(m))
 	t.err, t.byHash = nil, m
 	return nil
 }
