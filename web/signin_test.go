@@ -75,6 +75,11 @@ func TestBrowserSignIn(t *testing.T) {
 	evilURL := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)
 
 	whoText := `return document.getElementById('who-name').textContent`
+	// The scripts that wait across a navigation (to the emulator and back)
+	// find no element while another page is loaded.
+	whoStarts := func(prefix string) string {
+		return `const e = document.getElementById('who-name'); return !!e && e.textContent.startsWith('` + prefix + `')`
+	}
 	wd.open(base + "/#runs")
 	wd.waitFor("the sign-in link", `return !document.getElementById('sign-in').hidden`)
 	if got := wd.str(whoText); got != "Not signed in" {
@@ -89,14 +94,14 @@ func TestBrowserSignIn(t *testing.T) {
 	wd.click("#sign-in")
 	wd.waitFor("the emulator's sign-in form", `return !!document.querySelector('button[value="alice@gitaso.local"]')`)
 	wd.click(`button[value="alice@gitaso.local"]`)
-	wd.waitFor("alice signed in", `return document.getElementById('who-name').textContent.startsWith('Signed in as')`)
+	wd.waitFor("alice signed in", whoStarts("Signed in as"))
 	if got := wd.str(whoText); got != "Signed in as alice@gitaso.local (team-a)" {
 		t.Errorf("alice: %q", got)
 	}
 	if got := wd.str(`return location.hash`); got != "#runs" {
 		t.Errorf("back at %q, want the page she left (#runs)", got)
 	}
-	wd.waitFor("the runs read", `return document.getElementById('alert').hidden`)
+	wd.waitFor("the runs read", `const a = document.getElementById('alert'); return !!a && a.hidden`)
 	if c := wd.str(`return document.cookie`); c != "" {
 		t.Errorf("a script sees cookies %q; the session cookie must be HttpOnly", c)
 	}
@@ -113,23 +118,23 @@ func TestBrowserSignIn(t *testing.T) {
 	for _, to := range []string{"/api/v1/sync", "/auth/logout"} {
 		wd.open(evilURL + "/?to=" + to)
 		// Refused as cross-site, or (the SameSite cookie not sent) as anonymous.
-		wd.waitFor("the refusal of "+to, `return location.href.startsWith('`+base+`') && /refused|sign in/.test(document.body.innerText)`)
+		wd.waitFor("the refusal of "+to, `return location.href.startsWith('`+base+`') && !!document.body && /refused|sign in/.test(document.body.innerText)`)
 	}
 	if n := syncs.Load(); n != 1 {
 		t.Errorf("%d syncs after another site's posts, want 1", n)
 	}
 	wd.open(base + "/")
-	wd.waitFor("alice still signed in", `return document.getElementById('who-name').textContent.startsWith('Signed in as alice')`)
+	wd.waitFor("alice still signed in", whoStarts("Signed in as alice"))
 
 	wd.click(`#sign-out button`)
-	wd.waitFor("signed out", `return document.getElementById('who-name').textContent === 'Not signed in'`)
+	wd.waitFor("signed out", `const e = document.getElementById('who-name'); return !!e && e.textContent === 'Not signed in'`)
 
 	// The platform admin types his name.
 	wd.click("#sign-in")
 	wd.waitFor("the emulator's sign-in form", `return !!document.getElementById('login')`)
 	wd.typeInto("#login", "admin@gitaso.local")
 	wd.click("#next")
-	wd.waitFor("the admin signed in", `return document.getElementById('who-name').textContent.startsWith('Signed in as')`)
+	wd.waitFor("the admin signed in", whoStarts("Signed in as"))
 	if got := wd.str(whoText); got != "Signed in as admin@gitaso.local (platform-admins)" {
 		t.Errorf("admin: %q", got)
 	}
