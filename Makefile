@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X github.com/gitaso/gitaso/internal/cli.Version=$(VERSION)
 TAGS    := kustomize_disable_go_plugin_support
 SHARED  ?= $(abspath ../shared)
 
-.PHONY: all build test test-short lint bench fuzz demo catalog aso-removed emulator-table roles clean reliability image aso-anchor
+.PHONY: all build test test-short lint bench fuzz demo catalog aso-catalog aso-removed emulator-table roles clean reliability image aso-anchor
 
 all: build
 
@@ -51,9 +51,24 @@ fuzz:
 	echo "fuzz: $$(( $$(date +%s) - start ))s for $(words $(FUZZTARGETS)) targets of $(FUZZTIME)"; \
 	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (inputs in the packages' testdata/fuzz)"; exit 1; fi
 
-## catalog: regenerate the embedded ASO catalog from ../shared/aso-schema
+## catalog: regenerate the embedded ASO catalog from ../shared/aso-schema; the removed versions (aso/catalog/removed.json)
+## are read from ASO's release tags: make catalog ASO_SRC=<ASO git dir or clone> (see aso-catalog)
 catalog:
-	$(GO) run ./aso/gen -schema $(SHARED)/aso-schema -out aso/catalog/catalog.json.gz
+	@test -n '$(ASO_SRC)' || { echo "make catalog ASO_SRC=<ASO git dir>: the removed versions are read at ASO's release tags (or use make aso-catalog, which reads everything from ASO's source)"; exit 2; }
+	$(GO) run ./aso/gen -schema $(SHARED)/aso-schema -out aso/catalog/catalog.json.gz -releases-git '$(ASO_SRC)'
+
+## aso-catalog: regenerate the embedded ASO catalog from ASO's own source, without ../shared (docs/aso-upgrade.md):
+## make aso-catalog ASO_SRC=<ASO git dir or clone> [ASO_REF=<commit or tag>] reads ASO_REF (a clone: its work tree at ASO_REF); a plain
+## copy of the tree (git archive) also needs ASO_GIT=<git dir it came from>, or ASO_COMMIT and ASO_COMMIT_DATE.
+## FACTS_OUT=<dir> also writes the extracted facts in ../shared/aso-schema's layout (for diffing).
+## It first lists the versions removed since v2.0.0 (aso-removed; ASO_TAGS=v2.0.0,v2.1.0,... limits the releases compared)
+## and adds each, read at the release tag that last had it, from the Git repository (ASO_GIT, else ASO_SRC).
+aso-catalog: aso-removed
+	@test -n '$(ASO_SRC)' || { echo "make aso-catalog ASO_SRC=<ASO git dir, clone or copy of its tree> [ASO_REF=<commit or tag>] [ASO_GIT=<git dir>] [FACTS_OUT=<dir>]"; exit 2; }
+	$(GO) run ./aso/gen -aso-src '$(ASO_SRC)' -aso-ref '$(ASO_REF)' $(if $(ASO_GIT),-aso-git '$(ASO_GIT)') \
+		$(if $(ASO_COMMIT),-aso-commit '$(ASO_COMMIT)') $(if $(ASO_COMMIT_DATE),-aso-commit-date '$(ASO_COMMIT_DATE)') \
+		$(if $(CATALOG_DATE),-date '$(CATALOG_DATE)') $(if $(FACTS_OUT),-facts-out '$(FACTS_OUT)') \
+		-releases-git '$(or $(ASO_GIT),$(ASO_SRC))' -removed aso/catalog/removed.json -out aso/catalog/catalog.json.gz
 
 ## emulator-table: regenerate the emulator's per-type answers (status, LRO style) from ../shared/conformance/arm-responses.json
 emulator-table:
@@ -64,20 +79,24 @@ emulator-table:
 ## ASO's release tags and the catalog's commit: make aso-removed ASO_SRC=<ASO checkout or git dir> [ASO_REF=<commit>]
 ASO_REF ?= e88a45d1f78cb4946b8c96b1c629d35963ac81dd
 aso-removed:
-	$(GO) run ./aso/gen/removed -git '$(ASO_SRC)' -ref '$(ASO_REF)' -out aso/catalog/removed.json
+	$(GO) run ./aso/gen/removed -git '$(or $(ASO_GIT),$(ASO_SRC))' -ref '$(ASO_REF)' -tags '$(ASO_TAGS)' -out aso/catalog/removed.json
 
 ## roles: regenerate aso/roles/builtin-roles.json, Azure's built-in roles (aso/roles.go), from a role list:
 ## ROLES_FROM is a directory of `az role definition list` files (github.com/easimon/azure-builtin-roles azure-roles/),
 ## that list as one file, or ARM's GET /providers/Microsoft.Authorization/roleDefinitions answer; ROLES_SOURCE says
 ## where it came from; ROLES_CROSSCHECK optionally names a second list (the AVM cache role_definitions.tf.json)
 ROLES_SUPPLEMENT        ?= aso/gen/roles/supplement.json
+ROLES_DATE              ?= $(shell date -u +%F)
 ROLES_SUPPLEMENT_SOURCE ?= github.com/MicrosoftDocs/azure-docs, articles/role-based-access-control/built-in-roles.md at commit 00a583295ba737a5caf885472cb3bca3624e9cde (ms.date 04/09/2026), the only roles of its index (all compared) missing from -from
+roles: export ROLES_SOURCE := $(ROLES_SOURCE)
+roles: export ROLES_SUPPLEMENT_SOURCE := $(ROLES_SUPPLEMENT_SOURCE)
+roles: export ROLES_CROSSCHECK_SOURCE := $(ROLES_CROSSCHECK_SOURCE)
 roles:
-	@test -n "$(ROLES_FROM)" -a -n "$(ROLES_SOURCE)" || { echo "make roles ROLES_FROM=<dir or file> ROLES_SOURCE='<repo, path, commit, date>' [ROLES_CROSSCHECK=<file> ROLES_CROSSCHECK_SOURCE='...']"; exit 2; }
-	$(GO) run ./aso/gen/roles -from '$(ROLES_FROM)' -source '$(ROLES_SOURCE)' \
-		-supplement '$(ROLES_SUPPLEMENT)' -supplement-source '$(ROLES_SUPPLEMENT_SOURCE)' \
-		$(if $(ROLES_CROSSCHECK),-crosscheck '$(ROLES_CROSSCHECK)' -crosscheck-source '$(ROLES_CROSSCHECK_SOURCE)') \
-		-out aso/roles/builtin-roles.json
+	@test -n "$$ROLES_SOURCE" -a -n '$(ROLES_FROM)' || { echo "make roles ROLES_FROM=<dir or file> ROLES_SOURCE='<repo, path, commit, date>' [ROLES_CROSSCHECK=<file> ROLES_CROSSCHECK_SOURCE='...']"; exit 2; }
+	$(GO) run ./aso/gen/roles -from '$(ROLES_FROM)' -source "$$ROLES_SOURCE" \
+		-supplement '$(ROLES_SUPPLEMENT)' -supplement-source "$$ROLES_SUPPLEMENT_SOURCE" \
+		$(if $(ROLES_CROSSCHECK),-crosscheck '$(ROLES_CROSSCHECK)' -crosscheck-source "$$ROLES_CROSSCHECK_SOURCE") \
+		-date '$(ROLES_DATE)' -out aso/roles/builtin-roles.json
 
 ## demo: local Azure emulator + gitaso daemon on a Git repo made from examples/ (Ctrl-C to stop)
 demo:

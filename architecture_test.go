@@ -1,8 +1,10 @@
 // Package architecture_test enforces the import rules of DESIGN.md and
 // docs/internal-contracts.md: which packages may depend on which, for every
 // package of the module, and that ASO's own names (its annotations and
-// Secret names) are written in package aso only. It lives at the
-// repository root because the rules are about the whole module.
+// Secret names) are written in package aso only, and that the product
+// carries no value in a context.Context but a logger and the caller's
+// identity. It lives at the repository root because the rules are about
+// the whole module.
 package architecture_test
 
 import (
@@ -267,5 +269,59 @@ func TestLayoutIsListed(t *testing.T) {
 		if !strings.Contains(table, "| `"+name+"` |") {
 			t.Errorf("top-level folder %s/ is not in README.md's Layout table: say whether it is product, emulator or harness", name)
 		}
+	}
+}
+
+// contextValues are the product packages allowed to carry a value in a
+// context.Context, and why: only request-scoped data a call logs or
+// checks, never what it waits on or reports back. Semaphores, callbacks
+// and side results are parameters and return values (a client's
+// azure.CallOptions, a render's pass), so that a reader of the caller sees
+// what a call waits on and what it reports.
+var contextValues = map[string]string{
+	"aso":    "the logger ASO's rules report to (aso.WithLogger)",
+	"access": "the caller of one HTTP request (access.WithIdentity), set by the API's authentication and read by its handlers: request-scoped data, no control flow",
+}
+
+// TestNoContextValuesInProduct: no package of the shipped product, outside
+// contextValues, calls context.WithValue. Tests and harnesses are excepted.
+func TestNoContextValuesInProduct(t *testing.T) {
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != "." && (strings.HasPrefix(n, ".") || n == "testdata" || n == "vendor") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		if _, ok := contextValues[dir]; ok || isHarness(module+"/"+dir) {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "WithValue" {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == "context" {
+				t.Errorf("%s: context.WithValue in package %s: pass it as a parameter or return it (or list the package in contextValues, for a logging value)",
+					fset.Position(sel.Pos()), dir)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

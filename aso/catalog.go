@@ -38,7 +38,7 @@ type Kind struct {
 	Hooks                 []string
 	Operations            []string // PUT/GET/DELETE/HEAD
 
-	Status        string // latest | released | supported | deprecated | next | unlisted ...
+	Status        string // latest | released | supported | deprecated | next | unlisted | removed ...
 	SupportedFrom string // ASO release that introduced the kind version, e.g. "v2.4.0"
 	// Generated is false for ASO's hand-written non-ARM kinds (mysql/postgres/sql
 	// User, entra SecurityGroup): they are known but cannot be converted.
@@ -53,7 +53,16 @@ type Kind struct {
 	SpecType     string // root spec type in the package schema
 	IDTemplate   string // the ARM ID as ASO builds it, with {placeholders}
 
+	// Removed is set for a CRD version that an ASO release since v2.0.0
+	// shipped and the catalog's commit no longer has (Status "removed"): the
+	// kind converts with the facts of the release that last had it (or,
+	// where that release's package had the same schema as one the catalog
+	// ships, with that package: Removed.SchemaOf), and a plan of it carries
+	// Removed.Warning(). Nil for the versions ASO ships today.
+	Removed *Removed
+
 	pkgKey string
+	pkg    *pkgEntry
 }
 
 // APIGroupVersion returns "group/version", the manifest's apiVersion.
@@ -85,6 +94,11 @@ type Provenance struct {
 	ConvertibleKinds int    `json:"convertibleKinds"`
 	Packages         int    `json:"packages"`
 	SchemaVersion    int    `json:"schemaVersion"`
+	// RemovedKinds counts the removed versions the catalog holds (RemovedKinds()),
+	// read at the release tags listed in Releases ("v2.3.0 <commit>").
+	RemovedKinds  int      `json:"removedKinds,omitempty"`
+	Releases      []string `json:"releases,omitempty"`
+	RemovedSHA256 string   `json:"removedSha256,omitempty"` // the removed kinds and packages
 }
 
 type kindJSON struct {
@@ -109,11 +123,18 @@ type kindJSON struct {
 	Operations     []string `json:"ops"`
 	SpecType       string   `json:"spec"`
 	Package        string   `json:"pkg"`
+	Removed        *struct {
+		LastIn       string   `json:"lastIn"`
+		RemovedIn    string   `json:"removedIn"`
+		Replacements []string `json:"replacements"`
+		SchemaOf     string   `json:"schemaOf"`
+	} `json:"removed"`
 }
 
 type catalog struct {
 	prov     Provenance
-	kinds    []*Kind
+	kinds    []*Kind // the versions the catalog's commit ships
+	removed  []*Kind // removed versions with their release's facts
 	byGVK    map[gvk]*Kind
 	packages map[string]*pkgEntry
 }
@@ -184,13 +205,31 @@ func decodeCatalog(gz, pkgs []byte) (*catalog, error) {
 			Singleton: kj.Singleton, Hooks: kj.Hooks, Operations: kj.Operations, Status: kj.Status,
 			SupportedFrom: kj.SupportedFrom, Generated: !kj.NotGenerated, AzureNameField: kj.AzureNameField,
 			UUIDv5: kj.UUIDv5, RandomNaming: kj.RandomNaming, SpecType: kj.SpecType, IDTemplate: kj.IDTemplate,
-			pkgKey: kj.Package,
+			pkgKey: kj.Package, pkg: c.packages[kj.Package],
+		}
+		if k.Generated && k.pkg == nil {
+			return nil, fmt.Errorf("catalog kind %s: no package %s", k, kj.Package)
+		}
+		if _, dup := c.byGVK[gvk{k.Group, k.Version, k.Kind}]; dup {
+			return nil, fmt.Errorf("catalog kind %s: listed twice", k)
+		}
+		c.byGVK[gvk{k.Group, k.Version, k.Kind}] = k
+		if r := kj.Removed; r != nil {
+			k.Removed = &Removed{Group: k.Group, Version: k.Version, Kind: k.Kind, LastIn: r.LastIn, RemovedIn: r.RemovedIn,
+				Replacements: r.Replacements, SchemaOf: r.SchemaOf}
+			c.removed = append(c.removed, k)
+			continue
 		}
 		c.kinds = append(c.kinds, k)
-		c.byGVK[gvk{k.Group, k.Version, k.Kind}] = k
 	}
-	sort.Slice(c.kinds, func(i, j int) bool {
-		a, b := c.kinds[i], c.kinds[j]
+	sortKinds(c.kinds)
+	sortKinds(c.removed)
+	return c, nil
+}
+
+func sortKinds(ks []*Kind) {
+	sort.Slice(ks, func(i, j int) bool {
+		a, b := ks[i], ks[j]
 		if a.Group != b.Group {
 			return a.Group < b.Group
 		}
@@ -199,13 +238,17 @@ func decodeCatalog(gz, pkgs []byte) (*catalog, error) {
 		}
 		return a.Version < b.Version
 	})
-	return c, nil
 }
 
 // Lookup finds a kind by API group, CRD version and kind, all matched exactly
-// (as the Kubernetes API server does).
+// (as the Kubernetes API server does). It finds the versions ASO ships today
+// and the removed versions the catalog holds the facts of (k.Removed set).
 func Lookup(group, version, kind string) (*Kind, bool) {
-	k, ok := mustCatalog().byGVK[gvk{group, version, kind}]
+	return mustCatalog().lookup(group, version, kind)
+}
+
+func (c *catalog) lookup(group, version, kind string) (*Kind, bool) {
+	k, ok := c.byGVK[gvk{group, version, kind}]
 	return k, ok
 }
 
@@ -218,9 +261,14 @@ func LookupAPIVersion(apiVersion, kind string) (*Kind, bool) {
 	return Lookup(g, v, kind)
 }
 
-// Kinds returns every kind of the catalog, sorted by group, kind and version.
-// The slice is shared: do not modify it.
+// Kinds returns every kind the catalog's ASO commit ships, sorted by group,
+// kind and version; removed versions are in RemovedKinds. The slice is
+// shared: do not modify it.
 func Kinds() []*Kind { return mustCatalog().kinds }
+
+// RemovedKinds returns the removed versions the catalog holds the facts of,
+// sorted as Kinds. The slice is shared: do not modify it.
+func RemovedKinds() []*Kind { return mustCatalog().removed }
 
 // IsASOGroup reports whether group is an ASO API group (*.azure.com).
 func IsASOGroup(group string) bool { return strings.HasSuffix(group, ".azure.com") }
@@ -233,7 +281,7 @@ func (k *Kind) schema() (*pkg, error) {
 	if !k.Generated {
 		return nil, fmt.Errorf("%s: %w", k, ErrNotConvertible)
 	}
-	e := mustCatalog().packages[k.pkgKey]
+	e := k.pkg
 	if e == nil {
 		return nil, fmt.Errorf("%s: catalog has no package %s", k, k.pkgKey)
 	}

@@ -3,22 +3,35 @@
 // ARM, what they depend on, and how their spec becomes the exact JSON body that
 // ASO sends to ARM.
 //
-// Nothing here is a hand-written table per kind. The facts come from
-// ../shared/aso-schema (read from ASO's generated code, see its README) and are
-// compiled by the generator in ./gen into catalog/catalog.json.gz (provenance
-// and the kinds table) and catalog/packages.bin (one gzip member per API
-// package), both embedded in the binary and decoded lazily: the kinds table on
-// first use (about 13 ms), each API package the first time one of its kinds is
-// used (about 2 ms). TestCatalogUpToDate fails when ../shared/aso-schema has
-// changed since. Regenerate with
+// Nothing here is a hand-written table per kind. The facts are read from
+// ASO's own source, its generated code and reference docs (package
+// ./gen/asosrc, which parses them and never runs them), and compiled by the
+// generator in ./gen into catalog/catalog.json.gz (provenance: ASO's
+// repository, licence, commit and commit date; and the kinds table) and
+// catalog/packages.bin (one gzip member per API package), both embedded in
+// the binary and decoded lazily: the kinds table on first use (about 13 ms),
+// each API package the first time one of its kinds is used (about 2 ms).
+// Regenerate from ASO's Git directory at a commit or tag
+// (docs/aso-upgrade.md):
 //
-//	go run ./aso/gen -schema ../shared/aso-schema -out aso/catalog/catalog.json.gz
+//	make aso-catalog ASO_SRC=<ASO git dir> ASO_REF=<commit or tag>
+//
+// The same facts, extracted earlier by a tool outside this repository, are in
+// ../shared/aso-schema; `make catalog` builds the same catalog byte for byte
+// from them, and TestCatalogUpToDate fails when they have changed since.
 //
 // Versions that an ASO release since v2.0.0 shipped and the catalog's commit no
-// longer has are in catalog/removed.json (generated from ASO's release tags by
-// `make aso-removed`): LookupRemoved says the last release that had one, the
-// first without it and the versions of the same kind that replace it. They are
-// known, not convertible: the planner refuses them with that message.
+// longer has are listed in catalog/removed.json (generated from ASO's release
+// tags by `make aso-removed`): LookupRemoved says the last release that had
+// one, the first without it and the versions of the same kind that replace it.
+// The catalog holds them too (`make aso-catalog`), each read at the release
+// that last had it, so that a manifest written for any release since v2.0.0
+// converts as that release converted it: Lookup finds them with Kind.Removed
+// set (Kinds lists only the versions ASO ships, RemovedKinds the others), and
+// a removed package whose conversion a shipped one reproduces exactly (ASO's
+// v1beta… versions renamed v1api…, mostly) uses that package
+// (Removed.SchemaOf). The planner plans them with Removed.Warning() on the
+// resource.
 //
 // A typical use, for one object of a Git snapshot:
 //

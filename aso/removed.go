@@ -24,6 +24,13 @@ type Removed struct {
 	LastIn       string   `json:"lastIn"`       // newest ASO release that had it, e.g. "v2.13.0"
 	RemovedIn    string   `json:"removedIn"`    // first release without it; "" = removed after the newest release tag
 	Replacements []string `json:"replacements"` // CRD versions of the same group and kind in the catalog, newest first
+	// SchemaOf, on a removed kind of the catalog (Kind.Removed), is the CRD
+	// version of the same group whose package the conversion uses because
+	// it converts every manifest of this version as LastIn did (checked by
+	// the generator: mostly ASO's v1beta… versions and the v1api… versions
+	// of the same Azure API version); "" when the catalog holds the package
+	// as LastIn had it.
+	SchemaOf string `json:"schemaOf,omitempty"`
 }
 
 // Message says which release removed r and what replaces it, e.g.
@@ -43,6 +50,16 @@ func (r Removed) Message() string {
 		vs[i] = r.Group + "/" + v
 	}
 	return msg + "; use " + strings.Join(vs, " or ")
+}
+
+// Warning is what a plan of a removed version says on the resource:
+// Message, then whose conversion the request comes from.
+func (r Removed) Warning() string {
+	from := "ASO " + r.LastIn + "'s conversion"
+	if r.SchemaOf != "" && r.SchemaOf != r.Version {
+		from += ", which " + r.Group + "/" + r.SchemaOf + " reproduces"
+	}
+	return r.Message() + "; planned with " + from
 }
 
 type removedFile struct {
@@ -72,7 +89,9 @@ func mustRemoved() map[gvk]Removed {
 }
 
 // LookupRemoved finds a version ASO removed, matched exactly on group,
-// version and kind. A kind the catalog has is never removed.
+// version and kind, whether or not the catalog holds its facts (Lookup
+// finds it then too, with Kind.Removed set). A version ASO ships today is
+// never removed.
 func LookupRemoved(group, version, kind string) (Removed, bool) {
 	r, ok := mustRemoved()[gvk{group, version, kind}]
 	return r, ok

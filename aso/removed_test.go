@@ -20,18 +20,19 @@ func TestLookupRemoved(t *testing.T) {
 	}
 }
 
-// Every removed version is absent from the catalog and every replacement is in it.
+// Every removed version is absent from the shipped kinds (Lookup finds it
+// only as a removed kind) and every replacement is a shipped kind.
 func TestRemovedConsistentWithCatalog(t *testing.T) {
 	rs := RemovedVersions()
 	if len(rs) == 0 {
 		t.Fatal("no removed versions")
 	}
 	for _, r := range rs {
-		if _, ok := Lookup(r.Group, r.Version, r.Kind); ok {
+		if k, ok := Lookup(r.Group, r.Version, r.Kind); ok && k.Removed == nil {
 			t.Errorf("%s/%s %s is both in the catalog and removed", r.Group, r.Version, r.Kind)
 		}
 		for _, v := range r.Replacements {
-			if _, ok := Lookup(r.Group, v, r.Kind); !ok {
+			if k, ok := Lookup(r.Group, v, r.Kind); !ok || k.Removed != nil {
 				t.Errorf("%s/%s %s: replacement %s not in the catalog", r.Group, r.Version, r.Kind, v)
 			}
 		}

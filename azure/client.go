@@ -218,6 +218,9 @@ type Client struct {
 	cred     *Credential
 	poll     time.Duration
 	log      *slog.Logger
+	// call is what this client's calls carry (With); the zero value for
+	// the client Clients.For caches.
+	call CallOptions
 }
 
 // Credential returns the credential the client acts as.
@@ -351,7 +354,7 @@ func (c *Client) write(ctx context.Context, method, id, apiVersion string, body 
 			resp.Header.Del("Location")
 		}
 	}
-	started(ctx, pollURL(resp))
+	c.started(pollURL(resp))
 	out, err := c.wait(ctx, method, resp, rbody)
 	if err != nil {
 		return nil, err
@@ -405,7 +408,7 @@ func (c *Client) DeleteWith(ctx context.Context, id, apiVersion string, query ur
 	if resp.Header.Get("Location") == "" && resp.Header.Get("Azure-AsyncOperation") == "" {
 		return nil // accepted with nothing to poll: ARM will finish on its own
 	}
-	started(ctx, pollURL(resp))
+	c.started(pollURL(resp))
 	_, err = c.wait(ctx, http.MethodDelete, resp, body)
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -492,7 +495,7 @@ func (c *Client) wait(ctx context.Context, method string, resp *http.Response, b
 		if d <= 0 {
 			d = c.poll
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := c.sleep(ctx, d); err != nil {
 			return nil, fmt.Errorf("%s %s: waiting for the operation: %w", method, path, err)
 		}
 		polls++

@@ -13,33 +13,14 @@ import (
 
 // Resuming long-running operations after a crash.
 //
-// Put, Patch and Delete tell the caller where ARM said to poll through a
-// context value rather than a new signature, so every caller (and every
-// interface *Client implements) stays as it is:
+// Put, Patch and Delete tell the caller where ARM said to poll through the
+// client's CallOptions.OperationStarted:
 //
-//	ctx = azure.WithOperationStarted(ctx, func(pollURL string) { record(pollURL) })
-//	body, err := client.Put(ctx, id, apiVersion, body) // fn runs before the wait starts
+//	cli := client.With(azure.CallOptions{OperationStarted: func(pollURL string) { record(pollURL) }})
+//	body, err := cli.Put(ctx, id, apiVersion, body) // record runs before the wait starts
 //
 // A later process passes the recorded URL to Resume, which polls it to the
 // end as ASO does with its poller-resume-token annotation.
-
-type operationStartedKey struct{}
-
-// WithOperationStarted returns a context that makes Put, Patch and Delete call
-// fn, from the calling goroutine, when ARM answers with a long-running
-// operation and before the client starts waiting for it. pollURL is the
-// absolute Azure-AsyncOperation URL, else the Location URL, else (ARM's "poll
-// the resource" pattern) the resource's own URL. Synchronous answers never
-// call fn. Post does not call it (actions are not resumed).
-func WithOperationStarted(ctx context.Context, fn func(pollURL string)) context.Context {
-	return context.WithValue(ctx, operationStartedKey{}, fn)
-}
-
-func started(ctx context.Context, pollURL string) {
-	if fn, ok := ctx.Value(operationStartedKey{}).(func(string)); ok && fn != nil {
-		fn(pollURL)
-	}
-}
 
 // resolvePollHeaders makes relative polling headers absolute (ARM sends
 // absolute URLs; a relative one is resolved against the request rather than
@@ -153,7 +134,7 @@ func (c *Client) Resume(ctx context.Context, method, id, apiVersion, pollURL str
 		if d <= 0 {
 			d = c.poll
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := c.sleep(ctx, d); err != nil {
 			return nil, fmt.Errorf("resume %s %s: waiting for the operation: %w", method, id, err)
 		}
 	}

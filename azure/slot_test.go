@@ -9,7 +9,7 @@ import (
 	"github.com/gitaso/gitaso/emulator"
 )
 
-// countingSlot records how a call used the slot in its context, and whether
+// countingSlot records how a call used the slot its client was given, and whether
 // it was held when each request went out.
 type countingSlot struct {
 	mu                 sync.Mutex
@@ -43,8 +43,7 @@ func TestLongRunningOperationHandsItsSlotBackWhileItWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &countingSlot{held: true}
-	ctx := WithSlot(context.Background(), s)
-	if _, err := c.Put(ctx, rg+"/providers/Microsoft.Storage/storageAccounts/stslot", "2023-01-01",
+	if _, err := c.With(CallOptions{Slot: s}).Put(context.Background(), rg+"/providers/Microsoft.Storage/storageAccounts/stslot", "2023-01-01",
 		[]byte(`{"location":"westeurope","kind":"StorageV2","sku":{"name":"Standard_LRS"}}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +54,9 @@ func TestLongRunningOperationHandsItsSlotBackWhileItWaits(t *testing.T) {
 
 	// A context that ends while the operation waits ends the wait without taking the slot again.
 	s = &countingSlot{held: true}
-	cctx, cancel := context.WithCancel(WithSlot(context.Background(), s))
+	cctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
-	if _, err := c.Put(cctx, rg+"/providers/Microsoft.Storage/storageAccounts/stslot2", "2023-01-01",
+	if _, err := c.With(CallOptions{Slot: s}).Put(cctx, rg+"/providers/Microsoft.Storage/storageAccounts/stslot2", "2023-01-01",
 		[]byte(`{"location":"westeurope","kind":"StorageV2","sku":{"name":"Standard_LRS"}}`)); err == nil {
 		t.Fatal("a cancelled wait returned no error")
 	}

@@ -31,7 +31,7 @@ type emu struct {
 
 type oneClient struct{ c *azure.Client }
 
-func (o oneClient) For(context.Context, string) (executor.ARM, error) { return o.c, nil }
+func (o oneClient) For(context.Context, string) (*azure.Client, error) { return o.c, nil }
 
 func newEmu(t testing.TB) *emu { return newEmuVia(t, nil) }
 

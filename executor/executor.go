@@ -16,14 +16,16 @@ import (
 	"github.com/gitaso/gitaso/record"
 )
 
-// ARM is the ARM client the executor uses (aso.ARM); *azure.Client
-// implements it.
+// ARM is what ASO's rules ask of an ARM client (aso.ARM); the executor
+// hands them an *azure.Client.
 type ARM = aso.ARM
 
 // Clients returns the ARM client for a plan's credential name ("global" or
-// "namespace/secret").
+// "namespace/secret"). The executor gives each resource's calls their own
+// options (azure.Client.With): the resource's share of the parallelism, and
+// for its PUT or DELETE the hook that records a long-running operation.
 type Clients interface {
-	For(ctx context.Context, credential string) (ARM, error)
+	For(ctx context.Context, credential string) (*azure.Client, error)
 }
 
 // Options tune an Executor.
@@ -220,7 +222,7 @@ func (w *walk) run(ctx context.Context, rs []*planner.Resource) {
 		return false
 	}
 	walkDAG(rs, func(r *planner.Resource) []string { return r.DependsOn }, w.slots(), skip, func(r *planner.Resource, s *slot) {
-		rr := w.apply(azure.WithSlot(ctx, s), r)
+		rr := w.apply(ctx, r, s)
 		s.done()
 		w.setResult(rr)
 	})
@@ -490,15 +492,22 @@ func firstLine(s string) string {
 // bounded parallelism.
 func (w *walk) runDeletes(ctx context.Context, rs []*planner.Resource) {
 	walkDAG(rs, func(r *planner.Resource) []string { return r.DeleteAfter }, w.slots(), nil, func(r *planner.Resource, s *slot) {
-		rr := w.delete(azure.WithSlot(ctx, s), r)
+		rr := w.delete(ctx, r, s)
 		s.done()
 		w.setResult(rr)
 	})
 }
 
-func (w *walk) delete(ctx context.Context, r *planner.Resource) *ResourceResult {
+// delete deletes r holding s, a share of the parallelism its client hands
+// back while a long-running operation waits.
+func (w *walk) delete(ctx context.Context, r *planner.Resource, s azure.Slot) *ResourceResult {
 	rr := &ResourceResult{Key: r.Key(), Resource: r, StartedAt: w.e.opts.Now()}
 	defer func() { rr.Duration = w.e.opts.Now().Sub(rr.StartedAt) }()
+	if r.ManagedByASO {
+		err := managedByASO(r)
+		rr.Outcome, rr.Err, rr.Ready = Failed, err, failedCondition(err)
+		return rr
+	}
 	if r.Action == planner.Detach || r.DeletedWith != "" {
 		rr.Outcome = Detached
 		if r.DeletedWith != "" {
@@ -521,8 +530,8 @@ func (w *walk) delete(ctx context.Context, r *planner.Resource) *ResourceResult 
 	}
 	w.e.opts.Logger.InfoContext(ctx, "deleting", "resource", r.ID(), "armId", r.ARMID)
 	rr.Requests++
-	octx, finish := w.track(ctx, r, "DELETE")
-	err = w.deleteResource(octx, cli, r)
+	started, finish := w.track(ctx, r, "DELETE")
+	err = w.deleteResource(ctx, cli.With(azure.CallOptions{Slot: s, OperationStarted: started}), r)
 	finish()
 	if err != nil {
 		err = classify(r, err)
@@ -536,8 +545,9 @@ func (w *walk) delete(ctx context.Context, r *planner.Resource) *ResourceResult 
 }
 
 // apply sends one resource's PUT (or GET for observe) and computes its
-// exports.
-func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
+// exports, holding s, a share of the parallelism its client hands back while
+// a long-running operation waits.
+func (w *walk) apply(ctx context.Context, r *planner.Resource, s azure.Slot) *ResourceResult {
 	rr := &ResourceResult{Key: r.Key(), Resource: r, StartedAt: w.e.opts.Now()}
 	defer func() { rr.Duration = w.e.opts.Now().Sub(rr.StartedAt) }()
 	// secretValues are the values of this resource's body that came from
@@ -555,6 +565,9 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
+	if r.ManagedByASO {
+		return fail(managedByASO(r))
+	}
 	if r.Action == planner.NoOp {
 		rr.Outcome = Unchanged
 		rr.Ready = readyCondition()
@@ -566,10 +579,11 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 		return fail(&statusError{reason: aso.ReasonSubscriptionMismatch, severity: record.SeverityError, err: m,
 			msg: fmt.Sprintf("the resource's ARM ID is in subscription %s but its credential %s is for subscription %s", m.Subscription, m.Credential, m.CredentialSubscription)})
 	}
-	cli, err := w.e.clients.For(ctx, r.Credential)
+	base, err := w.e.clients.For(ctx, r.Credential)
 	if err != nil {
 		return fail(err)
 	}
+	cli := base.With(azure.CallOptions{Slot: s})
 	if r.Action == planner.Observe {
 		rr.Requests++
 		body, err := cli.Get(ctx, r.ARMID, r.APIVersion)
@@ -623,8 +637,8 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource) *ResourceResult {
 	}
 	w.e.opts.Logger.InfoContext(ctx, "applying", "resource", r.ID(), "action", r.Action.String(), "armId", r.ARMID)
 	rr.Requests++
-	octx, finish := w.track(ctx, r, "PUT")
-	resp, err := cli.Put(octx, r.ARMID, r.APIVersion, sent)
+	started, finish := w.track(ctx, r, "PUT")
+	resp, err := base.With(azure.CallOptions{Slot: s, OperationStarted: started}).Put(ctx, r.ARMID, r.APIVersion, sent)
 	finish()
 	if err != nil {
 		return fail(err)
@@ -684,20 +698,21 @@ func (w *walk) adoptWithoutWrite(ctx context.Context, cli ARM, r *planner.Resour
 	return true, nil
 }
 
-// track returns the context to send r's write or delete with, reporting a
-// long-running operation it starts to OnOperation, and the function to call
-// when the call returned.
-func (w *walk) track(ctx context.Context, r *planner.Resource, method string) (context.Context, func()) {
+// track returns the azure.CallOptions.OperationStarted of r's write or
+// delete, reporting a long-running operation it starts to OnOperation (nil
+// when nobody listens), and the function to call when the call returned: it
+// reports the operation done unless ctx ended first.
+func (w *walk) track(ctx context.Context, r *planner.Resource, method string) (func(pollURL string), func()) {
 	hook := w.e.opts.OnOperation
 	if hook == nil {
-		return ctx, func() {}
+		return nil, func() {}
 	}
 	var op *record.Operation
-	octx := azure.WithOperationStarted(ctx, func(pollURL string) {
+	started := func(pollURL string) {
 		op = &record.Operation{Key: r.Key(), ARMID: r.ARMID, Method: method, StartedAt: w.e.opts.Now().UTC(), PollURL: pollURL}
 		hook(*op, false)
-	})
-	return octx, func() {
+	}
+	return started, func() {
 		if op != nil && ctx.Err() == nil {
 			hook(*op, true)
 		}

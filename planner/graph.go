@@ -153,8 +153,9 @@ func lookupKind(o manifest.Object) (*aso.Kind, *diag.Error) {
 	}
 	msg := fmt.Sprintf("unknown ASO kind %s %s", o.APIVersion(), o.Kind())
 	if r, ok := aso.LookupRemoved(o.Group(), o.Version(), o.Kind()); ok {
-		// A version a release since v2.0 had: which release removed it,
-		// and what replaces it (aso/catalog/removed.json).
+		// A version a release since v2.0 had whose facts the catalog
+		// lacks (Lookup finds the others, which plan with a warning):
+		// which release removed it, and what replaces it.
 		return nil, objErr(o, "apiVersion", "%s: %s", msg, r.Message())
 	}
 	if v := o.Version(); len(served) > 0 && (strings.HasPrefix(v, "v1beta") || strings.HasPrefix(v, "v1alpha")) {

@@ -123,6 +123,25 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 	}
 	sort.Slice(dels, func(i, j int) bool { return dels[i].Key() < dels[j].Key() })
 	sort.Slice(p.Deferred, func(i, j int) bool { return p.Deferred[i].Key() < p.Deferred[j].Key() })
+	markCascade(dels)
+	// Kinds ARM offers no DELETE for (a storage account's blobServices, a
+	// server's configurations, throughput settings): ASO refuses to delete
+	// them and asks for detach-on-delete; gitaso forgets them, leaving them
+	// in Azure, instead of sending a DELETE ARM rejects on every run.
+	for _, r := range dels {
+		if r.Action == Delete && r.DeletedWith == "" && !deletable(r) {
+			r.Action, r.Request = Detach, nil
+			r.Reason = "removed from Git; ARM offers no DELETE for a " + r.Kind + ": forgotten, left in Azure"
+		}
+	}
+	orderDeletes(dels, in.Prior)
+	p.Resources = append(p.Resources, dels...)
+	return p, nil
+}
+
+// markCascade marks the deletions whose parent is deleted too (ARM
+// cascades nested and extension resources): no DELETE of their own.
+func markCascade(dels []*Resource) {
 	// Children of a resource being deleted go with it (ARM cascades nested
 	// and extension resources), unless the parent is only detached.
 	// The parent is the deletion whose ARM ID is the shortest one above
@@ -151,19 +170,6 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 			r.Request = nil
 		}
 	}
-	// Kinds ARM offers no DELETE for (a storage account's blobServices, a
-	// server's configurations, throughput settings): ASO refuses to delete
-	// them and asks for detach-on-delete; gitaso forgets them, leaving them
-	// in Azure, instead of sending a DELETE ARM rejects on every run.
-	for _, r := range dels {
-		if r.Action == Delete && r.DeletedWith == "" && !deletable(r) {
-			r.Action, r.Request = Detach, nil
-			r.Reason = "removed from Git; ARM offers no DELETE for a " + r.Kind + ": forgotten, left in Azure"
-		}
-	}
-	orderDeletes(dels, in.Prior)
-	p.Resources = append(p.Resources, dels...)
-	return p, nil
 }
 
 // planNodes plans every node of the graph on all CPUs: the nodes read the
@@ -263,6 +269,9 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 		AzureName: n.AzureName, Policy: n.Policy, Credential: n.Credential, Subscription: n.Subscription,
 		DependsOn: n.DependsOn, DeleteUnmanaged: n.Object.Annotations()[AnnotationDeleteUnmanaged] == "true",
 		key: n.Key(),
+	}
+	if rm := n.Kind.Removed; rm != nil {
+		r.Warnings = append(r.Warnings, rm.Warning())
 	}
 	for _, ex := range n.Exports {
 		r.Exports = append(r.Exports, fmt.Sprintf("%s:%s/%s", map[bool]string{false: "configmap", true: "secret"}[ex.Secret], ex.Name, ex.Key))

@@ -526,19 +526,3 @@ func TestAdoptWithoutWrite(t *testing.T) {
 		t.Errorf("a failed resource group planned noWrite %v (%s), want a PUT", r.NoWrite, r.Reason)
 	}
 }
-
-// A manifest of a version ASO removed names the versions that serve the
-// kind now, the newest stable first, at the apiVersion field's line.
-func TestRemovedVersionNamesItsReplacement(t *testing.T) {
-	snap := snapshot(t, map[string]string{"sa.yaml": "apiVersion: storage.azure.com/v1beta20210401\nkind: StorageAccount\nmetadata:\n  name: sa\n  namespace: ns\nspec:\n  location: westeurope\n"})
-	_, err := planner.Build(snap, planner.Options{SubscriptionID: "00000000-0000-0000-0000-000000000001"})
-	l := diag.AsList(err)
-	if len(l) != 1 {
-		t.Fatalf("errors %v, want one", err)
-	}
-	e := l[0]
-	if e.Field != "apiVersion" || e.File != "sa.yaml" || !strings.Contains(e.Msg, "removed in ASO v2.4.0") ||
-		!strings.Contains(e.Msg, "use storage.azure.com/v1api20230101") && !strings.Contains(e.Msg, "use storage.azure.com/v2") {
-		t.Errorf("error %v: want the apiVersion field, the release that removed it and the replacements", e)
-	}
-}

@@ -96,8 +96,8 @@ func (r *Reconciler) ApproveDeletions(ctx context.Context, revision string) erro
 // Azure can be read, parents whose deletion would take resources gitaso does
 // not manage with it. An approval recorded for the revision that covers
 // every deletion, or Options.ApproveDeletions, releases them.
-func (r *Reconciler) hold(ctx context.Context, g *planner.Graph, p *planner.Plan, prior map[string]record.Resource, opts Options) *record.Hold {
-	if len(p.Deletions()) == 0 || opts.ApproveDeletions {
+func (r *Reconciler) hold(ctx context.Context, ru *run, g *planner.Graph, p *planner.Plan, prior map[string]record.Resource) *record.Hold {
+	if len(p.Deletions()) == 0 || ru.opts.ApproveDeletions {
 		return nil
 	}
 	if r.db != nil {
@@ -110,16 +110,16 @@ func (r *Reconciler) hold(ctx context.Context, g *planner.Graph, p *planner.Plan
 		}
 	}
 	h := r.cfg.Guard.Check(p, len(prior))
-	if h != nil && r.pathMissing != "" {
+	if h != nil && ru.pathMissing != "" {
 		h.Reason = record.HoldPathMissing
-		h.Message = fmt.Sprintf("the source path %q does not exist at revision %s: every managed resource (%d) would be deleted", r.pathMissing, p.Revision, h.Deletions)
+		h.Message = fmt.Sprintf("the source path %q does not exist at revision %s: every managed resource (%d) would be deleted", ru.pathMissing, p.Revision, h.Deletions)
 	}
 	if r.clients == nil {
 		return h
 	}
 	// One hold names every problem: the unmanaged contents are read even
 	// when the guard holds the revision already.
-	lc := r.listingsFor(ctx, p.Revision, opts.DryRun)
+	lc := r.listingsFor(ctx, p.Revision, ru.opts.DryRun)
 	found, err := r.unmanagedChildren(ctx, g, p, prior, lc)
 	lc.close(ctx)
 	if err == nil && len(found) == 0 {
@@ -164,7 +164,8 @@ func countLocks(ids []string) int {
 // recordHeld records a held revision: its plan (with the hold), a run with
 // outcome held, nothing applied (no drift correction either: the newest run
 // stays the held one until an approval or a new revision).
-func (r *Reconciler) recordHeld(ctx context.Context, g *planner.Graph, p *planner.Plan, planJSON []byte, rep *Report, opts Options) error {
+func (r *Reconciler) recordHeld(ctx context.Context, ru *run, g *planner.Graph, p *planner.Plan, planJSON []byte) error {
+	rep, opts := ru.rep, ru.opts
 	h := p.Held
 	rep.Run.Outcome, rep.Run.Held, rep.Run.Error = record.OutcomeHeld, h, h.Message
 	rep.Run.Counts = map[string]int{}

@@ -27,8 +27,8 @@ func (r *Reconciler) rebuiltMark() (*state.RebuiltMark, error) {
 // state did, and reports whether the marker ends with it: every resource of
 // the revision is recorded (the run succeeded, nothing is held, no object
 // is left known after apply for a later phase).
-func (r *Reconciler) noteRebuilt(p *planner.Plan, rep *Report) bool {
-	m := rep.rebuilt
+func (r *Reconciler) noteRebuilt(ru *run, p *planner.Plan) bool {
+	m, rep := ru.rebuilt, ru.rep
 	if m == nil || p == nil || rep.Result == nil {
 		return false
 	}

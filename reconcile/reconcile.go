@@ -87,6 +87,15 @@ type Config struct {
 	// Metrics, when set, is told about every plan and every resource the
 	// executor finishes (metrics.go).
 	Metrics Metrics
+	// ASO, when set, reads the ASO objects of the cluster gitaso runs
+	// beside (aso.go): a managing run refuses the resources whose ARM ID
+	// one of them manages; a plan beside ASO shows what ASO would do.
+	ASO ASOReader
+	// BesideASO plans beside ASO, which applies the repository (gitaso
+	// plan/serve --beside-aso): every run is a plan against live Azure and
+	// the cluster's ASO objects with no state of gitaso's; nothing is
+	// applied, and the clients should be read-only (azure.ReadOnly).
+	BesideASO bool
 }
 
 // DefaultConfig returns the defaults.
@@ -96,41 +105,43 @@ func DefaultConfig() Config {
 }
 
 // Reconciler runs source → planner → executor → state, one run at a time.
+// It holds only what outlives a run: its configuration and clients, and
+// what one run leaves the next (the refresh schedule, the last good
+// revision, readiness). What a run learns on its way is a run value
+// (doc.go says which is which).
 type Reconciler struct {
+	// Configuration and clients, set by New.
 	src     source.Source
 	db      *state.DB
 	clients *azure.Clients
 	cfg     Config
 	log     *slog.Logger
-
-	mu          sync.Mutex // one run at a time
-	lastRefresh time.Time
-	// runStart is when the current run started: a resource read in it is
-	// next due one sync period after that (refresh.go).
-	runStart time.Time
-	readMu   sync.Mutex
-	lastRead map[string]time.Time // node key → last time Azure was read for it
-	observed planner.Observed     // what the last refresh read (saved plans), under mu
-	nextDue  time.Time            // when the next resource is due for a refresh
-	activity activityState        // what the Activity Log path remembers (activity.go)
-	// reportedIgnored is the revision whose ignored objects were logged.
-	reportedIgnored string
-	// reportedHeld is the revision whose hold was logged.
-	reportedHeld string
-	// pathMissing is the source path when the revision being planned does
-	// not have it (the run plans an empty revision, which the guard holds).
-	pathMissing string
-	lastGood    *planner.Graph
-	// lastGoodUnits are lastGood's units (units.go), held ones included.
-	lastGoodUnits *unitSet
-	trigger       chan bool
-	ready         atomic.Bool
-	lastErr       atomic.Value // string
-	health        health       // the source's fetches and the state's writes (health.go)
-
 	// started is when the reconciler was made: the Activity Log's writes
 	// before it are not judged for another writer (activity.go).
 	started time.Time
+
+	mu sync.Mutex // one run at a time
+
+	// The refresh schedule, which runs read and write.
+	readMu   sync.Mutex
+	lastRead map[string]time.Time // node key → last time Azure was read for it
+	nextDue  time.Time            // when the next resource is due for a refresh
+	activity activityState        // what the Activity Log path remembers (activity.go)
+
+	// The last good revision, refreshed after a refused one.
+	lastGood *planner.Graph
+	// lastGoodUnits are lastGood's units (units.go), held ones included.
+	lastGoodUnits *unitSet
+
+	// What is logged once, not on every run of a revision.
+	reportedIgnored string // the revision whose ignored objects were logged
+	reportedHeld    string // the revision whose hold was logged
+
+	// The daemon's state for Loop and the API.
+	trigger chan bool
+	ready   atomic.Bool
+	lastErr atomic.Value // string
+	health  health       // the source's fetches and the state's writes (health.go)
 	// superseding makes fetch abandon a render a newer commit superseded
 	// (set by Loop; supersede.go).
 	superseding atomic.Bool
@@ -192,15 +203,31 @@ type Report struct {
 	// known after apply (Plan.Deferred) and their values exist now.
 	Then *Report
 
-	observed planner.Observed // what the plan read from Azure
+	observed planner.Observed // what the plan read from Azure (a dry run's, for SavePlan)
+	// units are the revision's Flux units (units.go), nil without any.
+	units *unitSet
+}
+
+// run is one phase of a reconcile (a call of once), or the refresh of the
+// last good revision that follows a refused one: what the run is asked and
+// learns on its way, handed from step to step (plan, guard, record, apply,
+// finish). It lives as long as the phase; what a caller reads afterwards is
+// its Report, what the next run needs goes onto the Reconciler.
+type run struct {
+	opts Options
+	rep  *Report
+	// start is when the phase started: a resource read in it is next due
+	// one sync period after that (refresh.go).
+	start time.Time
+	// pathMissing is the source path when the revision being planned does
+	// not have it (the run plans an empty revision, which the guard holds).
+	pathMissing string
 	// rebuilt is the state's rebuilt marker when it has one: resources
 	// found in Azure as declared are adopted without a write.
 	rebuilt *state.RebuiltMark
 	// lastGood says the run refreshes the last good revision after a
 	// refused one: it is not the newest revision the source has.
 	lastGood bool
-	// units are the revision's Flux units (units.go), nil without any.
-	units *unitSet
 }
 
 // ErrRefused is returned (wrapped, with the input errors) when a revision is
@@ -356,6 +383,9 @@ const maxPhases = 8
 func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.cfg.BesideASO {
+		return r.besideOnce(ctx, opts) // aso.go
+	}
 	rep, err := r.once(ctx, opts)
 	if err == nil && !opts.DryRun {
 		err = r.laterPhases(ctx, rep, opts)
@@ -406,16 +436,15 @@ func mayProgress(rep *Report) bool {
 // once is one phase of Once.
 func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 	rep := &Report{Run: record.Run{Trigger: opts.Trigger, StartedAt: time.Now().UTC(), Phase: opts.phase, PhaseOf: opts.phaseOf}}
-	r.runStart = rep.Run.StartedAt
+	ru := &run{opts: opts, rep: rep, start: rep.Run.StartedAt}
 	snap, g, us, err := r.build(ctx)
 	rep.units = us
-	r.pathMissing = ""
 	var missing *source.PathNotFoundError
 	if errors.As(err, &missing) {
 		// The source path is gone at this revision: plan it as a revision
 		// that declares nothing, which the deletion guard always holds
 		// (unless approved), instead of failing on every poll.
-		r.pathMissing = missing.Path
+		ru.pathMissing = missing.Path
 		snap = &manifest.Snapshot{Revision: missing.Revision}
 		g, err = planner.Build(snap, planner.Options{SubscriptionID: r.subscription(), SubscriptionUnknown: r.cfg.SubscriptionUnknown})
 	}
@@ -475,8 +504,8 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 				msg = "revision cannot be rendered now (a source it needs does not answer); refreshing the last good revision"
 			}
 			r.log.WarnContext(ctx, msg, "revision", rep.Run.Revision, "lastGood", r.lastGood.Revision)
-			again := &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}, lastGood: true, units: r.lastGoodUnits}
-			return rep, errors.Join(err, r.applyGraph(ctx, r.lastGood, again, opts))
+			again := &Report{Run: record.Run{Trigger: "refresh", StartedAt: time.Now().UTC(), Revision: r.lastGood.Revision}, units: r.lastGoodUnits}
+			return rep, errors.Join(err, r.applyGraph(ctx, &run{opts: opts, rep: again, start: ru.start, lastGood: true}, r.lastGood))
 		}
 		return rep, err
 	}
@@ -491,7 +520,7 @@ func (r *Reconciler) once(ctx context.Context, opts Options) (*Report, error) {
 			r.log.InfoContext(ctx, "ignoring object of a kind gitaso does not manage", "file", o.File, "object", o.ID(), "apiVersion", o.APIVersion())
 		}
 	}
-	return rep, r.applyGraph(ctx, g, rep, opts)
+	return rep, r.applyGraph(ctx, ru, g)
 }
 
 // clearRefused ends the standing refusal (state.DB.Refused) once a
@@ -526,26 +555,35 @@ func (r *Reconciler) clearRefused(ctx context.Context, rev string) {
 //  4. record the plan (and the revision) before anything is sent;
 //  5. apply, recording each result as it comes;
 //  6. finish: the run's outcome, the results not yet written, the schedule.
-func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Report, opts Options) error {
+func (r *Reconciler) applyGraph(ctx context.Context, ru *run, g *planner.Graph) error {
+	rep, opts := ru.rep, ru.opts
 	rep.Graph = g
-	prior, outputs, err := r.prior(ctx, g, opts)
-	if err != nil {
-		return err
+	// Beside ASO gitaso has applied nothing: no state of its own is planned
+	// against, whatever the state file holds.
+	prior, outputs := map[string]record.Resource{}, planner.Outputs{}
+	var err error
+	if !r.cfg.BesideASO {
+		if prior, outputs, err = r.prior(ctx, g, opts); err != nil {
+			return err
+		}
+		r.observeOtherWriters(prior) // state's marks, from the first run on (activity.go)
+		if ru.rebuilt, err = r.rebuiltMark(); err != nil {
+			return err
+		}
 	}
-	r.observeOtherWriters(prior) // state's marks, from the first run on (activity.go)
-	if rep.rebuilt, err = r.rebuiltMark(); err != nil {
-		return err
-	}
-	p, err := r.plan(ctx, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: rep.rebuilt.Why(), HeldUnits: rep.units.heldIDs()}, opts)
+	p, observed, err := r.plan(ctx, ru, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: ru.rebuilt.Why(), HeldUnits: rep.units.heldIDs()})
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	p.Units = rep.units.planUnits(time.Now().UTC())
-	rep.Plan, rep.observed = p, r.observed
-	r.observed = nil // the report has it; the daemon keeps no copy between runs
+	rep.Plan, rep.observed = p, observed
+	r.withASO(ctx, p) // aso.go
 	r.observePlan(opts, p)
-	p.Held = r.hold(ctx, g, p, prior, opts)
+	if r.cfg.BesideASO {
+		return nil // never applied, never held: the deletions are ASO's
+	}
+	p.Held = r.hold(ctx, ru, g, p, prior)
 	if opts.expect != nil {
 		if err := r.checkSaved(opts.expect, p, prior, rep.observed); err != nil {
 			rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
@@ -569,16 +607,16 @@ func (r *Reconciler) applyGraph(ctx context.Context, g *planner.Graph, rep *Repo
 		return err
 	}
 	if p.Held != nil {
-		return r.recordHeld(ctx, g, p, planJSON, rep, opts)
+		return r.recordHeld(ctx, ru, g, p, planJSON)
 	}
-	if err := r.recordPlan(g, planJSON, !rep.lastGood, opts); err != nil {
+	if err := r.recordPlan(g, planJSON, !ru.lastGood, opts); err != nil {
 		return err
 	}
 	if r.clients == nil {
 		return errors.New("apply needs Azure credentials")
 	}
 	rec, applyErr := r.apply(ctx, g, p, prior, outputs, rep)
-	err = r.finish(g, p, rec, rep, opts, applyErr)
+	err = r.finish(ru, g, p, rec, applyErr)
 	if xerr := r.syncExports(ctx, opts.Refresh); xerr != nil && err == nil {
 		err = fmt.Errorf("write exports to the cluster: %w", xerr)
 	}
@@ -604,13 +642,14 @@ func (r *Reconciler) prior(ctx context.Context, g *planner.Graph, opts Options) 
 	return prior, outputs, nil
 }
 
-// plan plans the graph, refreshing from Azure what is due when asked.
-func (r *Reconciler) plan(ctx context.Context, g *planner.Graph, in planner.Input, opts Options) (*planner.Plan, error) {
-	r.observed = nil
-	if opts.Refresh && r.clients != nil {
-		return r.refresh(ctx, g, in, opts.All, opts.DryRun)
+// plan plans the graph, refreshing from Azure what is due when the run
+// asks; it returns what the refresh read (nil without one).
+func (r *Reconciler) plan(ctx context.Context, ru *run, g *planner.Graph, in planner.Input) (*planner.Plan, planner.Observed, error) {
+	if ru.opts.Refresh && r.clients != nil {
+		return r.refresh(ctx, g, in, ru.start, ru.opts.All, ru.opts.DryRun)
 	}
-	return g.Plan(in)
+	p, err := g.Plan(in)
+	return p, nil, err
 }
 
 // recordPlan records the revision (when it is the newest the source has:
@@ -688,22 +727,20 @@ func (r *Reconciler) apply(ctx context.Context, g *planner.Graph, p *planner.Pla
 
 // finish records the results not yet written and the run, and schedules
 // what comes next (the next refresh, readiness).
-func (r *Reconciler) finish(g *planner.Graph, p *planner.Plan, rec *recorder, rep *Report, opts Options, applyErr error) error {
+func (r *Reconciler) finish(ru *run, g *planner.Graph, p *planner.Plan, rec *recorder, applyErr error) error {
 	if rec == nil {
 		return applyErr
 	}
+	rep := ru.rep
 	if applyErr != nil && rep.Run.Outcome == "" {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeFailed, applyErr.Error()
 	}
 	rep.Run.FinishedAt = time.Now().UTC()
-	endRebuilt := r.noteRebuilt(p, rep)
+	endRebuilt := r.noteRebuilt(ru, p)
 	if err := r.record(p, rec, &rep.Run, endRebuilt, r.unitsWriter(p, rep)); err != nil {
 		return fmt.Errorf("record results: %w", err)
 	}
 	r.lastGood, r.lastGoodUnits = g, rep.units
-	if opts.Refresh {
-		r.lastRefresh = time.Now()
-	}
 	r.nextDue = r.nextRefresh(g)
 	if rep.Run.Outcome == record.OutcomeSucceeded {
 		r.lastErr.Store("")
@@ -940,7 +977,7 @@ type clientsFor struct {
 	g *planner.Graph
 }
 
-func (c *clientsFor) For(ctx context.Context, name string) (executor.ARM, error) {
+func (c *clientsFor) For(ctx context.Context, name string) (*azure.Client, error) {
 	return c.client(name)
 }
 

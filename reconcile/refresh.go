@@ -76,10 +76,11 @@ func (r *Reconciler) nextRefresh(g *planner.Graph) time.Time {
 	return next
 }
 
-// refresh reads Azure back for the due nodes and returns the final plan.
-// A dry run (gitaso plan) does not count as a read: the next run reads
-// again.
-func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.Input, all, dryRun bool) (*planner.Plan, error) {
+// refresh reads Azure back for the due nodes and returns the final plan
+// and what it read (nil when nothing was due). A read is dated runStart,
+// when the run started. A dry run (gitaso plan) does not count as a read:
+// the next run reads again.
+func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.Input, runStart time.Time, all, dryRun bool) (*planner.Plan, planner.Observed, error) {
 	now := time.Now()
 	var due []*planner.Node
 	for _, n := range g.Nodes {
@@ -88,7 +89,8 @@ func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.I
 		}
 	}
 	if len(due) == 0 {
-		return g.Plan(in)
+		p, err := g.Plan(in)
+		return p, nil, err
 	}
 	cf := &clientsFor{r: r, g: g}
 	// A periodic resync reads what the Activity Log names (activity.go).
@@ -120,7 +122,7 @@ func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.I
 	if len(rows) > 0 {
 		p, err := g.Plan(in)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, res := range p.Resources {
 			if res.Action == planner.Drift || res.Action == planner.Adopt {
@@ -150,7 +152,7 @@ func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.I
 	}
 	// The next read is due one sync period after this run started, not
 	// after this read ended: a resync keeps its period.
-	readAt := r.runStart
+	readAt := runStart
 	if readAt.IsZero() || readAt.After(now) {
 		readAt = now
 	}
@@ -170,8 +172,8 @@ func (r *Reconciler) refresh(ctx context.Context, g *planner.Graph, in planner.I
 		r.countReads(read, unchanged)
 	}
 	in.Observed = observed
-	r.observed = observed
-	return g.Plan(in)
+	p, err := g.Plan(in)
+	return p, observed, err
 }
 
 // targets are the nodes as the azure package reads them back, each with

@@ -23,7 +23,7 @@ import (
 // control characters, non-ASCII, exponents, empty collections.
 const edgePlan = `{"revision":"dir-/work/repo","resources":[
  {"namespace":"ns","group":"resources.azure.com","version":"v1api20200601","kind":"ResourceGroup","name":"rg","action":"no-op",
-  "armId":"/subscriptions/s/resourceGroups/rg","apiVersion":"2020-06-01","policy":"manage"},
+  "armId":"/subscriptions/s/resourceGroups/rg","apiVersion":"2020-06-01","policy":"manage","warnings":["an unchanged <resource> warns & says so"]},
  {"namespace":"ns","group":"storage.azure.com","version":"v1api20230101","kind":"StorageAccount","name":"sa\"q","action":"create",
   "armId":"/subscriptions/s/resourceGroups/rg/providers/Microsoft.Storage/storageAccounts/sa","apiVersion":"2023-01-01","policy":"manage",
   "file":"ns/sa.yaml","line":7,"credential":"team-cred",
@@ -31,7 +31,8 @@ const edgePlan = `{"revision":"dir-/work/repo","resources":[
    "body":{"tags":{"a<b":"x&y>z","10":"ten","2":"two","b":"tab\there\nnl"},"n":1.5,"big":1e21,"small":1e-7,"neg":-3,"empty":{},"list":[],
            "arr":[{"k":true},null,"é\u2028ü"],"pw":"(sensitive value)","principal":"(known after apply)","ctl":"\u0001\u007f",
            "tok":"(sensitive value from Secret ns/tokens)"}},
-  "knownAfterApply":["/principal"],"sensitive":{"/tok":"Secret ns/tokens"},"secretSources":["Secret ns/tokens"]},
+  "knownAfterApply":["/principal"],"sensitive":{"/tok":"Secret ns/tokens"},"secretSources":["Secret ns/tokens"],
+  "warnings":["storage.azure.com/v1beta20210401 StorageAccount was removed in ASO v2.4.0 (last in v2.3.0)","a second warning"]},
  {"namespace":"ns","group":"storage.azure.com","version":"v1api20230101","kind":"StorageAccount","name":"adopted","action":"adopt",
   "armId":"/x/adopted","apiVersion":"2023-01-01","policy":"manage",
   "request":{"method":"PUT","path":"/x/adopted?api-version=2023-01-01","body":{}}},

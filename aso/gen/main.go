@@ -1,19 +1,28 @@
-// Command gen turns the ASO conversion facts in ../shared/aso-schema into the
-// catalog that package aso embeds (aso/catalog/catalog.json.gz).
+// Command gen builds the catalog that package aso embeds
+// (aso/catalog/catalog.json.gz and packages.bin) from the ASO conversion
+// facts: read from ASO's source tree by package asosrc (-aso-src), or from a
+// directory of facts files in the layout of ../shared/aso-schema (-schema).
 //
-// Usage (from the repository root):
+// Usage (from the repository root; docs/aso-upgrade.md):
 //
-//	go run ./aso/gen -schema ../shared/aso-schema -out aso/catalog/catalog.json.gz
+//	go run ./aso/gen -aso-src <ASO git dir> -aso-ref <commit or tag>   # make aso-catalog ASO_SRC=... ASO_REF=...
+//	go run ./aso/gen -schema ../shared/aso-schema                      # make catalog
 //
-// The generator reads kinds.json, schema/<group>/<version>.json, exceptions.json
-// and provenance.json, checks that every fact is consistent (every referenced
-// type exists, every ARM pointer resolves through the ARM payload types, every
-// generated kind has its spec type) and writes one gzip-compressed JSON
-// document: provenance, the kinds table and one entry per API package.
-// The output is deterministic for a given input and -date. Two files are
-// written: catalog.json.gz (provenance, kinds, and an index into
-// packages.bin) and packages.bin (one gzip member per API package, decoded by
-// the runtime only when one of its kinds is used).
+// -aso-src may also be a checkout (its HEAD must be -aso-ref) or a plain copy
+// of the tree, whose commit and date then come from -aso-git or
+// -aso-commit/-aso-commit-date. -facts-out writes the extracted facts files,
+// byte for byte those of ../shared/aso-schema at the same commit.
+//
+// Either way the generator reads kinds.json, schema/<group>/<version>.json,
+// exceptions.json and provenance.json, checks that every fact is consistent
+// (every referenced type exists, every ARM pointer resolves through the ARM
+// payload types, every generated kind has its spec type) and writes two
+// files: catalog.json.gz (provenance, kinds, and an index into packages.bin)
+// and packages.bin (one gzip member per API package, decoded by the runtime
+// only when one of its kinds is used). The provenance's factsSha256 is the
+// hash of the facts files, the same for both inputs. The output is
+// deterministic for given facts and -date; without -date a catalog made from
+// unchanged facts keeps the date it has.
 package main
 
 import (
@@ -25,13 +34,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gitaso/gitaso/aso/gen/asosrc"
 )
 
 func main() {
@@ -70,27 +80,28 @@ type kindIn struct {
 
 // kindOut is one kind in the catalog; keep in sync with package aso.
 type kindOut struct {
-	Group          string   `json:"g"`
-	Version        string   `json:"v"`
-	Kind           string   `json:"k"`
-	Status         string   `json:"status,omitempty"`
-	SupportedFrom  string   `json:"from,omitempty"`
-	NotGenerated   bool     `json:"notGenerated,omitempty"`
-	APIVersion     string   `json:"api,omitempty"`
-	ARMType        string   `json:"armType,omitempty"`
-	IDTemplate     string   `json:"idTemplate,omitempty"`
-	Scope          string   `json:"scope,omitempty"`
-	OwnerGroup     string   `json:"ownerGroup,omitempty"`
-	OwnerKind      string   `json:"ownerKind,omitempty"`
-	ArbitraryOwner bool     `json:"arbitraryOwner,omitempty"`
-	Singleton      string   `json:"singleton,omitempty"`
-	AzureNameField bool     `json:"azureNameField,omitempty"`
-	UUIDv5         string   `json:"uuidv5,omitempty"`
-	RandomNaming   bool     `json:"randomNaming,omitempty"`
-	Hooks          []string `json:"hooks,omitempty"`
-	Operations     []string `json:"ops,omitempty"`
-	SpecType       string   `json:"spec,omitempty"`
-	Package        string   `json:"pkg,omitempty"`
+	Group          string      `json:"g"`
+	Version        string      `json:"v"`
+	Kind           string      `json:"k"`
+	Status         string      `json:"status,omitempty"`
+	SupportedFrom  string      `json:"from,omitempty"`
+	NotGenerated   bool        `json:"notGenerated,omitempty"`
+	APIVersion     string      `json:"api,omitempty"`
+	ARMType        string      `json:"armType,omitempty"`
+	IDTemplate     string      `json:"idTemplate,omitempty"`
+	Scope          string      `json:"scope,omitempty"`
+	OwnerGroup     string      `json:"ownerGroup,omitempty"`
+	OwnerKind      string      `json:"ownerKind,omitempty"`
+	ArbitraryOwner bool        `json:"arbitraryOwner,omitempty"`
+	Singleton      string      `json:"singleton,omitempty"`
+	AzureNameField bool        `json:"azureNameField,omitempty"`
+	UUIDv5         string      `json:"uuidv5,omitempty"`
+	RandomNaming   bool        `json:"randomNaming,omitempty"`
+	Hooks          []string    `json:"hooks,omitempty"`
+	Operations     []string    `json:"ops,omitempty"`
+	SpecType       string      `json:"spec,omitempty"`
+	Package        string      `json:"pkg,omitempty"`
+	Removed        *removedOut `json:"removed,omitempty"`
 }
 
 type provenanceOut struct {
@@ -105,6 +116,11 @@ type provenanceOut struct {
 	ConvertKinds  int    `json:"convertibleKinds"`
 	Packages      int    `json:"packages"`
 	SchemaVersion int    `json:"schemaVersion"`
+	// Removed versions (-aso-git): their kinds, and the release tags read
+	// with their commits ("v2.3.0 <sha>").
+	RemovedKinds  int      `json:"removedKinds,omitempty"`
+	Releases      []string `json:"releases,omitempty"`
+	RemovedSHA256 string   `json:"removedSha256,omitempty"`
 }
 
 type catalogOut struct {
@@ -157,16 +173,58 @@ type armTypeIn struct {
 func run(args []string) error {
 	fset := flag.NewFlagSet("gen", flag.ContinueOnError)
 	schemaDir := fset.String("schema", "../shared/aso-schema", "directory holding kinds.json, schema/, exceptions.json, provenance.json")
+	asoSrc := fset.String("aso-src", "", "read the facts from this ASO source tree (a checkout, or with -aso-ref a Git repository) instead of -schema")
+	asoRef := fset.String("aso-ref", "", "with -aso-src a Git repository (bare or not): the commit or tag whose tree to read")
+	asoGit := fset.String("aso-git", "", "Git directory to ask for -aso-src's commit and date when -aso-src is a plain copy (default: -aso-src)")
+	asoCommit := fset.String("aso-commit", "", "commit of -aso-src (default: asked from git)")
+	asoDate := fset.String("aso-commit-date", "", "commit date of -aso-src, RFC 3339 as git's %cI (default: asked from git)")
+	asoSource := fset.String("aso-source", "https://github.com/Azure/azure-service-operator", "the ASO repository named in the provenance")
+	asoLicense := fset.String("aso-license", "MIT", "ASO's licence named in the provenance")
+	factsOut := fset.String("facts-out", "", "with -aso-src: also write the facts files (the -schema layout) to this directory")
 	out := fset.String("out", "aso/catalog/catalog.json.gz", "catalog file to write; the API packages go to packages.bin beside it")
-	date := fset.String("date", time.Now().UTC().Format("2006-01-02"), "generation date recorded in the provenance")
+	date := fset.String("date", "", "generation date recorded in the provenance (default: the date -out records if its facts are unchanged, else today)")
+	releasesGit := fset.String("releases-git", "", "ASO Git repository holding the release tags: add the versions of -removed, each read at the tag that last had it "+
+		"(default: -aso-src when it is a Git repository, else -aso-git; none: the removed versions are left out)")
+	removedList := fset.String("removed", "", "the removed versions (go run ./aso/gen/removed) (default: removed.json beside -out, when there is one)")
+	removedReport := fset.String("removed-report", "", "where to write, per removed package, the release read and the alias chosen (default: removed-schemas.json beside -out)")
 	if err := fset.Parse(args); err != nil {
 		return err
 	}
+	if *removedList == "" {
+		if beside := filepath.Join(filepath.Dir(*out), "removed.json"); fileExists(beside) {
+			*removedList = beside
+		}
+	}
+	if *removedReport == "" {
+		*removedReport = filepath.Join(filepath.Dir(*out), "removed-schemas.json")
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	src := factsSource(dirFacts(*schemaDir))
+	if *asoSrc != "" {
+		start := time.Now()
+		facts, err := extract(*asoSrc, *asoRef, *asoGit, asosrc.Provenance{
+			Source: *asoSource, License: *asoLicense, Commit: *asoCommit, CommitDate: *asoDate})
+		if err != nil {
+			return err
+		}
+		for _, w := range facts.Warnings {
+			log.Warn("aso source", "finding", w)
+		}
+		log.Info("facts extracted", "src", *asoSrc, "ref", *asoRef, "files", len(facts.Files), "took", time.Since(start).Round(time.Millisecond))
+		if *factsOut != "" {
+			if err := writeFacts(*factsOut, facts); err != nil {
+				return err
+			}
+		}
+		src = memFacts(facts.Files)
+	} else if *factsOut != "" {
+		return errors.New("-facts-out needs -aso-src")
+	}
 
 	h := sha256.New()
 	read := func(rel string) ([]byte, error) {
-		b, err := os.ReadFile(filepath.Join(*schemaDir, rel))
+		b, err := src.read(rel)
 		if err != nil {
 			return nil, fmt.Errorf("read facts: %w", err)
 		}
@@ -206,22 +264,13 @@ func run(args []string) error {
 	}
 
 	// Schema files, sorted for a deterministic hash.
-	var files []string
-	err = filepath.WalkDir(filepath.Join(*schemaDir, "schema"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(p, ".json") {
-			rel, _ := filepath.Rel(*schemaDir, p)
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	})
+	files, err := src.schemaFiles()
 	if err != nil {
 		return fmt.Errorf("list schema files: %w", err)
 	}
 	sort.Strings(files)
 	pkgs := map[string]*schemaFile{}
+	rawFacts := map[string][]byte{}
 	pkgOut := map[string]json.RawMessage{}
 	var problems []error
 	for _, rel := range files {
@@ -235,6 +284,7 @@ func run(args []string) error {
 		}
 		key := s.Group + "/" + s.CRDVersion
 		pkgs[key] = &s
+		rawFacts[key] = b
 		problems = append(problems, checkPackage(key, &s)...)
 		// Copy only what the runtime needs.
 		compact, err := json.Marshal(struct {
@@ -302,6 +352,16 @@ func run(args []string) error {
 		}
 		outKinds = append(outKinds, o)
 	}
+	var rem *removedResult
+	if gitDir := releasesRepo(*releasesGit, *asoSrc, *asoGit); gitDir != "" && *removedList != "" {
+		if rem, err = addRemoved(log, gitDir, *removedList, kinds, rawFacts, pkgs, pkgOut); err != nil {
+			return err
+		}
+		outKinds = append(outKinds, rem.kinds...)
+		problems = append(problems, rem.problems...)
+	} else if *removedList != "" {
+		log.Warn("the removed versions are left out of the catalog: name ASO's Git repository (-releases-git, or -aso-src as a Git repository)", "removed", *removedList)
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("inconsistent facts:\n%w", errors.Join(problems...))
 	}
@@ -324,12 +384,20 @@ func run(args []string) error {
 		index[k] = [2]int{start, pkgBin.Len() - start}
 		rawPkgBytes += len(pkgOut[k])
 	}
+	factsSum := hex.EncodeToString(h.Sum(nil))
+	if *date == "" {
+		*date = keptDate(*out, factsSum)
+		if rem != nil && rem.changedSince(*out) {
+			*date = time.Now().UTC().Format("2006-01-02")
+		}
+	}
 	cat := catalogOut{
 		Provenance: provenanceOut{
 			Source: prov.Source, License: prov.License, Commit: prov.Commit, CommitDate: prov.CommitDate,
 			Generator:   "github.com/gitaso/gitaso/aso/gen",
-			GeneratedAt: *date, FactsSHA256: hex.EncodeToString(h.Sum(nil)),
-			Kinds: len(outKinds), ConvertKinds: convertible, Packages: len(pkgOut), SchemaVersion: 2,
+			GeneratedAt: *date, FactsSHA256: factsSum,
+			Kinds: len(outKinds) - rem.count(), ConvertKinds: convertible, Packages: len(pkgOut), SchemaVersion: 2,
+			RemovedKinds: rem.count(), Releases: rem.releases(), RemovedSHA256: rem.digest(),
 		},
 		Kinds:    outKinds,
 		Packages: index,
@@ -351,6 +419,11 @@ func run(args []string) error {
 	binPath := filepath.Join(filepath.Dir(*out), "packages.bin")
 	if err := os.WriteFile(binPath, pkgBin.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("write packages: %w", err)
+	}
+	if rem != nil {
+		if err := os.WriteFile(*removedReport, rem.report, 0o644); err != nil {
+			return fmt.Errorf("write removed report: %w", err)
+		}
 	}
 	log.Info("catalog written", "out", *out, "kinds", len(outKinds), "convertible", convertible,
 		"packages", len(pkgOut), "kindsGzipBytes", buf.Len(), "packagesJSONBytes", rawPkgBytes,

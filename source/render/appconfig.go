@@ -466,17 +466,17 @@ func (a *AppConfig) resolveKeyVaultRef(ctx context.Context, pl runtime.Pipeline,
 }
 
 // storeLookup returns the variables of a ref mapped to a store (ok false: not mapped) or the error naming the
-// store and the ref; found values are read once per render and reported to the context's external-source
-// listener (RenderSources), so that a changed key-value makes a new revision.
+// store and the ref; found values are read once per render and recorded in the render's external sources
+// (RenderSources), so that a changed key-value makes a new revision.
 type storeLookup func(r Ref) (sv *storeVars, ok bool, err *diag.Error)
 
-// storesFor returns the lookup of Options.AppConfig for one render (nil without one).
-func (r *Renderer) storesFor(ctx context.Context) storeLookup {
+// storesFor returns the lookup of Options.AppConfig for one render (nil without one), recording the values
+// it reads in x (when not nil).
+func (r *Renderer) storesFor(ctx context.Context, x *externals) storeLookup {
 	ac := r.opts.AppConfig
 	if ac == nil {
 		return nil
 	}
-	report := externalReporter(ctx)
 	var mu sync.Mutex
 	memo := map[string]*storeResult{}
 	return func(ref Ref) (*storeVars, bool, *diag.Error) {
@@ -496,8 +496,8 @@ func (r *Renderer) storesFor(ctx context.Context) storeLookup {
 			res.err = &diag.Error{Object: ref.ns() + "/" + ref.Name, Msg: fmt.Sprintf("substitute-from %s: App Configuration store %s (--app-config %s)", ref, s.Endpoint, s),
 				Err: unavailable{err}}
 			r.logger.DebugContext(ctx, "substitute-from: cannot read App Configuration", "substituteFrom", ref.String(), "store", s.Endpoint, "error", err)
-		} else if report != nil {
-			report(manifest.External{Kind: "AppConfiguration", User: ref.ns() + "/" + ref.Name, Name: s.Endpoint, URL: s.String(), Digest: storeDigest(sv)})
+		} else if x != nil {
+			x.add(manifest.External{Kind: "AppConfiguration", User: ref.ns() + "/" + ref.Name, Name: s.Endpoint, URL: s.String(), Digest: storeDigest(sv)})
 		}
 		memo[key] = res
 		return res.forRef(ref), true, res.copyErr()

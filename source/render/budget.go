@@ -34,26 +34,13 @@ type revisionBudget struct {
 	file     string
 }
 
-type budgetKey struct{}
-
-// withBudget returns ctx with the deadline (lim.RenderTimeout) and the
-// revision budget of one Render.
-func withBudget(ctx context.Context, lim source.Limits) (context.Context, context.CancelFunc) {
-	b := &revisionBudget{lim: lim}
-	ctx = context.WithValue(ctx, budgetKey{}, b)
-	if lim.RenderTimeout <= 0 || lim.RenderTimeout >= time.Duration(1<<62) {
+// withDeadline returns ctx with the render deadline of b's limits
+// (RenderTimeout).
+func (b *revisionBudget) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if b.lim.RenderTimeout <= 0 || b.lim.RenderTimeout >= time.Duration(1<<62) {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeoutCause(ctx, lim.RenderTimeout, errRenderTimeout)
-}
-
-// budgetOf returns the revision budget of ctx's Render (a budget without a
-// deadline for a caller that did not go through Render).
-func budgetOf(ctx context.Context, lim source.Limits) *revisionBudget {
-	if b, ok := ctx.Value(budgetKey{}).(*revisionBudget); ok {
-		return b
-	}
-	return &revisionBudget{lim: lim}
+	return context.WithTimeoutCause(ctx, b.lim.RenderTimeout, errRenderTimeout)
 }
 
 // starting records what renders now, for the deadline's error.
@@ -95,8 +82,8 @@ func (b *revisionBudget) addRendered(file, what string, n int64) *diag.Error {
 
 // timeoutError returns err, or when ctx passed its render deadline (and
 // its parent did not end) the deadline as a limit error naming what was
-// rendering, unless err already names it.
-func timeoutError(parent, ctx context.Context, err error) error {
+// rendering (b's last start), unless err already names it.
+func timeoutError(parent, ctx context.Context, b *revisionBudget, err error) error {
 	if err == nil || parent.Err() != nil || !errors.Is(context.Cause(ctx), errRenderTimeout) {
 		return err
 	}
@@ -108,7 +95,6 @@ func timeoutError(parent, ctx context.Context, err error) error {
 			}
 		}
 	}
-	b := budgetOf(ctx, source.Limits{})
 	b.mu.Lock()
 	file, what := b.file, b.current
 	b.mu.Unlock()
@@ -121,9 +107,9 @@ func timeoutError(parent, ctx context.Context, err error) error {
 
 // kustomizeBuildCtx is kustomizeBuild abandoned when ctx ends: kustomize
 // takes no context, so the build goes on in its goroutine (bounded by the
-// kustomize limits) while the render returns; fs is not used again.
-func kustomizeBuildCtx(ctx context.Context, fs filesys.FileSystem, dir, kfile string) ([]builtObject, *diag.Error) {
-	b := budgetOf(ctx, source.Limits{})
+// kustomize limits) while the render returns; fs is not used again. The
+// output counts against b.
+func kustomizeBuildCtx(ctx context.Context, b *revisionBudget, fs filesys.FileSystem, dir, kfile string) ([]builtObject, *diag.Error) {
 	b.starting(kfile, "kustomize build of "+kfile)
 	type result struct {
 		objs []builtObject

@@ -203,10 +203,10 @@ func (r *Renderer) fluxHint(files []source.File) {
 
 // fluxWalk holds the state of one Flux render.
 type fluxWalk struct {
-	exported ExportedData            // the exports substituteFrom may read (Options.Exported, reported)
-	stores   storeLookup             // the App Configuration stores substituteFrom may read (Options.AppConfig, reported)
-	reporter func(manifest.External) // hears of pending substituteFrom sources (RenderSources); nil: they are errors
-	mounted  map[string]bool         // other repositories mounted (GitRepository namespace/name)
+	exported ExportedData    // the exports substituteFrom may read (Options.Exported, reported)
+	stores   storeLookup     // the App Configuration stores substituteFrom may read (Options.AppConfig, reported)
+	pass     *pass           // the render this walk is part of: its budget and external sources
+	mounted  map[string]bool // other repositories mounted (GitRepository namespace/name)
 	r        *Renderer
 	lim      source.Limits
 	byPath   map[string][]byte // decrypted files
@@ -234,13 +234,15 @@ type fluxWalk struct {
 // pendingOut is where loadVars lists the pending sources of one
 // Kustomization: nil when nobody would hear of them.
 func (w *fluxWalk) pendingOut(p *[]Ref) *[]Ref {
-	if w.reporter == nil {
+	if w.pass.sources == nil {
 		return nil
 	}
 	return p
 }
 
-func (w *fluxWalk) report(e manifest.External) { w.reporter(e) }
+// report records e among the render's external sources (when they are
+// collected).
+func (w *fluxWalk) report(e manifest.External) { w.pass.sources.add(e) }
 
 // renderFlux renders the entry path as Render does without Flux, then
 // follows every Flux Kustomization found in its output, recursively, the
@@ -314,7 +316,7 @@ func (w *fluxWalk) report(e manifest.External) { w.reporter(e) }
 //   - Objects keep the file and line kustomize's origin gives (the
 //     resource's own file) when known, else the Kustomization's file.
 //     Kustomization and GitRepository objects stay ignored kinds.
-func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]source.File, []manifest.Unit, error) {
+func (r *Renderer) renderFlux(ctx context.Context, p *pass, files []source.File) ([]source.File, []manifest.Unit, error) {
 	start := time.Now()
 	entry := strings.Trim(path.Clean("/"+strings.ReplaceAll(r.opts.FluxPath, "\\", "/")), "/")
 	var entryFiles []source.File
@@ -327,7 +329,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	if !t.dirs[entry] {
 		return nil, nil, &source.PathNotFoundError{Path: entry}
 	}
-	out, err := r.render(ctx, entryFiles)
+	out, err := r.render(ctx, p, entryFiles)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -336,7 +338,7 @@ func (r *Renderer) renderFlux(ctx context.Context, files []source.File) ([]sourc
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	w := &fluxWalk{exported: r.exportedFor(ctx), stores: r.storesFor(ctx), reporter: externalReporter(ctx), r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
+	w := &fluxWalk{exported: r.exportedFor(p.sources), stores: r.storesFor(ctx, p.sources), pass: p, r: r, lim: lim, byPath: map[string][]byte{}, t: t, entry: entry,
 		done: map[string]bool{}, out: map[string][]string{}, kunits: map[string]*kunit{}}
 	bad := map[string]*diag.Error{}
 	for _, e := range decErrs {
@@ -729,10 +731,10 @@ func (w *fluxWalk) build(ctx context.Context, k *fluxKustomization) ([]fluxDoc, 
 	if len(undecrypted) > 0 {
 		return nil, undecrypted
 	}
-	if es := checkBuildInput(ctx, kf, reached, data, w.lim); len(es) > 0 {
+	if es := checkBuildInput(w.pass.budget, kf, reached, data, w.lim); len(es) > 0 {
 		return nil, es
 	}
-	objs, derr := kustomizeBuildCtx(ctx, fs, dir, kf)
+	objs, derr := kustomizeBuildCtx(ctx, w.pass.budget, fs, dir, kf)
 	if derr != nil {
 		if e := k.specPatchErr(derr); e != nil {
 			return nil, diag.List{e}

@@ -118,9 +118,7 @@ func (w *fluxWalk) mount(ctx context.Context, k *fluxKustomization) (string, err
 		w.mounted = map[string]bool{}
 	}
 	w.mounted[id] = true
-	if report, ok := ctx.Value(externalKey{}).(func(manifest.External)); ok {
-		report(manifest.External{Kind: "GitRepository", User: id, Name: src.URL, Version: src.Branch, Digest: rev})
-	}
+	w.report(manifest.External{Kind: "GitRepository", User: id, Name: src.URL, Version: src.Branch, Digest: rev})
 	return prefix, nil
 }
 

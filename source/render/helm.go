@@ -569,9 +569,7 @@ func (w *fluxWalk) renderHelm(ctx context.Context, out []source.File) ([]source.
 			if w.r.opts.OnChart != nil {
 				w.r.opts.OnChart(u)
 			}
-			if report, ok := ctx.Value(chartUsesKey{}).(func(ChartUse)); ok {
-				report(u)
-			}
+			w.pass.sources.chart(u)
 		}
 	}
 	if names := ignoredNames(releases); len(names) > 0 {

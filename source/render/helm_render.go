@@ -225,7 +225,7 @@ func (run *helmRun) render(ctx context.Context, h *helmRelease, r *resolved, val
 		return fail("spec.values", ErrHelmRender, "%v", err)
 	}
 	lim := run.w.lim
-	budget := budgetOf(ctx, lim)
+	budget := run.w.pass.budget
 	budget.starting(h.obj.File, "HelmRelease "+h.id)
 	var afterApply error // a lookup of an object not applied yet (helm_lookup.go)
 	files, err := helmtpl.Render(ctx, c, rv, helmtpl.Budget{MaxOutput: lim.MaxFileSize, MaxBytes: lim.MaxHelmBytes, MaxSteps: lim.MaxHelmSteps,

@@ -249,7 +249,7 @@ type unit struct {
 // revision here (its errors are returned with the others): RenderUnits
 // lists it as a failed unit instead.
 func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.File, error) {
-	out, units, err := r.renderUnits(ctx, files)
+	out, units, err := r.renderUnits(ctx, newPass(r.opts.Limits.WithDefaults(), false), files)
 	if es := source.UnitErrors(units); len(es) > 0 {
 		var pe *source.PartialRenderError
 		if errors.As(err, &pe) {
@@ -260,26 +260,27 @@ func (r *Renderer) Render(ctx context.Context, files []source.File) ([]source.Fi
 	return out, err
 }
 
-// renderUnits renders files and returns the Flux units found (see
-// RenderUnits), sorted by ID.
-func (r *Renderer) renderUnits(ctx context.Context, files []source.File) ([]source.File, []manifest.Unit, error) {
-	rctx, cancel := withBudget(ctx, r.opts.Limits.WithDefaults())
+// renderUnits renders files as pass p and returns the Flux units found
+// (see RenderUnits), sorted by ID.
+func (r *Renderer) renderUnits(ctx context.Context, p *pass, files []source.File) ([]source.File, []manifest.Unit, error) {
+	rctx, cancel := p.budget.withDeadline(ctx)
 	defer cancel()
 	var out []source.File
 	var units []manifest.Unit
 	var err error
 	if r.opts.Flux {
-		out, units, err = r.renderFlux(rctx, files)
+		out, units, err = r.renderFlux(rctx, p, files)
 	} else {
 		r.fluxHint(files)
-		out, err = r.render(rctx, files)
+		out, err = r.render(rctx, p, files)
 	}
 	slices.SortFunc(units, func(a, b manifest.Unit) int { return strings.Compare(a.ID(), b.ID()) })
-	return out, units, timeoutError(ctx, rctx, err)
+	return out, units, timeoutError(ctx, rctx, p.budget, err)
 }
 
-// render renders files without following Flux Kustomizations.
-func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.File, error) {
+// render renders files without following Flux Kustomizations, as part of
+// pass p.
+func (r *Renderer) render(ctx context.Context, p *pass, files []source.File) ([]source.File, error) {
 	start := time.Now()
 	var out []source.File
 	// groups[i] are the units of out[i], substituted in place.
@@ -334,7 +335,7 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 				errs = append(errs, es...)
 				continue
 			}
-			if es := checkBuildInput(ctx, kf, reached, byPath, lim); len(es) > 0 {
+			if es := checkBuildInput(p.budget, kf, reached, byPath, lim); len(es) > 0 {
 				errs = append(errs, es...)
 				continue
 			}
@@ -351,7 +352,7 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 				continue // refused anyway for a limit: no build of minutes to find more errors
 			}
 			kf := t.kfiles[dir]
-			objs, derr := kustomizeBuildCtx(ctx, fs, dir, kf)
+			objs, derr := kustomizeBuildCtx(ctx, p.budget, fs, dir, kf)
 			if derr != nil {
 				errs = append(errs, derr)
 				continue
@@ -393,16 +394,15 @@ func (r *Renderer) render(ctx context.Context, files []source.File) ([]source.Fi
 			cands = append(cands, candidate{file: u.file, line: u.line, generated: u.generated, text: u.text})
 		}
 	}
-	report := externalReporter(ctx)
 	var pending []Ref
 	pendingOut := &pending
-	if report == nil {
+	if p.sources == nil {
 		pendingOut = nil // nobody would hear of it: a missing source stays an error
 	}
-	vars, secret, es := loadVars(r.opts.SubstituteFrom, cands, r.vars, r.exportedFor(ctx), pendingOut, r.storesFor(ctx))
+	vars, secret, es := loadVars(r.opts.SubstituteFrom, cands, r.vars, r.exportedFor(p.sources), pendingOut, r.storesFor(ctx, p.sources))
 	errs = append(errs, es...)
-	for _, p := range pending {
-		report(pendingExternal(p, "--substitute-from"))
+	for _, ref := range pending {
+		p.sources.add(pendingExternal(ref, "--substitute-from"))
 	}
 	deferring := len(pending) > 0
 	if len(errs) > 0 {
@@ -529,9 +529,9 @@ func join(units []unit) []byte {
 // aliases expanded, as kustomize expands them, even in files without an
 // anchor (which source.CheckFiles does not decode).
 //
-// The documents and nodes count towards the revision's budget too
+// The documents and nodes count towards the revision's budget b too
 // (total-kustomize-objects, kustomize-nodes).
-func checkBuildInput(ctx context.Context, kfile string, files map[string]bool, data map[string][]byte, lim source.Limits) diag.List {
+func checkBuildInput(b *revisionBudget, kfile string, files map[string]bool, data map[string][]byte, lim source.Limits) diag.List {
 	paths := slices.Sorted(maps.Keys(files))
 	docs := 0
 	for _, p := range paths {
@@ -556,7 +556,7 @@ func checkBuildInput(ctx context.Context, kfile string, files map[string]bool, d
 				What: fmt.Sprintf("the files this kustomization reaches hold more than %d YAML nodes together (kustomize keeps about 650 bytes a node)", lim.MaxNodes)}}}
 		}
 	}
-	if e := budgetOf(ctx, lim).addBuild(kfile, docs, nodes); e != nil {
+	if e := b.addBuild(kfile, docs, nodes); e != nil {
 		return diag.List{e}
 	}
 	return nil

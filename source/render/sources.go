@@ -16,29 +16,68 @@ import (
 	"github.com/gitaso/gitaso/source"
 )
 
-// chartUsesKey carries, in a Render's context, the function that hears of
-// the charts that render took from outside the repository; externalKey the
-// function that hears of every other external source (exports read by
-// substituteFrom).
-type (
-	chartUsesKey struct{}
-	externalKey  struct{}
-)
-
-// externalReporter returns the context's external-source listener
-// (RenderSources), or nil.
-func externalReporter(ctx context.Context) func(manifest.External) {
-	report, _ := ctx.Value(externalKey{}).(func(manifest.External))
-	return report
+// pass is one render of a revision (one Render, RenderSources or
+// RenderUnits call): what its parts share, handed to them as an argument.
+type pass struct {
+	// budget is what the render used against the per-revision limits.
+	budget *revisionBudget
+	// sources collects the sources outside the repository the output
+	// depends on, which RenderUnits returns; nil for Render, whose caller
+	// hears of none (a pending substituteFrom source stays an error then).
+	sources *externals
 }
 
-// exportedFor returns Options.Exported, reporting each export it finds to
-// the context's external-source listener (RenderSources): exported values
-// that change make a new revision, as a new chart version does.
-func (r *Renderer) exportedFor(ctx context.Context) ExportedData {
+// newPass starts a render with lim's budget, collecting the external
+// sources when collect is set.
+func newPass(lim source.Limits, collect bool) *pass {
+	p := &pass{budget: &revisionBudget{lim: lim}}
+	if collect {
+		p.sources = &externals{seen: map[manifest.External]bool{}}
+	}
+	return p
+}
+
+// externals are the sources outside the repository one render's output
+// depends on, each once. Safe for concurrent use.
+type externals struct {
+	mu   sync.Mutex
+	seen map[manifest.External]bool
+	list []manifest.External
+}
+
+// add records e; a nil collector records nothing.
+func (x *externals) add(e manifest.External) {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.seen[e] {
+		x.seen[e] = true
+		x.list = append(x.list, e)
+	}
+}
+
+// chart records a chart a HelmRelease took from outside the repository.
+func (x *externals) chart(u ChartUse) {
+	x.add(manifest.External{Kind: "HelmChart", User: u.Release, Name: u.Chart, Version: u.Version, Digest: u.Digest, URL: u.URL})
+}
+
+// sorted returns what was recorded, in manifest.External order.
+func (x *externals) sorted() []manifest.External {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := slices.Clone(x.list)
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out
+}
+
+// exportedFor returns Options.Exported, recording each export it finds in
+// x (RenderSources): exported values that change make a new revision, as a
+// new chart version does.
+func (r *Renderer) exportedFor(x *externals) ExportedData {
 	ex := r.opts.Exported
-	report, ok := ctx.Value(externalKey{}).(func(manifest.External))
-	if ex == nil || !ok {
+	if ex == nil || x == nil {
 		return ex
 	}
 	return func(secret bool, namespace, name string) (map[string]string, bool) {
@@ -48,7 +87,7 @@ func (r *Renderer) exportedFor(ctx context.Context) ExportedData {
 			if secret {
 				kind = "Secret"
 			}
-			report(manifest.External{Kind: "Exported" + kind, User: namespace + "/" + name, Name: name, Digest: dataDigest(d, secret)})
+			x.add(manifest.External{Kind: "Exported" + kind, User: namespace + "/" + name, Name: name, Digest: dataDigest(d, secret)})
 		}
 		return d, found
 	}
@@ -116,27 +155,10 @@ var _ source.UnitsRenderer = (*Renderer)(nil)
 // its objects (and its child Kustomizations') are left out, instead of
 // refusing the revision. See renderFlux and renderHelm.
 func (r *Renderer) RenderUnits(ctx context.Context, files []source.File) (*source.Rendered, error) {
-	var (
-		mu   sync.Mutex
-		seen = map[manifest.External]bool{}
-		ext  []manifest.External
-	)
-	add := func(e manifest.External) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !seen[e] {
-			seen[e] = true
-			ext = append(ext, e)
-		}
-	}
-	ctx = context.WithValue(ctx, chartUsesKey{}, func(u ChartUse) {
-		add(manifest.External{Kind: "HelmChart", User: u.Release, Name: u.Chart, Version: u.Version, Digest: u.Digest, URL: u.URL})
-	})
-	ctx = context.WithValue(ctx, externalKey{}, add)
-	out, units, err := r.renderUnits(ctx, files)
+	p := newPass(r.opts.Limits.WithDefaults(), true)
+	out, units, err := r.renderUnits(ctx, p, files)
 	if err != nil && out == nil { // a PartialRenderError comes with its files
 		return nil, err
 	}
-	sort.Slice(ext, func(i, j int) bool { return ext[i].Less(ext[j]) })
-	return &source.Rendered{Files: out, External: ext, Units: units}, err
+	return &source.Rendered{Files: out, External: p.sources.sorted(), Units: units}, err
 }

@@ -314,6 +314,7 @@
     const id = r.namespace + '/' + r.kind + '/' + r.name;
     L.push('');
     L.push('  # ' + id + ' ' + (VERBS[r.action] || r.action) + (r.reason ? ' (' + r.reason + ')' : ''));
+    for (const w of r.warnings || []) L.push('  # warning: ' + w);
     L.push('  ' + (SYMBOLS[r.action] || '?') + ' ' + r.group + '/' + r.version + ' ' + r.kind + ' ' + goQuote(r.namespace + '/' + r.name) + ' {');
     L.push('      armId      = ' + goQuote(r.armId || ''));
     if (r.file) L.push('      source     = ' + goQuote(r.file + (r.line > 0 ? ':' + r.line : '')));
@@ -464,7 +465,14 @@
     const deferred = p.deferred || [];
     let changed = deferred.length;
     for (const r of p.resources || []) {
-      if (r.action === 'no-op' && !showUnchanged) continue;
+      if (r.action === 'no-op' && !showUnchanged) {
+        // Unchanged, but what it warns of is still true (planner.RenderText).
+        if ((r.warnings || []).length) {
+          L.push('', '  # ' + r.namespace + '/' + r.kind + '/' + r.name + ' ' + VERBS['no-op']);
+          for (const w of r.warnings) L.push('  # warning: ' + w);
+        }
+        continue;
+      }
       changed++;
       L.push(...planResourceLines(r));
     }

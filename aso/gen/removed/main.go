@@ -61,14 +61,19 @@ func main() {
 	ref := flag.String("ref", "", "the ASO commit the catalog is generated from (default HEAD)")
 	out := flag.String("out", "aso/catalog/removed.json", "output file")
 	source := flag.String("source", "https://github.com/Azure/azure-service-operator", "source named in the output")
+	tags := flag.String("tags", "", "comma-separated release tags to compare (default every v2.<minor>.<patch> tag)")
 	flag.Parse()
-	if err := run(*gitDir, *ref, *out, *source); err != nil {
+	var only []string
+	if *tags != "" {
+		only = strings.Split(*tags, ",")
+	}
+	if err := run(*gitDir, *ref, *out, *source, only); err != nil {
 		slog.Error("removed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(gitDir, ref, out, source string) error {
+func run(gitDir, ref, out, source string, tags []string) error {
 	if gitDir == "" {
 		return errors.New("-git is required")
 	}
@@ -76,7 +81,7 @@ func run(gitDir, ref, out, source string) error {
 	if err != nil {
 		return err
 	}
-	o, err := Generate(repo, ref, source)
+	o, err := GenerateTags(repo, ref, source, tags)
 	if err != nil {
 		return err
 	}
@@ -145,9 +150,32 @@ type release struct {
 
 // Generate compares every release tag with ref.
 func Generate(repo *git.Repository, ref, source string) (*Output, error) {
+	return GenerateTags(repo, ref, source, nil)
+}
+
+// GenerateTags is Generate over the release tags named in tags only (all
+// of them when tags is empty); a named tag the repository lacks is an error.
+func GenerateTags(repo *git.Repository, ref, source string, tags []string) (*Output, error) {
 	rels, err := releases(repo)
 	if err != nil {
 		return nil, err
+	}
+	if len(tags) > 0 {
+		want := map[string]bool{}
+		for _, t := range tags {
+			want[strings.TrimSpace(t)] = true
+		}
+		var kept []release
+		for _, r := range rels {
+			if want[r.name] {
+				kept = append(kept, r)
+				delete(want, r.name)
+			}
+		}
+		for t := range want {
+			return nil, fmt.Errorf("no release tag %s", t)
+		}
+		rels = kept
 	}
 	if ref == "" {
 		ref = "HEAD"
