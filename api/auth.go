@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"crypto/subtle"
 	"fmt"
 	"net/http"
@@ -34,18 +33,29 @@ const (
 	viaCookie
 )
 
-type authKey struct{}
-
-// authInfo is what authentication learnt of a request besides the
-// identity: how, and the session (cookie only).
+// authInfo is what a request's credentials say besides the identity: how
+// it was authenticated, and the session (cookie only).
 type authInfo struct {
 	via     via
 	session *session
 }
 
-func authOf(ctx context.Context) authInfo {
-	a, _ := ctx.Value(authKey{}).(authInfo)
-	return a
+// credentials reads a request's credentials: a bearer token (ok false when
+// the API does not know it), else the session cookie; none: the identity
+// already in the request's context (set in-process, e.g. by a test), else
+// anonymous. It is read again where needed rather than carried in the
+// context: one map lookup, or one cookie decryption.
+func (s *server) credentials(r *http.Request) (id access.Identity, info authInfo, ok bool) {
+	if tok, has := bearer(r.Header.Get("Authorization")); has && s.tokens.Len() > 0 {
+		tid, known := s.tokens.Lookup(tok)
+		return tid, authInfo{via: viaToken}, known
+	}
+	if s.signIn != nil {
+		if sess := s.signIn.current(r); sess != nil {
+			return sess.identity(), authInfo{via: viaCookie, session: sess}, true
+		}
+	}
+	return access.IdentityFrom(r.Context()), authInfo{}, true
 }
 
 // authConfigured reports whether any way to authenticate is set.
@@ -68,26 +78,17 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		id, info := access.IdentityFrom(r.Context()), authInfo{}
-		if tok, ok := bearer(r.Header.Get("Authorization")); ok && s.tokens.Len() > 0 {
-			tid, known := s.tokens.Lookup(tok)
-			if !known {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="gitaso", error="invalid_token"`)
-				s.writeError(w, http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not valid (unknown or revoked)")
-				return
-			}
-			id, info = tid, authInfo{via: viaToken}
-		} else if s.signIn != nil {
-			if sess := s.signIn.current(r); sess != nil {
-				id, info = sess.identity(), authInfo{via: viaCookie, session: sess}
-			}
+		id, _, ok := s.credentials(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gitaso", error="invalid_token"`)
+			s.writeError(w, http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not valid (unknown or revoked)")
+			return
 		}
 		if s.readGate && isAnonymous(id) && gatedRead(r.URL.Path) {
 			s.unauthorized(w)
 			return
 		}
-		ctx := context.WithValue(access.WithIdentity(r.Context(), id), authKey{}, info)
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(w, r.WithContext(access.WithIdentity(r.Context(), id)))
 	})
 }
 
@@ -122,8 +123,8 @@ func (s *server) requireCaller(w http.ResponseWriter, r *http.Request) bool {
 	if !s.authConfigured() {
 		return true
 	}
-	a := authOf(r.Context())
-	if a.via == viaNone && isAnonymous(access.IdentityFrom(r.Context())) {
+	id, a, _ := s.credentials(r)
+	if a.via == viaNone && isAnonymous(id) {
 		s.unauthorized(w)
 		return false
 	}
@@ -156,7 +157,7 @@ func (s *server) whoami(w http.ResponseWriter, r *http.Request) {
 	if out.SignIn {
 		out.LoginURL = "/auth/login"
 	}
-	if a := authOf(r.Context()); a.session != nil {
+	if _, a, _ := s.credentials(r); a.session != nil {
 		out.CSRFToken = a.session.CSRF
 		exp := time.Unix(a.session.Expires, 0).UTC()
 		out.ExpiresAt = &exp
@@ -172,7 +173,7 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 	if !s.sameSite(w, r) {
 		return
 	}
-	if a := authOf(r.Context()); a.session != nil {
+	if _, a, _ := s.credentials(r); a.session != nil {
 		got := r.Header.Get(CSRFHeader)
 		if got == "" {
 			_ = r.ParseForm()
