@@ -32,8 +32,9 @@ type SignIn struct {
 	ClientID     string
 	ClientSecret string
 	// RedirectURL is where the issuer sends the browser back:
-	// https://gitaso.example.com/auth/callback. It must be registered with
-	// the issuer. An https URL makes the cookies Secure.
+	// https://gitaso.example.com/auth/callback (a reverse proxy's path prefix
+	// before /auth/callback, if any). It must be registered with the
+	// issuer. An https URL makes the cookies Secure.
 	RedirectURL string
 	// GroupsClaim names the ID token claim holding the user's groups
 	// (DefaultGroupsClaim when empty).
@@ -71,8 +72,8 @@ func (o *SignIn) check() error {
 		return errors.New("--oidc-client-id is required with --oidc-issuer")
 	}
 	r, err := url.Parse(o.RedirectURL)
-	if err != nil || (r.Scheme != "https" && r.Scheme != "http") || r.Host == "" || r.Path != "/auth/callback" {
-		return fmt.Errorf("--oidc-redirect-url %q: want gitaso's own address and /auth/callback, e.g. https://gitaso.example.com/auth/callback (registered with the issuer)", o.RedirectURL)
+	if err != nil || (r.Scheme != "https" && r.Scheme != "http") || r.Host == "" || !strings.HasSuffix(r.Path, "/auth/callback") || r.RawQuery != "" || r.Fragment != "" {
+		return fmt.Errorf("--oidc-redirect-url %q: want gitaso's own address and /auth/callback (after a reverse proxy's path prefix, if any), e.g. https://gitaso.example.com/auth/callback (registered with the issuer)", o.RedirectURL)
 	}
 	if len(o.SessionKey) < MinSessionKey {
 		return fmt.Errorf("session key: %d bytes, want at least %d", len(o.SessionKey), MinSessionKey)
