@@ -2094,8 +2094,9 @@
     const id = who.identity || {};
     const signedIn = id.kind === 'user';
     $('who').hidden = !(who.signIn || id.kind === 'token');
-    $('who-name').textContent = signedIn ? 'Signed in as ' + (id.name || id.subject) +
-      (id.groups && id.groups.length ? ' (' + id.groups.join(', ') + ')' : '') : (who.signIn ? 'Not signed in' : '');
+    const groups = id.groups && id.groups.length ? ' (' + id.groups.join(', ') + ')' : '';
+    $('who-name').textContent = signedIn ? 'Signed in as ' + (id.name || id.subject) + groups :
+      id.kind === 'token' ? 'Token ' + (id.name || id.subject) + groups : (who.signIn ? 'Not signed in' : '');
     $('who-name').title = signedIn && id.issuer ? 'signed in with ' + id.issuer : '';
     $('sign-in').hidden = !who.signIn || signedIn;
     $('sign-in').href = 'auth/login?return=' + encodeURIComponent(location.pathname + location.hash);
@@ -2152,6 +2153,7 @@
       $('token-dialog').close();
       if (!v) return;
       token = v;
+      loadWho(); // names the token's identity
       const action = afterToken || sync;
       afterToken = null;
       (action === sync || !$('approve') ? $('sync') : $('approve')).focus();
