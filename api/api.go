@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,11 +39,23 @@ type Options struct {
 	Status func() record.Health
 	// Logger receives one record per request; nil uses slog.Default().
 	Logger *slog.Logger
-	// Token, when not empty, is required as "Authorization: Bearer <Token>"
-	// (the scheme in any case) on the mutating endpoints, POST
-	// /api/v1/sync and /api/v1/approve. Validate requires one whenever
-	// ListenAddr is not loopback.
+	// Token, when not empty, is a bearer token named DefaultTokenName
+	// ("Authorization: Bearer <Token>", the scheme in any case), as if it
+	// were in Tokens (added to it when both are set). Alone (no Tokens, no
+	// SignIn) it guards the POSTs only, as it did before sign-in; gitaso
+	// serve passes --api-token-file in Tokens.
 	Token string
+	// Tokens are the named bearer tokens machines authenticate with
+	// (tokens.go): each is an identity of kind access.Token. With Tokens or
+	// SignIn set, reading the API and /metrics needs a caller too.
+	Tokens *Tokens
+	// SignIn, when set, signs people in with OpenID Connect (/auth/login,
+	// /auth/callback, /auth/logout) and authenticates their browsers by a
+	// session cookie (signin.go).
+	SignIn *SignIn
+	// InsecureNoAuth lets Validate accept a ListenAddr beyond loopback with
+	// neither Tokens nor SignIn (e.g. behind a proxy that authenticates).
+	InsecureNoAuth bool
 	// Approve releases the held deletions of a revision (a full commit SHA
 	// or a prefix of at least 7 characters) and triggers a run; it must not
 	// wait for the run. Nil makes POST /api/v1/approve answer 503.
@@ -195,9 +206,12 @@ type server struct {
 	db     *state.DB
 	opts   Options
 	log    *slog.Logger
-	tokenH [32]byte
-	hosts  hostPolicy
-	limit  *limiter
+	tokens *Tokens // nil: none (auth.go)
+	signIn *signIn // nil: no sign-in (signin.go)
+	// readGate: reading needs a caller too (Tokens or SignIn set; auth.go).
+	readGate bool
+	hosts    hostPolicy
+	limit    *limiter
 	// index holds the resources as the lists show them (index.go); pages,
 	// graphs and summaries keep encoded answers (answers.go).
 	index                    resourceIndex
@@ -217,8 +231,22 @@ func newServer(db *state.DB, opts Options) (*server, http.Handler) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.tokens = opts.Tokens
+	s.readGate = opts.Tokens != nil || opts.SignIn != nil
 	if opts.Token != "" {
-		s.tokenH = sha256.Sum256([]byte(opts.Token))
+		if s.tokens == nil {
+			s.tokens, _ = LoadTokens("", s.log)
+		}
+		if err := s.tokens.AddFixed(DefaultTokenName, opts.Token); err != nil {
+			panic("api.New: " + err.Error() + " (Options.Validate finds it)")
+		}
+	}
+	if opts.SignIn != nil {
+		var err error
+		if s.signIn, err = newSignIn(*opts.SignIn, s.log); err != nil {
+			panic("api.New: " + err.Error() + " (Options.Validate finds it)")
+		}
+		s.signIn.event = s.authEvent
 	}
 	// Build the resource index now, in the background, so that the first
 	// requests do not queue behind it.
@@ -252,13 +280,18 @@ func newServer(db *state.DB, opts Options) (*server, http.Handler) {
 	v1.Handle("/approve", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.mutating(s.approve)}))
 	v1.Handle("/webhook", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.webhook}))
 	v1.Handle("/audit", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.bounded(s.audit)}))
+	v1.Handle("/whoami", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.whoami}))
+	// Sign-in (signin.go, auth.go).
+	r.Handle("/auth/login", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.signInRoute(func(w http.ResponseWriter, r *http.Request) { s.signIn.handleLogin(w, r) })}))
+	r.Handle("/auth/callback", s.byMethod(map[string]http.HandlerFunc{http.MethodGet: s.signInRoute(func(w http.ResponseWriter, r *http.Request) { s.signIn.handleCallback(w, r) })}))
+	r.Handle("/auth/logout", s.byMethod(map[string]http.HandlerFunc{http.MethodPost: s.signInRoute(s.logout)}))
 	v1.NotFoundHandler = http.HandlerFunc(s.notFound)
 
 	if opts.UI != nil {
 		r.PathPrefix("/").Handler(opts.UI)
 	}
 	r.NotFoundHandler = http.HandlerFunc(s.notFound)
-	return s, s.logRequests(s.recoverPanics(s.checkHost(s.auditTokens(r))))
+	return s, s.logRequests(s.recoverPanics(s.checkHost(s.authenticate(s.auditTokens(r)))))
 }
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {

@@ -8,7 +8,8 @@
 //		Approve:    loop.ApproveDeletions, // func(ctx, revision) error, idem
 //		Ready:      loop.Ready,            // func() error
 //		Logger:     logger,
-//		Token:      token,                 // required unless ListenAddr is loopback
+//		Tokens:     tokens,                // api.LoadTokens(file, logger): named bearer tokens
+//		SignIn:     &api.SignIn{...},      // OpenID Connect sign-in; one of the two unless loopback
 //		ListenAddr: "127.0.0.1:8080",
 //	}
 //	if err := opts.Validate(); err != nil { ... }
@@ -77,6 +78,12 @@
 //	                                                    Authenticated by Options.WebhookSecret: GitHub X-Hub-Signature-256,
 //	                                                    GitLab X-Gitlab-Token, or a bearer token; 401 otherwise,
 //	                                                    503 when no secret is configured
+//	GET  /api/v1/whoami                                 {"identity":{kind,subject,name,groups,issuer},"signIn",
+//	                                                    "loginURL","csrfToken","expiresAt"}: who the API takes the caller for
+//	GET  /auth/login?return=/path                       302 to the OpenID Connect issuer (Options.SignIn; else 404)
+//	GET  /auth/callback                                 303 to the return path with the session cookie, or 400/401/502
+//	                                                    naming why the sign-in was refused
+//	POST /auth/logout                                   clears the session cookie (X-CSRF-Token); 204, or 303 to /
 //	GET  /healthz                                       200 "ok" (text) while the process serves
 //	GET  /readyz                                        200 "ok", or 503 "not ready: <reason>" (text)
 //	GET  /metrics                                       Prometheus text format; every metric: docs/metrics.md
@@ -305,8 +312,14 @@
 //     Host the browser sent (nginx: proxy_set_header Host $host) and list it
 //     in AllowedHosts, so that the page's Origin matches it.
 //     curl -X POST -H 'Content-Type: application/json' localhost:8080/api/v1/sync
-//   - Token: "Authorization: Bearer <token>", the scheme in any case
-//     (RFC 7235), compared in constant time; 401 with WWW-Authenticate.
+//   - Authentication (auth.go, tokens.go, signin.go): a named bearer token
+//     ("Authorization: Bearer <token>", the scheme in any case, looked up by
+//     its SHA-256; an unknown one is 401 with WWW-Authenticate) or the
+//     encrypted session cookie of an OpenID Connect sign-in (GET /auth/login,
+//     GET /auth/callback, POST /auth/logout) decides the request's
+//     access.Identity; GET /api/v1/whoami answers it. A signed-in browser's
+//     POSTs carry the session's X-CSRF-Token (403 csrf without). With sign-in
+//     or tokens configured, the POSTs need a caller (401). docs/security.md.
 //   - Limits: NewServer with DefaultServerOptions cuts slow headers (10 s),
 //     slow bodies (the whole request within 30 s), slow responses (60 s) and
 //     idle keep-alive connections (60 s), and refuses headers over 64 KiB

@@ -1,8 +1,6 @@
 package api
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -99,17 +97,37 @@ func IsLoopback(listen string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// ErrTokenRequired is returned by Options.Validate when the API listens on
-// an address other than loopback without a token.
-var ErrTokenRequired = errors.New("a token is required when the API listens beyond loopback")
+// ErrAuthRequired is returned by Options.Validate when the API listens
+// beyond loopback with neither sign-in nor tokens, and InsecureNoAuth is
+// not set.
+var ErrAuthRequired = errors.New("sign-in or tokens are required when the API listens beyond loopback")
 
-// Validate checks the options a server is started with: a token whenever
-// ListenAddr is not a loopback address, and well-formed AllowedHosts.
+// ErrTokenRequired is ErrAuthRequired's former name.
+//
+// Deprecated: use ErrAuthRequired.
+var ErrTokenRequired = ErrAuthRequired
+
+// Validate checks the options a server is started with: a way to
+// authenticate (sign-in or tokens) whenever ListenAddr is not a loopback
+// address, unless InsecureNoAuth; well-formed sign-in settings and
+// AllowedHosts.
 func (o Options) Validate() error {
-	if o.Token == "" && o.ListenAddr != "" && !IsLoopback(o.ListenAddr) {
-		return fmt.Errorf("%w: --listen %s is reachable from other machines, and without a token anyone who reaches it could trigger runs and approve deletions; "+
-			"give --api-token-file FILE (its token is then required by POST /api/v1/sync and /api/v1/approve) or listen on 127.0.0.1",
-			ErrTokenRequired, o.ListenAddr)
+	auth := o.Token != "" || o.Tokens.Len() > 0 || o.SignIn != nil
+	if !auth && !o.InsecureNoAuth && o.ListenAddr != "" && !IsLoopback(o.ListenAddr) {
+		return fmt.Errorf("%w: --listen %s is reachable from other machines, and with neither sign-in nor tokens anyone who reaches it "+
+			"could read every resource and plan, trigger runs and approve deletions; configure sign-in (--oidc-issuer, --oidc-client-id, "+
+			"--oidc-redirect-url) or tokens (--api-tokens-file, --api-token-file), listen on 127.0.0.1, or pass --insecure-no-auth "+
+			"if this is intended (e.g. an authenticating proxy in front)", ErrAuthRequired, o.ListenAddr)
+	}
+	if o.SignIn != nil {
+		if err := o.SignIn.check(); err != nil {
+			return err
+		}
+	}
+	if o.Token != "" && o.Tokens != nil {
+		if id, clash := o.Tokens.Lookup(o.Token); clash {
+			return fmt.Errorf("the token of --api-token-file is the token %s as well: one token, one name", id.Name)
+		}
 	}
 	for _, a := range o.AllowedHosts {
 		a = strings.TrimSpace(a)
@@ -142,7 +160,9 @@ func (s *server) checkHost(next http.Handler) http.Handler {
 }
 
 // mutating guards the endpoints that change something (sync, approve)
-// against cross-site requests, then requires the token when one is set:
+// against cross-site requests, then, when sign-in or tokens are
+// configured, requires a caller (requireCaller: a token, or a signed-in
+// browser with its CSRF token):
 //
 //   - Sec-Fetch-Site, when sent, must be same-origin (or none);
 //   - Origin, when sent, must be the API's own (its host and port are the
@@ -152,12 +172,7 @@ func (s *server) checkHost(next http.Handler) http.Handler {
 //     form or a "simple" fetch cannot trigger anything.
 func (s *server) mutating(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-			s.writeError(w, http.StatusForbidden, CodeForbidden, "cross-site request refused (Sec-Fetch-Site: "+site+")")
-			return
-		}
-		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r) {
-			s.writeError(w, http.StatusForbidden, CodeForbidden, fmt.Sprintf("cross-origin request refused: Origin %q is not this server", o))
+		if !s.sameSite(w, r) {
 			return
 		}
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -166,14 +181,8 @@ func (s *server) mutating(next http.HandlerFunc) http.HandlerFunc {
 				"send Content-Type: application/json (curl -H 'Content-Type: application/json' ...)")
 			return
 		}
-		if s.opts.Token != "" {
-			got, ok := bearer(r.Header.Get("Authorization"))
-			gotH := sha256.Sum256([]byte(got))
-			if !ok || subtle.ConstantTimeCompare(gotH[:], s.tokenH[:]) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="gitaso"`)
-				s.writeError(w, http.StatusUnauthorized, CodeUnauthorized, "a valid bearer token is required")
-				return
-			}
+		if !s.requireCaller(w, r) {
+			return
 		}
 		next(w, r)
 	}

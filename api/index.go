@@ -339,3 +339,22 @@ func (s *snapshot) summary() Summary {
 	sort.Strings(out.Kinds)
 	return out
 }
+
+// namespaces lists the namespaces of the resources the state holds, sorted
+// (none when the index cannot be read).
+func (s *server) namespaces() []string {
+	snap, err := s.index.current(s.db)
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range snap.entries {
+		if !seen[e.ns] {
+			seen[e.ns] = true
+			out = append(out, e.ns)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

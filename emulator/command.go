@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -31,6 +32,13 @@ type CommandOptions struct {
 	// Faults are injected from the start (WithFaults); PUT /_admin/faults replaces them while it runs.
 	Faults Faults
 	Logger *slog.Logger
+	// Users can sign in through the tenant's authorization endpoint
+	// (WithUsers).
+	Users []User
+	// SignInRedirectURIs, when set, register the application
+	// SignInApplicationName with these redirect URIs; its issuer, client ID
+	// and secret are printed (GITASO_OIDC_*).
+	SignInRedirectURIs []string
 	// OnReady, when set, is called once the emulator serves and the files are written.
 	OnReady func(*Emulator)
 }
@@ -68,6 +76,9 @@ func RunCommand(ctx context.Context, opts CommandOptions, stdout io.Writer) erro
 	}
 	for _, r := range opts.Registries {
 		eopts = append(eopts, WithRegistry(r))
+	}
+	if len(opts.Users) > 0 {
+		eopts = append(eopts, WithUsers(opts.Users...))
 	}
 	if opts.TenantID != "" {
 		eopts = append(eopts, WithTenantID(opts.TenantID))
@@ -138,6 +149,20 @@ func RunCommand(ctx context.Context, opts CommandOptions, stdout io.Writer) erro
 		host := e.RegistryHost(name)
 		lines = append(lines, fmt.Sprintf("# Azure Container Registry %s: login server %s (helm registry login %s -u $AZURE_CLIENT_ID "+
 			"-p $AZURE_CLIENT_SECRET --ca-file %s; helm push CHART.tgz oci://%s/helm --ca-file %s)", name, host, host, caFile, host, caFile))
+	}
+	if len(opts.SignInRedirectURIs) > 0 {
+		app, err := e.AddSignInApplication(SignInApplicationName, opts.SignInRedirectURIs...)
+		if err != nil {
+			return fmt.Errorf("emulator: %w", err)
+		}
+		lines = append(lines,
+			"# Sign-in (OpenID Connect): application "+SignInApplicationName+", redirect URIs "+strings.Join(opts.SignInRedirectURIs, " "),
+			"export GITASO_OIDC_ISSUER="+e.SignInIssuer(),
+			"export GITASO_OIDC_CLIENT_ID="+app.ClientID,
+			"export GITASO_OIDC_CLIENT_SECRET="+app.Secret)
+		for _, u := range e.Users() {
+			lines = append(lines, fmt.Sprintf("# user %s (groups: %s)", u.UserPrincipalName, strings.Join(u.Groups, ", ")))
+		}
 	}
 	for _, l := range lines {
 		if _, err := fmt.Fprintln(stdout, l); err != nil {

@@ -5,6 +5,12 @@
 //   - Entra ID: /{tenant}/v2.0/.well-known/openid-configuration, /{tenant}/oauth2/v2.0/token (client credentials
 //     with a client secret or a workload identity client assertion), /{tenant}/oauth2/token (v1) and the keys.
 //     Tokens are RS256 JWTs (v1 claims: tid, appid/azp, oid, aud, exp) signed by the emulator.
+//   - Sign-in of people (OpenID Connect, signin.go): /{tenant}/oauth2/v2.0/authorize (authorization code flow,
+//     PKCE S256 or plain) shows a sign-in form of the users of WithUsers (no password), and the token endpoint's
+//     authorization_code grant returns a v2.0 ID token (iss SignInIssuer(), aud the client ID, pairwise sub, oid,
+//     nonce, preferred_username, email, groups). AddSignInApplication registers the web application (client secret,
+//     redirect URIs); errors carry Entra's AADSTS codes (50011 unregistered redirect URI, 501481 PKCE, 70008 a code
+//     redeemed twice).
 //   - Managed identity: the App Service protocol at /msi/token; point IDENTITY_ENDPOINT/IDENTITY_HEADER at
 //     ManagedIdentityEndpoint(). Identities created through ARM (userAssignedIdentities, system-assigned identities)
 //     are principals; a federatedIdentityCredentials child makes client assertions with that issuer/subject valid.

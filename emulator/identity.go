@@ -47,6 +47,9 @@ type principal struct {
 	Kind        string `json:"kind"`
 	Secret      string `json:"secret,omitempty"`
 	ResourceID  string `json:"resourceId,omitempty"`
+	// RedirectURIs are where an application registration that signs people
+	// in may receive authorization codes (signin.go).
+	RedirectURIs []string `json:"redirectUris,omitempty"`
 }
 
 // directory indexes principals by object ID and client ID (lower-cased).
@@ -343,6 +346,8 @@ func (e *Emulator) serveEntra(w http.ResponseWriter, r *http.Request, info *reqI
 		})
 	case "oauth2/v2.0/token", "oauth2/token":
 		e.serveToken(w, r, tenant, rest == "oauth2/token", info)
+	case "oauth2/v2.0/authorize":
+		e.serveAuthorize(w, r, tenant) // signin.go
 	default:
 		http.NotFound(w, r)
 	}
@@ -381,6 +386,10 @@ func (e *Emulator) serveToken(w http.ResponseWriter, r *http.Request, tenant str
 		return
 	}
 	f := r.PostForm
+	if f.Get("grant_type") == "authorization_code" && !v1 {
+		e.serveCodeGrant(w, r, f, info) // signin.go
+		return
+	}
 	if gt := f.Get("grant_type"); gt != "client_credentials" {
 		writeAADError(w, http.StatusBadRequest, "unsupported_grant_type", 70003, fmt.Sprintf("The app requested an unsupported grant type '%s'.", gt))
 		return

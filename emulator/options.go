@@ -36,6 +36,7 @@ type options struct {
 	flushInterval  time.Duration
 	registries     []string
 	writeLog       func(WriteRecord) // writelog.go
+	users          []User            // signin.go
 }
 
 func defaultOptions() options {

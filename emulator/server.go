@@ -58,6 +58,7 @@ type Emulator struct {
 	throttle *throttler
 	stats    *statsCollector
 	tcache   *tokenCache
+	signIns  *signIns // people who sign in, codes not yet redeemed (signin.go)
 	persist  *persister
 
 	// registries are the container registries served (WithRegistry), by lower-cased name and in order.
@@ -110,6 +111,7 @@ func New(opts ...Option) (*Emulator, error) {
 		throttle:       newThrottler(o.throttleScale),
 		stats:          newStatsCollector(o.logSize),
 		tcache:         newTokenCache(),
+		signIns:        newSignIns(o.tenantID, o.users),
 		done:           make(chan struct{}),
 	}
 	loaded := false

@@ -4,6 +4,9 @@
 # ConfigMap platform/platform-vars (this script writes the emulator's subscription, tenant and OIDC issuer:
 # nothing Azure generates) and from platform/team-a-vars, which the team identity exports once Azure has
 # created it (its clientId). Nothing is copied by hand. Runs until interrupted (Ctrl-C).
+# Sign-in is on: the emulator's Entra ID signs people in (OpenID Connect) as one of two example users,
+# admin@gitaso.local (group platform-admins) and alice@gitaso.local (group team-a); the script itself reads the
+# API with a bearer token named "demo" (group platform-admins) from the tokens file $work/tokens.
 # DEMO_ONESHOT=1 exits once the demo is set up and every resource is Ready (used by the demo's own test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -75,6 +78,8 @@ cluster_oidc=https://oidc.gitaso.local/cluster-01/
 say "starting the emulator (ARM + Entra ID on https://127.0.0.1:$eport)"
 "$bin" emulator --addr "127.0.0.1:$eport" --dir "$work/emulator" --latency 500ms \
   --federated-token-file "$work/emulator/federated-token" --federated-issuer "$cluster_oidc" \
+  --user admin@gitaso.local=platform-admins --user alice@gitaso.local=team-a \
+  --sign-in-redirect-uri "$api/auth/callback" \
   >"$work/emulator.env" 2>"$work/emulator.log" &
 pids+=($!)
 for _ in $(seq 1 100); do grep -q AZURE_FEDERATED_TOKEN_FILE "$work/emulator.env" 2>/dev/null && break; sleep 0.1; done
@@ -82,6 +87,11 @@ grep -q AZURE_FEDERATED_TOKEN_FILE "$work/emulator.env" || { cat "$work/emulator
 # shellcheck disable=SC1090
 source "$work/emulator.env"
 echo "tenant $AZURE_TENANT_ID, subscription $AZURE_SUBSCRIPTION_ID, cloud config $GITASO_CLOUD_CONFIG"
+# Sign-in: the application the emulator registered for gitaso (its secret in a file, never on a command line),
+# and a token for this script's own reads, in group platform-admins.
+(umask 077; printf '%s\n' "$GITASO_OIDC_CLIENT_SECRET" >"$work/oidc-client-secret")
+(umask 077; "$bin" token add --tokens-file "$work/tokens" demo --group platform-admins >"$work/demo-token")
+auth=(-H "Authorization: Bearer $(cat "$work/demo-token")")
 
 copy() { # copy examples/onboarding/$1 into the repo verbatim, except the example's platform-vars
   mkdir -p "$work/repo/$1"
@@ -119,12 +129,17 @@ git_ add -A && git_ commit -qm "onboard team-a: identity, federated credential, 
 say "starting gitaso serve on $api"
 "$bin" serve --repo "$work/repo" --branch main --cache-dir "$work/cache" --state "$work/gitaso.db" \
   --substitute-from platform/platform-vars --substitute-from ConfigMap/platform/team-a-vars --substitute-strict \
-  --listen "127.0.0.1:$aport" --interval 2s --sync-period 5m --log-level info >"$work/gitaso.out" 2>"$work/gitaso.log" &
+  --listen "127.0.0.1:$aport" --interval 2s --sync-period 5m --log-level info \
+  --oidc-issuer "$GITASO_OIDC_ISSUER" --oidc-client-id "$GITASO_OIDC_CLIENT_ID" \
+  --oidc-client-secret-file "$work/oidc-client-secret" --oidc-ca-file "$GITASO_CA_FILE" \
+  --oidc-redirect-url "$api/auth/callback" --api-tokens-file "$work/tokens" \
+  --policy-file "$root/examples/access/policy.csv" \
+  >"$work/gitaso.out" 2>"$work/gitaso.log" &
 serve_pid=$!
 pids+=("$serve_pid")
 
 ready_count() { # prints "<ready> <total>" for a namespace
-  local body; body=$(curl -fsS "$api/api/v1/resources?namespace=$1" 2>/dev/null) || { echo "0 0"; return; }
+  local body; body=$(curl -fsS "${auth[@]}" "$api/api/v1/resources?namespace=$1" 2>/dev/null) || { echo "0 0"; return; }
   echo "$(grep -o '"status":"True"' <<<"$body" | wc -l) $(grep -o '"armId"' <<<"$body" | wc -l)"
 }
 wait_ready() { # namespace expected-count
@@ -149,7 +164,7 @@ wait_ready platform $((platform_count - secrets))
 team_count=$(cat examples/onboarding/team-a/*.yaml | grep -c '^kind: ' || true)
 team_secrets=$(cat examples/onboarding/team-a/*.yaml | grep -c '^kind: \(Secret\|ConfigMap\)$' || true)
 wait_ready team-a $((team_count - team_secrets))
-client_id=$(curl -fsS "$api/api/v1/resources/platform/UserAssignedIdentity/team-a-identity" |
+client_id=$(curl -fsS "${auth[@]}" "$api/api/v1/resources/platform/UserAssignedIdentity/team-a-identity" |
   grep -o '"team-a-vars/TEAM_A_CLIENT_ID":"[^"]*"' | cut -d'"' -f4)
 [ -n "$client_id" ] || { echo "team-a's identity exported no TEAM_A_CLIENT_ID" >&2; exit 1; }
 echo "team-a's credential signed in as clientId $client_id: exported by the identity into ConfigMap platform/team-a-vars,"
@@ -159,10 +174,16 @@ cat <<EOF
 
 gitaso is running. Look at:
   $api/                                    # the status page (resources, runs, plan, sync)
-  curl -s $api/api/v1/resources            # every resource with ASO's Ready condition
-  curl -s $api/api/v1/runs                 # runs and their revisions
-  curl -s $api/api/v1/plan                 # the latest plan (JSON interface)
-  curl -s -X POST -H 'Content-Type: application/json' $api/api/v1/sync   # reconcile now, reading Azure back
+Sign in there ("Sign in", top right) through the emulator's Entra ID, choosing one of the example users:
+  admin@gitaso.local                       # the platform admin (group platform-admins)
+  alice@gitaso.local                       # a member of team-a (group team-a)
+The API with the script's token (named "demo", group platform-admins; gitaso token add|revoke --tokens-file $work/tokens):
+  T=\$(cat $work/demo-token)
+  curl -s -H "Authorization: Bearer \$T" $api/api/v1/whoami       # who the API takes you for
+  curl -s -H "Authorization: Bearer \$T" $api/api/v1/resources    # every resource with ASO's Ready condition
+  curl -s -H "Authorization: Bearer \$T" $api/api/v1/runs         # runs and their revisions
+  curl -s -H "Authorization: Bearer \$T" $api/api/v1/plan         # the latest plan (JSON interface)
+  curl -s -X POST -H "Authorization: Bearer \$T" -H 'Content-Type: application/json' $api/api/v1/sync   # reconcile now
   $bin plan --dir $work/repo --offline --subscription $AZURE_SUBSCRIPTION_ID --substitute-from platform/platform-vars --substitute-from ConfigMap/platform/team-a-vars --substitute-strict
                                            # the plan as text, without Azure
 Change a manifest and commit; the next poll (2 s) applies exactly that change:

@@ -74,8 +74,8 @@ func TestPageReferencesOnlyLocalAssets(t *testing.T) {
 			continue
 		case strings.Contains(ref, "//"):
 			t.Errorf("page references another origin: %q", ref)
-		case strings.HasPrefix(ref, "api/"):
-			continue // the API, served by package api
+		case strings.HasPrefix(ref, "api/"), strings.HasPrefix(ref, "auth/"):
+			continue // the API and sign-in, served by package api
 		default:
 			if r := get(t, h, http.MethodGet, "/"+ref, nil); r.StatusCode != http.StatusOK {
 				t.Errorf("page references %q, which answers %d", ref, r.StatusCode)

@@ -41,9 +41,9 @@ func chromedriverPath(t testing.TB) string {
 	return ""
 }
 
-// newWebDriver starts chromedriver and a headless Chromium session; both end
-// when the test does.
-func newWebDriver(t testing.TB) *webDriver {
+// newWebDriver starts chromedriver and a headless Chromium session with
+// extra Chromium flags; both end when the test does.
+func newWebDriver(t testing.TB, extraArgs ...string) *webDriver {
 	t.Helper()
 	bin := chromiumPath(t)
 	drv := chromedriverPath(t)
@@ -88,7 +88,7 @@ func newWebDriver(t testing.TB) *webDriver {
 		"browserName": "chrome",
 		"goog:chromeOptions": map[string]any{
 			"binary": bin,
-			"args":   append(chromiumFlags(t.TempDir()), "--window-size=1400,1000"),
+			"args":   append(append(chromiumFlags(t.TempDir()), "--window-size=1400,1000"), extraArgs...),
 		},
 	}}}
 	wd := &webDriver{t: t, base: root, timeout: 30 * time.Second}

@@ -645,7 +645,7 @@ from an ` + aso.NamespaceCredentialSecret + ` Secret per namespace, or per resou
 	root.SetErr(stderr)
 	root.AddCommand(validateCmd(stdout, stderr), planCmd(stdout, stderr), applyCmd(stdout, stderr),
 		serveCmd(stdout, stderr), emulatorCmd(stdout, stderr), versionCmd(stdout), commentCmd(stdout, stderr), stateCmd(stdout),
-		importCmd(stdout, stderr), handoverCmd(stdout, stderr), exportCmd(stdout, stderr))
+		importCmd(stdout, stderr), handoverCmd(stdout, stderr), exportCmd(stdout, stderr), tokenCmd(stdout))
 	return root.ExecuteContext(ctx)
 }
 

@@ -357,8 +357,9 @@ func printResult(w io.Writer, res *executor.Result) {
 
 func serveCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{persistCharts: true}
-	ha := &haSettings{} // --leader-elect, --shards (ha.go)
-	var listen, tokenFile, webhookSecretFile, pprofListen string
+	ha := &haSettings{}     // --leader-elect, --shards (ha.go)
+	auth := &authSettings{} // auth.go
+	var listen, webhookSecretFile, pprofListen string
 	var interval, syncPeriod, unreadyAfter time.Duration
 	var fullResyncEvery int
 	var nsPeriods, kindPeriods, allowedHosts []string
@@ -378,15 +379,20 @@ written since the last read, and everything once every --full-resync-every perio
   POST /api/v1/approve {"revision":"<sha>"}          release the deletions the deletion guard held for a revision
   POST /api/v1/webhook                               a Git host's push notification (--webhook-secret-file)
   GET  /api/v1/audit[?limit=&continue=]               the audit trail, newest first (admin)
+  GET  /api/v1/whoami                                who the API takes the caller for
+  GET  /auth/login  /auth/callback  POST /auth/logout  sign-in with OpenID Connect (--oidc-*)
   GET  /healthz  /readyz  /metrics
 
+Machines authenticate with named bearer tokens ("Authorization: Bearer <token>"; --api-tokens-file,
+--api-token-file), people by signing in with OpenID Connect (--oidc-issuer, --oidc-client-id,
+--oidc-redirect-url): authorization code flow with PKCE, then an encrypted HttpOnly SameSite session cookie.
 With --policy-file, each caller reads, syncs and approves only in the namespaces the policy grants
 (docs/security.md); answers show only the namespaces the caller may read.
-
 POST /api/v1/sync and /api/v1/approve need Content-Type: application/json, refuse cross-site requests
-(Origin, Sec-Fetch-Site) and take the --api-token-file token as "Authorization: Bearer <token>".
-Every endpoint but /healthz and the webhook answers only a Host naming loopback, localhost, the --listen
-address or one of --api-allowed-hosts (DNS rebinding). Listening beyond loopback requires --api-token-file.
+(Origin, Sec-Fetch-Site), need a caller when sign-in or tokens are set, and from a signed-in browser its
+X-CSRF-Token. Every endpoint but /healthz and the webhook answers only a Host naming loopback, localhost, the
+--listen address or one of --api-allowed-hosts (DNS rebinding). Listening beyond loopback needs sign-in or
+tokens, or --insecure-no-auth. See docs/security.md.
 Triggers coalesce: a sync starts no sooner than 2 s after the previous run.
 
 With --leader-elect, several replicas share one state file (a ReadWriteMany volume) and elect a leader
@@ -419,15 +425,8 @@ pull request) is a plan of what ASO would do, with the cluster's ASO objects: do
 			e.src = ha.filter(e.src) // --shards: this shard's namespaces only
 			// The API's settings are checked before the loop or the listener start.
 			apiOpts := api.Options{ListenAddr: listen, AllowedHosts: allowedHosts, UI: web.Handler()}
-			if tokenFile != "" {
-				token, err := readTrim(tokenFile)
-				if err != nil {
-					return fmt.Errorf("read --api-token-file: %w", err)
-				}
-				if token == "" {
-					return fmt.Errorf("--api-token-file %s is empty", tokenFile)
-				}
-				apiOpts.Token = token
+			if err := auth.apply(&apiOpts, listen, s.stateFile, e.log); err != nil {
+				return err
 			}
 			if webhookSecretFile != "" {
 				secret, err := readTrim(webhookSecretFile)
@@ -453,6 +452,7 @@ pull request) is a plan of what ASO would do, with the cluster's ASO objects: do
 			if e.cfg.KindSyncPeriod, err = durationMap("--kind-sync-period", kindPeriods); err != nil {
 				return err
 			}
+			auth.reloadOnHangup(cmd.Context(), e.log)
 			setDaemonGC(e.log)
 			if pprofListen != "" {
 				if err := startPprof(cmd.Context(), pprofListen, e.log); err != nil {
@@ -509,7 +509,7 @@ pull request) is a plan of what ASO would do, with the cluster's ASO objects: do
 	s.access.register(cmd.Flags())
 	s.beside.register(cmd.Flags()) // beside.go
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the HTTP API")
-	cmd.Flags().StringVar(&tokenFile, "api-token-file", "", "file with a bearer token required by POST /api/v1/sync and /api/v1/approve (required when --listen is not loopback)")
+	auth.register(cmd.Flags())
 	cmd.Flags().StringSliceVar(&allowedHosts, "api-allowed-hosts", nil, "further Host names the API answers besides loopback, localhost and the --listen address, e.g. a reverse proxy's gitaso.example.com; .example.com for a domain and its subdomains, * for any (repeatable)")
 	cmd.Flags().StringVar(&webhookSecretFile, "webhook-secret-file", "", "file with the secret of POST /api/v1/webhook (GitHub HMAC signature, GitLab token or bearer token): a push fetches the branch at once")
 	durationFlag(cmd.Flags(), &interval, "interval", time.Minute, "how often the branch is polled")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,8 @@ func registerEmulatorFlags(cmd *cobra.Command, o *emulator.CommandOptions) {
 	fs.Float64Var(&o.Faults.ResetAfterRate, "fault-reset-after", 0, "share of ARM requests served in full whose connection is then reset before the answer (0 to 1)")
 	fs.DurationVar(&o.Faults.Latency, "fault-latency", 0, "latency added to every ARM request (e.g. 200ms)")
 	fs.StringSliceVar(&o.Faults.Methods, "fault-methods", nil, "limit the --fault-* shares to these HTTP methods (e.g. PUT,DELETE; default all)")
+	fs.StringArrayVar(&o.SignInRedirectURIs, "sign-in-redirect-uri", nil, "register the web application "+emulator.SignInApplicationName+" that signs people in at this redirect `URL` (e.g. http://127.0.0.1:8080/auth/callback for gitaso serve --oidc-*) and print its GITASO_OIDC_ISSUER, _CLIENT_ID and _CLIENT_SECRET (repeatable)")
+	fs.Var(&userFlag{users: &o.Users}, "user", "a person who can sign in at the tenant's authorization endpoint, `UPN[=GROUP,...]` with the values of the ID token's groups claim, e.g. alice@gitaso.local=team-a (repeatable)")
 	ft := &federatedToken{}
 	fs.StringVar(&ft.file, "federated-token-file", "", "write a service-account token here (renewed hourly) for workload identity, as a cluster's OIDC issuer would")
 	fs.StringVar(&ft.issuer, "federated-issuer", "https://oidc.gitaso.local/cluster-01/", "issuer of the federated token")
@@ -76,3 +79,35 @@ func registerEmulatorFlags(cmd *cobra.Command, o *emulator.CommandOptions) {
 		}()
 	}
 }
+
+// userFlag parses --user UPN[=GROUP,...] (repeatable).
+type userFlag struct{ users *[]emulator.User }
+
+func (f *userFlag) String() string {
+	if f.users == nil {
+		return ""
+	}
+	var out []string
+	for _, u := range *f.users {
+		out = append(out, u.UserPrincipalName)
+	}
+	return strings.Join(out, ",")
+}
+
+func (f *userFlag) Set(v string) error {
+	upn, groups, _ := strings.Cut(v, "=")
+	upn = strings.TrimSpace(upn)
+	if upn == "" || strings.ContainsAny(upn, " \t,") {
+		return fmt.Errorf("--user %q: want UPN[=GROUP,...], e.g. alice@gitaso.local=team-a", v)
+	}
+	u := emulator.User{UserPrincipalName: upn}
+	for _, g := range strings.Split(groups, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			u.Groups = append(u.Groups, g)
+		}
+	}
+	*f.users = append(*f.users, u)
+	return nil
+}
+
+func (f *userFlag) Type() string { return "user" }

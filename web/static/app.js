@@ -5,7 +5,9 @@
 // POST api/v1/sync and api/v1/approve is kept in the `token` variable only
 // (never in the URL, cookies or web storage). Those POSTs send
 // Content-Type: application/json, which the API requires of them (a page of
-// another origin cannot send it without a CORS preflight).
+// another origin cannot send it without a CORS preflight). A signed-in
+// browser (OpenID Connect, the HttpOnly session cookie this script never
+// sees) sends its session's CSRF token (api/v1/whoami) as X-CSRF-Token.
 'use strict';
 
 (function () {
@@ -20,6 +22,9 @@
   let token = null;
   // afterToken is the action to retry once the user has given a token.
   let afterToken = null;
+  // who is api/v1/whoami's answer: the caller, whether sign-in is on, the
+  // session's CSRF token.
+  let who = null;
   const HELD_SHOWN = 10; // keys and unmanaged IDs listed in the held banner
 
   const cache = {
@@ -63,12 +68,16 @@
   }
 
   async function api(path, init) {
-    const resp = await fetch(path, Object.assign({
+    const opts = Object.assign({
       headers: { Accept: 'application/json' },
       cache: 'no-store',
       credentials: 'same-origin',
       redirect: 'error',
-    }, init || {}));
+    }, init || {});
+    // Where reading needs a caller too, the token the user gave goes with
+    // every request.
+    if (token && !opts.headers.Authorization) opts.headers = Object.assign({}, opts.headers, { Authorization: 'Bearer ' + token });
+    const resp = await fetch(path, opts);
     const text = await resp.text();
     if (!resp.ok) {
       let code = 'http_' + resp.status;
@@ -89,6 +98,7 @@
   function post(path, body) {
     const headers = { Accept: 'application/json', 'Content-Type': 'application/json' };
     if (token) headers.Authorization = 'Bearer ' + token;
+    else if (who && who.csrfToken) headers['X-CSRF-Token'] = who.csrfToken;
     return api(path, { method: 'POST', headers, body: JSON.stringify(body || {}) });
   }
 
@@ -2080,6 +2090,15 @@
     clearTimeout(timer);
     if (inFlight && !now) return inFlight;
     const p = doRefresh().then(() => setAlert(''), (e) => {
+      if (e instanceof APIError && e.status === 401) {
+        // Reading needs a caller: sign in, or give the token.
+        if (who && who.signIn && (who.identity || {}).kind !== 'user' && token === null) {
+          setAlert('Sign in to see gitaso\'s status ("Sign in", top right).');
+        } else if (!$('token-dialog').open) {
+          needToken(() => refresh(true), 'read gitaso\'s status');
+        }
+        return;
+      }
       setAlert((e instanceof APIError ? 'gitaso\'s API answered: ' : 'Cannot reach gitaso\'s API: ') + e.message +
         (lastOK ? ' (showing data from ' + lastOK.toLocaleTimeString() + ')' : ''));
     }).finally(() => {
@@ -2118,8 +2137,35 @@
     }
   }
 
-  // needToken asks for the token after a 401 and retries action with it.
+  // loadWho shows who is signed in, a sign-in link or sign-out.
+  async function loadWho() {
+    try {
+      who = JSON.parse(await api('api/v1/whoami'));
+    } catch (_) {
+      who = null;
+      return;
+    }
+    const id = who.identity || {};
+    const signedIn = id.kind === 'user';
+    $('who').hidden = !(who.signIn || id.kind === 'token');
+    const groups = id.groups && id.groups.length ? ' (' + id.groups.join(', ') + ')' : '';
+    $('who-name').textContent = signedIn ? 'Signed in as ' + (id.name || id.subject) + groups :
+      id.kind === 'token' ? 'Token ' + (id.name || id.subject) + groups : (who.signIn ? 'Not signed in' : '');
+    $('who-name').title = signedIn && id.issuer ? 'signed in with ' + id.issuer : '';
+    $('sign-in').hidden = !who.signIn || signedIn;
+    $('sign-in').href = 'auth/login?return=' + encodeURIComponent(location.pathname + location.hash);
+    $('sign-out').hidden = !signedIn;
+    $('sign-out-csrf').value = who.csrfToken || '';
+  }
+
+  // needToken asks for the token after a 401 and retries action with it;
+  // where people sign in, it points at the sign-in link instead.
   function needToken(action, what) {
+    if (who && who.signIn && (who.identity || {}).kind !== 'user' && token === null) {
+      say('Sign in to ' + what + '.');
+      $('sign-in').focus();
+      return;
+    }
     const rejected = token !== null;
     token = null;
     afterToken = action;
@@ -2136,9 +2182,25 @@
     $('token-input').focus();
   }
 
+  // signOut ends the session (POST auth/logout with the CSRF token: the
+  // page's no-referrer policy makes a form post's Origin "null", which the
+  // API refuses).
+  async function signOut(ev) {
+    ev.preventDefault();
+    try {
+      await api('auth/logout', { method: 'POST', headers: { 'X-CSRF-Token': (who && who.csrfToken) || '' } });
+      say('Signed out.');
+    } catch (e) {
+      say('Sign-out failed: ' + e.message);
+    }
+    await loadWho();
+    refresh(true);
+  }
+
   function wire() {
     $('sync').addEventListener('click', sync);
     $('audit-more').addEventListener('click', () => loadAudit(true).catch((e) => setAlert(e.message)));
+    $('sign-out').addEventListener('submit', signOut);
     $('token-form').addEventListener('submit', (ev) => {
       ev.preventDefault(); // never submit the form: the token must not reach a URL
       const v = $('token-input').value.trim();
@@ -2146,6 +2208,7 @@
       $('token-dialog').close();
       if (!v) return;
       token = v;
+      loadWho(); // names the token's identity
       const action = afterToken || sync;
       afterToken = null;
       (action === sync || !$('approve') ? $('sync') : $('approve')).focus();
@@ -2205,7 +2268,7 @@
 
   function start() {
     wire();
-    onRoute();
+    loadWho().finally(onRoute);
   }
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
