@@ -153,7 +153,7 @@ type whoamiAnswer struct {
 	// work).
 	Rights    map[string][]access.Right `json:"rights,omitempty"`
 	CSRFToken string                    `json:"csrfToken,omitempty"`
-	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	ExpiresAt *time.Time                `json:"expiresAt,omitempty"`
 }
 
 // whoami is GET /api/v1/whoami: who the API takes the caller for.
