@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gitaso/gitaso/access"
 	"github.com/gitaso/gitaso/api"
@@ -67,7 +68,7 @@ func newSignInFixture(t *testing.T) *signInFixture {
 		t.Fatal(err)
 	}
 	opts := api.Options{
-		Logger: log, Tokens: tokens, Token: "legacy-token-0123456789",
+		Logger: log, Tokens: tokens, Token: "legacy-token-0123456789", Audit: api.NewAuditor(db, log, time.Hour),
 		Sync: func(context.Context) error { f.syncs.Add(1); return nil },
 		SignIn: &api.SignIn{Issuer: e.SignInIssuer(), ClientID: app.ClientID, ClientSecret: app.Secret,
 			RedirectURL: base + "/auth/callback", HTTPClient: e.HTTPClient(), SessionKey: []byte(strings.Repeat("k", 32))},
@@ -187,9 +188,10 @@ func (b *browser) signIn(upn string) *http.Cookie {
 }
 
 type whoami struct {
-	Identity  access.Identity `json:"identity"`
-	SignIn    bool            `json:"signIn"`
-	CSRFToken string          `json:"csrfToken"`
+	Identity  access.Identity           `json:"identity"`
+	SignIn    bool                      `json:"signIn"`
+	CSRFToken string                    `json:"csrfToken"`
+	Rights    map[string][]access.Right `json:"rights"`
 }
 
 func (b *browser) whoami(header map[string]string) whoami {
@@ -269,6 +271,16 @@ func TestSignInSession(t *testing.T) {
 	f.assertNoSecrets(t, "the log", f.logs.String())
 	if !strings.Contains(f.logs.String(), `"signed in"`) || !strings.Contains(f.logs.String(), "alice@gitaso.local") {
 		t.Errorf("the sign-in is not logged:\n%s", f.logs.String())
+	}
+	// Without a policy every caller has every right; whoami says so.
+	if got := w.Rights["*"]; len(got) != len(access.Rights) {
+		t.Errorf("whoami rights %v, want every right in *", w.Rights)
+	}
+	// The sign-in and the sign-out are in the audit trail (and its log events).
+	for _, action := range []string{`"action":"sign-in"`, `"action":"sign-out"`} {
+		if !strings.Contains(f.logs.String(), action) {
+			t.Errorf("no audit event %s in the log:\n%s", action, f.logs.String())
+		}
 	}
 }
 
