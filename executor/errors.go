@@ -151,7 +151,7 @@ func scrubString(s string, secrets []string) string {
 
 // ReasonManagedByASO is the Ready reason of a resource gitaso refuses to
 // write or delete because an ASO object in the cluster manages it.
-const ReasonManagedByASO = "ManagedByASO"
+const ReasonManagedByASO = planner.ReasonManagedByASO
 
 // managedByASO is the failure of a resource an ASO object manages: a
 // Warning, so the loop tries again once ASO lets go (reconcile-policy

@@ -565,7 +565,9 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource, s azure.Slot) *Re
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
-	if r.ManagedByASO {
+	// A run that writes nothing (import, handover: adoptions without a
+	// write) may record what ASO manages: it takes nothing from ASO.
+	if r.ManagedByASO && !w.plan.WriteNothing {
 		return fail(managedByASO(r))
 	}
 	if r.Action == planner.NoOp {

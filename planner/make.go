@@ -386,7 +386,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 		}
 	case observedRead && observed == nil:
 		r.Action, r.Reason = Create, "deleted outside gitaso: re-created"
-	case r.Hash == "" || r.Hash != prior.AppliedHash || prior.APIVersion != n.Kind.APIVersion || !isReady(prior):
+	case r.Hash == "" || r.Hash != prior.AppliedHash || prior.APIVersion != n.Kind.APIVersion || !isReady(prior) && !refusedForASO(prior):
 		r.Action = Update
 		if len(prior.AppliedBody) > 0 {
 			if before, err := decode(prior.AppliedBody); err == nil {
@@ -569,6 +569,15 @@ func AdoptChanges(r *Resource, body *aso.Body, observed json.RawMessage) ([]Chan
 }
 
 func isReady(r record.Resource) bool { return r.Ready.Status == "True" }
+
+// ReasonManagedByASO is the Ready reason of a resource gitaso refused to
+// write or delete because an ASO object in the cluster manages it.
+const ReasonManagedByASO = "ManagedByASO"
+
+// refusedForASO reports whether prior's last run refused it because ASO
+// manages it: gitaso sent nothing, so what it applied before (an import's
+// adoption) still stands and is no failed apply to retry.
+func refusedForASO(r record.Resource) bool { return r.Ready.Reason == ReasonManagedByASO }
 
 // exportsChanged reports whether the export rules declare other config map
 // or secret keys than the ones prior holds ("name/key"; an expression

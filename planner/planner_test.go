@@ -526,3 +526,33 @@ func TestAdoptWithoutWrite(t *testing.T) {
 		t.Errorf("a failed resource group planned noWrite %v (%s), want a PUT", r.NoWrite, r.Reason)
 	}
 }
+
+// TestRefusedForASOIsNoFailedApply: a run that refused a resource because an
+// ASO object manages it sent nothing; what was applied before (an import's
+// adoption) stands, so the next plan has nothing to retry, while a real
+// failure of the same resource is retried.
+func TestRefusedForASOIsNoFailedApply(t *testing.T) {
+	g := build(t, map[string]string{"platform/team-a.yaml": onboarding})
+	p, _ := g.Plan(planner.Input{})
+	outs := planner.Outputs{planner.OutputKey("platform", false, "team-a-identity-settings", "principalId"): "aaaaaaaa-0000-0000-0000-000000000001"}
+	for _, tc := range []struct {
+		reason string
+		want   planner.Action
+	}{
+		{planner.ReasonManagedByASO, planner.NoOp},
+		{"BadRequest", planner.Update},
+	} {
+		prior := applied(t, p)
+		key := p.Resources[0].Key()
+		rec := prior[key]
+		rec.Ready = record.Condition{Type: "Ready", Status: "False", Reason: tc.reason}
+		prior[key] = rec
+		next, err := g.Plan(planner.Input{Prior: prior, Outputs: outs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := next.Get(key); got.Action != tc.want {
+			t.Errorf("last run refused %s with reason %s: planned %s (%s), want %s", key, tc.reason, got.Action, got.Reason, tc.want)
+		}
+	}
+}
