@@ -203,6 +203,7 @@ func setPolicies(ctx context.Context, cl *cluster.Cluster, refs []cluster.Object
 func exportCmd(stdout, stderr io.Writer) *cobra.Command {
 	s := &settings{}
 	var namespace, out string
+	var allowStale bool
 	cmd := &cobra.Command{
 		Use:   "export",
 		Short: "Give a namespace back to ASO: write its ASO objects, set their reconcile policy back, and detach it from gitaso's state",
@@ -211,7 +212,9 @@ func exportCmd(stdout, stderr io.Writer) *cobra.Command {
   1. write: the namespace's manifests, rendered from gitaso's repository (--repo/--dir: variables
      substituted), into --out as ASO objects, with the reconcile policy each should end with (its
      manifest's, none meaning ASO's default), laid out as 'gitaso import' lays out a repository;
-  2. give back (with --kubeconfig): on each ASO object of the namespace still in the cluster, gitaso's
+  2. give back (with --kubeconfig): refused, with nothing given back, when an ASO object in the cluster
+     holds a spec older than gitaso's manifest (ASO would send the older values to Azure): apply the
+     objects of --out where ASO's objects are applied first (or --allow-stale). Then on each ASO object of the namespace still in the cluster, gitaso's
      claim on ` + aso.AnnotationReconcilePolicy + ` is released with server-side apply (or set to the manifest's
      policy): ASO manages it again;
   3. detach: every resource of the namespace is forgotten in the state file, with what it exported;
@@ -251,6 +254,7 @@ is deleted. Stop gitaso serve first (the state file's lock).`,
 			}
 			tree := &migrate.Tree{Title: "ASO objects exported by gitaso", Header: fmt.Sprintf("Namespace %s, rendered from gitaso's repository by `gitaso export` %s.", namespace, Version)}
 			policies := map[cluster.ObjectRef]aso.ReconcilePolicy{}
+			specs := map[cluster.ObjectRef]map[string]any{}
 			refs := make([]cluster.ObjectRef, 0, len(objs))
 			for _, o := range objs {
 				x, err := migrate.ForASO(o.Content)
@@ -260,6 +264,9 @@ is deleted. Stop gitaso serve first (the state file's lock).`,
 				tree.Objects = append(tree.Objects, x)
 				ref := cluster.ObjectRef{APIVersion: o.APIVersion(), Kind: o.Kind(), Namespace: namespace, Name: o.Name()}
 				refs = append(refs, ref)
+				if spec, ok := o.Content["spec"].(map[string]any); ok {
+					specs[ref] = spec
+				}
 				if p := o.Annotations()[aso.AnnotationReconcilePolicy]; p != "" {
 					if policies[ref], err = aso.ParseReconcilePolicy(p); err != nil {
 						return fmt.Errorf("%s: metadata.annotations[%s]: %w", o, aso.AnnotationReconcilePolicy, err)
@@ -281,6 +288,15 @@ is deleted. Stop gitaso serve first (the state file's lock).`,
 				if err != nil {
 					return err
 				}
+				// An object whose spec is older than gitaso's manifest would
+				// make ASO undo in Azure what gitaso applied: refused (nothing
+				// given back, nothing detached) until the objects of --out are
+				// applied where Flux applies ASO's objects.
+				if !allowStale {
+					if err := staleInCluster(cmd.Context(), cl, present, specs); err != nil {
+						return &ExitError{Code: 1, Err: fmt.Errorf("%w; nothing given back, nothing detached: apply the objects written to %s where ASO's objects are applied (Flux), then run export again (--allow-stale gives them back as they are)", err, out)}
+					}
+				}
 				n, err := setPolicies(cmd.Context(), cl, present, func(r cluster.ObjectRef) aso.ReconcilePolicy { return policies[r] })
 				if err != nil {
 					return &ExitError{Code: 1, Err: fmt.Errorf("%w (%d of %d given back; nothing detached: run export again once fixed)", err, n, len(present))}
@@ -299,7 +315,36 @@ is deleted. Stop gitaso serve first (the state file's lock).`,
 	s.register(cmd.Flags(), true)
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "the namespace to give back to ASO")
 	cmd.Flags().StringVar(&out, "out", "", "directory to write the ASO objects into (must be empty or absent)")
+	cmd.Flags().BoolVar(&allowStale, "allow-stale", false, "give ASO objects back even when their spec in the cluster is older than gitaso's manifest (ASO then sends the older values to Azure)")
 	return cmd
+}
+
+// staleInCluster refuses when an object of refs holds, in the cluster, a
+// spec older than gitaso's manifest of it (specs): a migrate.StaleError
+// naming each object and field.
+func staleInCluster(ctx context.Context, cl *cluster.Cluster, refs []cluster.ObjectRef, specs map[cluster.ObjectRef]map[string]any) error {
+	p, err := cluster.NewPolicies(cl)
+	if err != nil {
+		return err
+	}
+	found := &migrate.StaleError{Objects: map[string][]string{}}
+	for _, r := range refs {
+		u, err := p.Get(ctx, r)
+		if err != nil {
+			return err
+		}
+		if u == nil {
+			continue
+		}
+		have, _ := u.Object["spec"].(map[string]any)
+		if fs := migrate.StaleFields(specs[r], have); len(fs) > 0 {
+			found.Objects[r.Kind+" "+r.Namespace+"/"+r.Name] = fs
+		}
+	}
+	if len(found.Objects) > 0 {
+		return found
+	}
+	return nil
 }
 
 // inCluster returns the refs whose object is in the cluster.

@@ -544,6 +544,54 @@ func TestMigrateOnboarding(t *testing.T) {
 	}
 	plan("after an interrupted export", len(objs), platformN+1)
 
+	// gitaso's repository moved on (the queue's maxDeliveryCount) while the
+	// ASO object in the cluster kept its old spec: giving it back would make
+	// ASO send the old value to Azure, so export refuses, giving back and
+	// detaching nothing, and names the object and the field.
+	qfile := filepath.Join(repo, "team-a", "servicebus-namespacesqueue-team-a-orders.yaml")
+	qb, err := os.ReadFile(qfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(qb), "maxDeliveryCount: 10") {
+		t.Fatalf("%s has no maxDeliveryCount: 10:\n%s", qfile, qb)
+	}
+	if err := os.WriteFile(qfile, []byte(strings.Replace(string(qb), "maxDeliveryCount: 10", "maxDeliveryCount: 7", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(dir, "stale")
+	out, stderr, err = run(t, "export", "-n", "team-a", "--dir", repo, "--state", st, "--kubeconfig", kc, "--out", stale)
+	if err == nil || !strings.Contains(err.Error(), "NamespacesQueue team-a/team-a-orders (spec.maxDeliveryCount)") ||
+		!strings.Contains(err.Error(), "nothing given back, nothing detached") {
+		t.Fatalf("export of a stale ASO object: %v, want a refusal naming team-a-orders' spec.maxDeliveryCount\n%s\n%s", err, out, stderr)
+	}
+	for _, o := range objs {
+		u := unstructured.Unstructured{Object: o}
+		if u.GetNamespace() == "team-a" && u.GetName() != "team-a-orders" {
+			if p, _ := policyOf(o); p != string(aso.ReconcilePolicySkip) {
+				t.Errorf("a refused export gave %s back (policy %q)", u.GetName(), p)
+			}
+		}
+	}
+	teamAInState := 0
+	for k := range stateResources(t, st) {
+		if strings.HasPrefix(k, "team-a/") {
+			teamAInState++
+		}
+	}
+	if teamAInState == 0 {
+		t.Errorf("a refused export detached team-a")
+	}
+	// Flux applies the object as exported; then export goes through.
+	for _, o := range objs {
+		u := unstructured.Unstructured{Object: deepCopyJSON(t, o)}
+		if u.GetNamespace() == "team-a" && u.GetName() == "team-a-orders" {
+			spec := u.Object["spec"].(map[string]any)
+			spec["maxDeliveryCount"] = 7
+			c.fluxApplies(t, u.Object)
+		}
+	}
+
 	// The way back: team-a's ASO objects written, given back, detached.
 	back := filepath.Join(dir, "back")
 	out, stderr, err = run(t, "export", "-n", "team-a", "--dir", repo, "--state", st, "--kubeconfig", kc, "--out", back)
