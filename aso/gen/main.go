@@ -185,10 +185,18 @@ func run(args []string) error {
 	date := fset.String("date", "", "generation date recorded in the provenance (default: the date -out records if its facts are unchanged, else today)")
 	releasesGit := fset.String("releases-git", "", "ASO Git repository holding the release tags: add the versions of -removed, each read at the tag that last had it "+
 		"(default: -aso-src when it is a Git repository, else -aso-git; none: the removed versions are left out)")
-	removedList := fset.String("removed", "aso/catalog/removed.json", "the removed versions (go run ./aso/gen/removed); \"\" leaves them out")
-	removedReport := fset.String("removed-report", "aso/catalog/removed-schemas.json", "where to write, per removed package, the release read and the alias chosen")
+	removedList := fset.String("removed", "", "the removed versions (go run ./aso/gen/removed) (default: removed.json beside -out, when there is one)")
+	removedReport := fset.String("removed-report", "", "where to write, per removed package, the release read and the alias chosen (default: removed-schemas.json beside -out)")
 	if err := fset.Parse(args); err != nil {
 		return err
+	}
+	if *removedList == "" {
+		if beside := filepath.Join(filepath.Dir(*out), "removed.json"); fileExists(beside) {
+			*removedList = beside
+		}
+	}
+	if *removedReport == "" {
+		*removedReport = filepath.Join(filepath.Dir(*out), "removed-schemas.json")
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
@@ -352,7 +360,7 @@ func run(args []string) error {
 		outKinds = append(outKinds, rem.kinds...)
 		problems = append(problems, rem.problems...)
 	} else if *removedList != "" {
-		log.Warn("the removed versions are left out of the catalog: name ASO's Git repository (-releases-git, or -aso-src as a Git repository)")
+		log.Warn("the removed versions are left out of the catalog: name ASO's Git repository (-releases-git, or -aso-src as a Git repository)", "removed", *removedList)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("inconsistent facts:\n%w", errors.Join(problems...))

@@ -219,7 +219,8 @@ func TestCatalogFromASOSource(t *testing.T) {
 	committed := "../catalog/catalog.json.gz"
 	p := provenance(t, committed)
 	out := filepath.Join(t.TempDir(), "catalog.json.gz")
-	args := []string{"-aso-src", src, "-aso-ref", p.Commit, "-out", out, "-date", p.GeneratedAt}
+	args := []string{"-aso-src", src, "-aso-ref", p.Commit, "-out", out, "-date", p.GeneratedAt,
+		"-removed", "../catalog/removed.json"} // the removed versions, read at their release tags (needs a Git directory)
 	if g := os.Getenv("GITASO_ASO_GIT"); g != "" {
 		args = append(args, "-aso-git", g)
 	}

@@ -30,6 +30,17 @@
 // Extension and FluxConfiguration read "{ownerArmId}/{subscriptionId}/...";
 // package aso builds extension IDs from the owner and does not read it).
 //
+// The shapes of older releases read too, so that every minor release since
+// v2.0.0 extracts: index links to the published site (before v2.11),
+// GetAPIVersion returning string(APIVersion_Value), resources without
+// GetSupportedOperations (before v2.4: PUT, GET and DELETE, as ASO then sent
+// to every resource), genruntime.KubernetesExporter's
+// ExportKubernetesResources (azureGeneratedSecrets), and a resource without
+// an ARM URI comment (containerservice ManagedCluster in v2.11 to v2.17: the
+// URI is built from the scope and the ARM type, and a uriNotes entry says
+// so). Storage versions are not API packages: only directories with ARM
+// payload types are ([Packages]).
+//
 // The tree is any fs.FS: a directory ([Extract], [Kinds], [Schema]) or a
 // commit's tree read from ASO's Git repository without a checkout
 // ([GitTree], then [ExtractFS]). Output is deterministic: everything is

@@ -29,6 +29,34 @@ type resource struct {
 	specType      string
 	azureName     bool   // the spec has azureName
 	owner         *Owner // nil when the spec has no owner
+	uriBuilt      bool   // armURI was built by uriFromType
+}
+
+// uriBuiltNote is the URI note of a resource without an ARM URI comment.
+const uriBuiltNote = "no ARM URI in the generated code: built from the scope and the ARM type"
+
+// uriFromType builds an ARM URI from the scope and the ARM type, with a
+// {<type>Name} placeholder per type segment, for resources whose generated
+// code has no ARM URI comment.
+func uriFromType(scope, armType string) string {
+	segs := strings.Split(armType, "/")
+	if len(segs) < 2 {
+		return ""
+	}
+	var b strings.Builder
+	switch scope {
+	case "location":
+		return "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}"
+	case "resourceGroup":
+		b.WriteString("/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}")
+	case "extension":
+		b.WriteString("/{scope}")
+	}
+	b.WriteString("/providers/" + segs[0])
+	for _, t := range segs[1:] {
+		b.WriteString("/" + t + "/{" + t + "Name}")
+	}
+	return b.String()
 }
 
 // kindPkg is the parsed Go source of one package: its struct types, their
@@ -210,7 +238,11 @@ func (p *kindPkg) resource(kind string) (resource, error) {
 	if r.scope = scopes[sel]; r.scope == "" {
 		return r, bad("GetResourceScope returns genruntime.%s, not one of ResourceScopeResourceGroup, ResourceScopeExtension, ResourceScopeLocation, ResourceScopeTenant", sel)
 	}
-	if r.operations, err = supportedOperations(ms["GetSupportedOperations"]); err != nil {
+	if ms["GetSupportedOperations"] == nil {
+		// Before v2.4 resources had no such method: ASO sent PUT, GET and
+		// DELETE to every resource.
+		r.operations = []string{"DELETE", "GET", "PUT"}
+	} else if r.operations, err = supportedOperations(ms["GetSupportedOperations"]); err != nil {
 		return r, bad("GetSupportedOperations: %v", err)
 	}
 	// AzureName returns a constant for a singleton, else the spec's field.
@@ -229,7 +261,12 @@ func (p *kindPkg) resource(kind string) (resource, error) {
 		}
 	}
 	if r.armURI == "" {
-		return r, bad(`no "- ARM URI:" line in its Generator information comment`)
+		// Some releases (containerservice ManagedCluster in v2.11 to v2.17)
+		// generated no Generator information comment for a resource.
+		if r.armURI = uriFromType(r.scope, r.armType); r.armURI == "" {
+			return r, bad(`no "- ARM URI:" line in its Generator information comment, and ARM type %q is not namespace/type[/type...]`, r.armType)
+		}
+		r.uriBuilt = true
 	}
 	if err := p.readSpec(&r); err != nil {
 		return r, bad("%v", err)

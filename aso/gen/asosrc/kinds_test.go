@@ -186,8 +186,10 @@ func TestKindsErrors(t *testing.T) {
 			[]string{toy, "resource Toy", "ResourceScopeGalaxy"}},
 		{"GetType not a constant", edit(toy, `return "Microsoft.Toy/toys"`, `return toy.armType`),
 			[]string{toy, "resource Toy", "GetType", "string constant"}},
-		{"no ARM URI", edit(toy, "// - ARM URI:", "// - URI:"),
-			[]string{toy, "resource Toy", "ARM URI"}},
+		{"no ARM URI and an ARM type without namespace", func(m fstest.MapFS) error {
+			edit(toy, "// - ARM URI:", "// - URI:")(m)
+			return edit(toy, `return "Microsoft.Toy/toys"`, `return "toys"`)(m)
+		}, []string{toy, "resource Toy", "ARM URI", `"toys"`}},
 		{"owner of an unknown type", edit(toy, "*genruntime.KnownResourceReference", "*genruntime.ResourceReference"),
 			[]string{toy, "Toy_Spec.owner", "*genruntime.ResourceReference"}},
 		{"operation not a constant", edit(toy, "genruntime.ResourceOperationDelete,", `"DELETE",`),
@@ -217,6 +219,67 @@ func TestKindsErrors(t *testing.T) {
 	// The unchanged tree reads.
 	if _, err := KindsFS(treeFS(t)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestKindsOlderReleases: the shapes of ASO releases before the pinned
+// commit read too (every minor release since v2.0.0 extracts).
+func TestKindsOlderReleases(t *testing.T) {
+	const index = "docs/hugo/content/reference/toy/_index.md"
+	m := treeFS(t)
+	set := func(file, old, new string) {
+		s := string(m[file].Data)
+		if !strings.Contains(s, old) {
+			t.Fatalf("%s has no %q", file, old)
+		}
+		m[file] = &fstest.MapFile{Data: []byte(strings.Replace(s, old, new, 1))}
+	}
+	// Before v2.11 the index linked to the published site.
+	set(index, `[Toy]({{< relref "/reference/toy/v1api20240101#Toy" >}})`,
+		"[Toy](https://azure.github.io/azure-service-operator/reference/toy/v1api20240101/#toy.azure.com/v1api20240101.Toy)")
+	// Before v2.4 there was no GetSupportedOperations.
+	set("v2/api/toy/v1api20240101/tenancy_types_gen.go", ") GetSupportedOperations()", ") getSupportedOperationsNotYet()")
+	// containerservice ManagedCluster had no Generator information in v2.11 to v2.17.
+	set("v2/api/toy/v1api20240101/toy_types_gen.go", "// - ARM URI:", "// - Not an ARM URI:")
+	// Before v2.11 genruntime.KubernetesExporter exported secrets and config maps.
+	set("v2/api/toy/customizations/toy_extensions.go", ") ExportKubernetesSecrets(", ") ExportKubernetesResources(")
+
+	res, err := KindsFS(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]Kind{}
+	for _, k := range res.Kinds {
+		by[k.CRDVersion+"/"+k.Kind] = k
+	}
+	toy, tenancy := by["v1api20240101/Toy"], by["v1api20240101/Tenancy"]
+	if toy.Status != "latest" || toy.SupportedFrom != "v2.3.0" {
+		t.Errorf("Toy linked to the site: status %q from %q", toy.Status, toy.SupportedFrom)
+	}
+	if want := []string{"DELETE", "GET", "PUT"}; !reflect.DeepEqual(tenancy.Operations, want) {
+		t.Errorf("Tenancy without GetSupportedOperations: %q, want %q", tenancy.Operations, want)
+	}
+	const uri = "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/providers/Microsoft.Toy/toys/{toysName}"
+	if toy.ARMURITemplate != uri || toy.ARMIDTemplate != uri || !reflect.DeepEqual(toy.URINotes, []string{uriBuiltNote}) {
+		t.Errorf("Toy without ARM URI: %q %q %q", toy.ARMURITemplate, toy.ARMIDTemplate, toy.URINotes)
+	}
+	if want := []string{"azureGeneratedSecrets", "errorClassifier"}; !reflect.DeepEqual(toy.Hooks, want) {
+		t.Errorf("Toy hooks %q, want %q", toy.Hooks, want)
+	}
+}
+
+func TestURIFromType(t *testing.T) {
+	cases := []struct{ scope, armType, uri string }{
+		{"resourceGroup", "A.B/cs/ds", "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/providers/A.B/cs/{csName}/ds/{dsName}"},
+		{"extension", "A.B/rs", "/{scope}/providers/A.B/rs/{rsName}"},
+		{"tenant", "A.B/as", "/providers/A.B/as/{asName}"},
+		{"location", "Microsoft.Resources/resourceGroups", "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}"},
+		{"resourceGroup", "nonamespace", ""},
+	}
+	for _, c := range cases {
+		if got := uriFromType(c.scope, c.armType); got != c.uri {
+			t.Errorf("uriFromType(%s, %s) = %q, want %q", c.scope, c.armType, got, c.uri)
+		}
 	}
 }
 
