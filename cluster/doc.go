@@ -13,6 +13,12 @@
 // credential-from Secrets (read as ASO reads them, re-read when they change),
 // the cluster's OIDC issuer.
 //
+// ASO's objects: ListASOObjects reads the ASO objects of the cluster (every
+// kind of gitaso's catalog that discovery finds, once each, by namespaces
+// and label selector) with a typed view of each (status.id, reconcile
+// policy, Ready, owner), for plans beside ASO and for refusing what ASO
+// manages.
+//
 // Coordination: the leader Lease (coordination.k8s.io) of each shard.
 //
 // Without a cluster configured (Connect with neither a kubeconfig nor

@@ -53,7 +53,7 @@ var besideVerbs = map[Action]string{
 	Drift:   "has drifted in Azure and would be corrected by ASO",
 	Delete:  "would be deleted by ASO",
 	Detach:  "would be left in Azure by ASO",
-	Observe: "would be read only by ASO (reconcile-policy skip)",
+	Observe: "would be read only by ASO",
 	Move:    "would be moved by ASO",
 }
 
@@ -202,7 +202,10 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 		return bw.err
 	}
 	deferred := ""
-	if len(p.Deferred) > 0 {
+	switch {
+	case len(p.Deferred) > 0 && p.Beside != nil:
+		deferred = fmt.Sprintf(", %d known after apply (they wait for values ASO exports: not planned here)", len(p.Deferred))
+	case len(p.Deferred) > 0:
 		deferred = fmt.Sprintf(", %d known after apply (planned in this run once their values exist)", len(p.Deferred))
 	}
 	head := "Plan"

@@ -113,6 +113,10 @@ last applied (the state file) and, with --refresh (the default), with what Azure
                   when it is stale: the branch moved, the state changed, or Azure no longer matches
                   what the plan read. The file holds no secret value.
 
+  --beside-aso    the repository is ASO's: plan what ASO would PUT, adopt or delete once it merges,
+                  against live Azure and the ASO objects of the --kubeconfig cluster, writing nothing
+                  (a read-only client: Reader suffices; docs/beside-aso.md)
+
 Values that exist only once another resource is applied (an identity's principalId feeding a
 RoleAssignment's principalIdFromConfig) show as "(known after apply)". Secret values are never shown.
 Exit codes: 0 no changes, 2 changes pending, 1 error.`,
@@ -386,7 +390,11 @@ with a coordination.k8s.io Lease: the leader applies; standbys do not open the s
 /readyz and /metrics themselves and forward every other request to the leader (X-Gitaso-Leader names
 it); when the leader dies a standby takes over within --lease-duration and resumes the operations it
 left in flight. --shards N --shard K split the namespaces between processes, each with its own Lease
-and --state. See docs/ha.md.`,
+and --state. See docs/ha.md.
+
+With --beside-aso gitaso runs beside ASO, which applies the repository: it writes nothing to Azure
+(a read-only client: Reader suffices) nor to the cluster, and every run (and, with --autoplan, every
+pull request) is a plan of what ASO would do, with the cluster's ASO objects: docs/beside-aso.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Flags from the environment and --config too.

@@ -9,6 +9,13 @@
 //		...
 //	}
 //
+// Tests that need ASO's objects install CRDs made from gitaso's catalog
+// (asocrds.go; no ASO file is committed): every catalogued version of the
+// kind and ASO's storage variant of each, a status subresource and a schema
+// that keeps every field:
+//
+//	env.InstallASOCRDs(t, "resources.azure.com/ResourceGroup", "storage.azure.com/StorageAccount")
+//
 // The binaries are looked up in $GITASO_KUBE_ASSETS, then in
 // ~/.cache/gitaso/kube-v1.36.3 (where the script puts them). Without them a
 // test is skipped with a message naming the script, unless
