@@ -52,6 +52,10 @@ type ASOObject struct {
 	Ready Condition
 	// Owner is spec.owner, nil when the object has none.
 	Owner *Owner
+	// Unit is the Flux Kustomization or HelmRelease that applied the
+	// object ("Kustomization/namespace/name", "HelmRelease/namespace/name",
+	// as record.Unit.ID), from Flux's labels; "" when none did.
+	Unit string
 	// Object is the object as read.
 	Object *unstructured.Unstructured
 }
@@ -283,11 +287,32 @@ func NewASOObject(u *unstructured.Unstructured) ASOObject {
 		}
 	}
 	o.Ready = condition(u, "Ready")
+	o.Unit = fluxUnit(u.GetLabels())
 	if own, ok, _ := unstructured.NestedMap(u.Object, "spec", "owner"); ok {
 		str := func(k string) string { s, _ := own[k].(string); return s }
 		o.Owner = &Owner{Group: str("group"), Kind: str("kind"), Name: str("name"), ARMID: str("armId")}
 	}
 	return o
+}
+
+// Flux's labels on the objects its controllers apply: the Kustomization or
+// HelmRelease that owns them.
+const (
+	labelKustomizationName      = "kustomize.toolkit.fluxcd.io/name"
+	labelKustomizationNamespace = "kustomize.toolkit.fluxcd.io/namespace"
+	labelHelmReleaseName        = "helm.toolkit.fluxcd.io/name"
+	labelHelmReleaseNamespace   = "helm.toolkit.fluxcd.io/namespace"
+)
+
+// fluxUnit names the Flux unit that applied an object, "" for none.
+func fluxUnit(labels map[string]string) string {
+	if n, ns := labels[labelHelmReleaseName], labels[labelHelmReleaseNamespace]; n != "" && ns != "" {
+		return "HelmRelease/" + ns + "/" + n
+	}
+	if n, ns := labels[labelKustomizationName], labels[labelKustomizationNamespace]; n != "" && ns != "" {
+		return "Kustomization/" + ns + "/" + n
+	}
+	return ""
 }
 
 // condition returns the status condition of the given type.

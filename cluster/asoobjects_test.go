@@ -66,8 +66,9 @@ func TestListASOObjects(t *testing.T) {
 
 	createASO(t, dc, rg, map[string]any{
 		"apiVersion": "resources.azure.com/v1api20200601", "kind": "ResourceGroup",
-		"metadata": meta("platform", "team-a-rg", map[string]any{"team": "a"}, nil),
-		"spec":     map[string]any{"location": "westeurope"},
+		"metadata": meta("platform", "team-a-rg", map[string]any{"team": "a",
+			"kustomize.toolkit.fluxcd.io/name": "platform", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}, nil),
+		"spec": map[string]any{"location": "westeurope"},
 	}, map[string]any{
 		"id": rgID,
 		"conditions": []any{map[string]any{"type": "Ready", "status": "True", "severity": "",
@@ -132,6 +133,9 @@ func TestListASOObjects(t *testing.T) {
 	if rgObj.ARMID != rgID || rgObj.Policy != aso.ReconcilePolicyManage || rgObj.Ready.Status != "True" ||
 		rgObj.Ready.Reason != "Succeeded" || rgObj.Ready.ObservedGeneration != 1 || rgObj.Owner != nil {
 		t.Errorf("resource group view %+v", rgObj)
+	}
+	if rgObj.Unit != "Kustomization/flux-system/platform" || uaiObj.Unit != "" {
+		t.Errorf("Flux units %q, %q", rgObj.Unit, uaiObj.Unit)
 	}
 	if rgObj.Catalog == nil || rgObj.Catalog.ARMType != "Microsoft.Resources/resourceGroups" {
 		t.Errorf("resource group catalog kind %v", rgObj.Catalog)

@@ -171,14 +171,11 @@ func (c *Object) userFields(obj map[string]any, apiVersion string, o Options) (s
 		return objSpec, objLabels, objAnn
 	}
 	c.Source = FromManagedFields
-	fs, _ := user["f:spec"].(map[string]any)
-	spec, _ = filterFields(objSpec, fs).(map[string]any)
+	spec, _ = owned(objSpec, user, "f:spec").(map[string]any)
 	c.droppedBesides("spec", objSpec, spec)
 	fm, _ := user["f:metadata"].(map[string]any)
-	fl, _ := fm["f:labels"].(map[string]any)
-	fa, _ := fm["f:annotations"].(map[string]any)
-	labels, _ = filterFields(objLabels, fl).(map[string]any)
-	annotations, _ = filterFields(objAnn, fa).(map[string]any)
+	labels, _ = owned(objLabels, fm, "f:labels").(map[string]any)
+	annotations, _ = owned(objAnn, fm, "f:annotations").(map[string]any)
 	if labels == nil {
 		labels = map[string]any{}
 	}
@@ -281,6 +278,17 @@ func mergeSets(dst, src map[string]any) {
 			mergeSets(dv, sv)
 		}
 	}
+}
+
+// owned is the part of v that the field set's entry key owns: none when
+// the set has no such entry (an empty entry owns the whole value).
+func owned(v any, set map[string]any, key string) any {
+	sub, ok := set[key]
+	if !ok {
+		return map[string]any{}
+	}
+	sm, _ := sub.(map[string]any)
+	return filterFields(v, sm)
 }
 
 // filterFields keeps the parts of v that the field set fs names (FieldsV1:

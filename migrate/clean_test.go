@@ -199,3 +199,31 @@ func TestCleanAuthorsVersion(t *testing.T) {
 		t.Errorf("apiVersion %v (%s), want the author's servicebus.azure.com/v1api20240101", got.Manifest["apiVersion"], got.Version)
 	}
 }
+
+// Managers other than ASO's that own no annotation and no label: none is
+// copied, whoever else wrote them (fails before: a missing entry kept the
+// whole map).
+func TestCleanOnlyWhatTheAuthorOwns(t *testing.T) {
+	obj := decode(t, queueAsLeft)
+	md := obj["metadata"].(map[string]any)
+	md["annotations"].(map[string]any)["other-controller.example/stamp"] = "x"
+	md["labels"].(map[string]any)["other-controller.example/label"] = "y"
+	mf := md["managedFields"].([]any)
+	mf[0].(map[string]any)["fieldsV1"] = map[string]any{"f:spec": map[string]any{"f:owner": map[string]any{"f:name": map[string]any{}}}}
+	mf = append(mf, map[string]any{"manager": "other-controller", "operation": "Update", "apiVersion": "servicebus.azure.com/v1api20240101",
+		"fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:metadata": map[string]any{
+			"f:annotations": map[string]any{"f:other-controller.example/stamp": map[string]any{}},
+			"f:labels":      map[string]any{"f:other-controller.example/label": map[string]any{}}}}})
+	md["managedFields"] = mf
+	got, err := migrate.Clean(obj, migrate.Options{OperatorManagers: []string{"other-controller"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm := got.Manifest["metadata"].(map[string]any)
+	if gm["annotations"] != nil || gm["labels"] != nil {
+		t.Errorf("metadata %v: want neither annotations nor labels", gm)
+	}
+	if d := cmp.Diff(map[string]any{"owner": map[string]any{"name": "sb"}}, got.Manifest["spec"]); d != "" {
+		t.Errorf("spec (-want +got):\n%s", d)
+	}
+}

@@ -32,6 +32,9 @@ type ASOObject struct {
 	// Generation is the object's metadata.generation: Ready describes it
 	// when Ready.ObservedGeneration equals it.
 	Generation int64 `json:"generation,omitempty"`
+	// Unit is the Flux unit that applied the object (record.Unit's ID),
+	// from Flux's labels; "" when none did.
+	Unit string `json:"unit,omitempty"`
 }
 
 // Key returns the object's key, as a plan resource's ("namespace/group/Kind/name").
@@ -71,7 +74,9 @@ type Beside struct {
 //     observe: ASO only reads;
 //   - an object of the cluster the revision no longer has is a delete (ASO
 //     deletes the resource once Flux prunes the object), or a detach under
-//     detach-on-delete or skip, or when ASO never created it.
+//     detach-on-delete or skip, or when ASO never created it; an object that
+//     a Flux unit which failed in this plan applied is left out (Flux prunes
+//     nothing of a unit it cannot build).
 //
 // Every resource with an object carries its ASO view (Resource.ASO).
 func BesideASO(p *Plan, objs []ASOObject, clusterErr error) {
@@ -93,10 +98,16 @@ func BesideASO(p *Plan, objs []ASOObject, clusterErr error) {
 	for _, d := range p.Deferred {
 		seen[d.Key()] = true // known after apply: still in the revision
 	}
+	failed := map[string]bool{}
+	for _, u := range p.FailedUnits() {
+		failed[u.ID()] = true
+	}
 	var dels []*Resource
 	for i := range objs {
 		o := &objs[i]
-		if seen[o.Key()] {
+		if seen[o.Key()] || (o.Unit != "" && failed[o.Unit]) {
+			// In the revision, or applied by a Flux unit that failed to
+			// render: Flux prunes nothing of a unit it cannot build.
 			continue
 		}
 		dels = append(dels, removedObject(o))

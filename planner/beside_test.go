@@ -163,3 +163,26 @@ func TestRefuseASOManaged(t *testing.T) {
 		t.Errorf("markdown:\n%s", md.String())
 	}
 }
+
+// TestBesideASOFailedUnit: an object a Flux unit applied is not one ASO would delete while that unit fails
+// to render (Flux prunes nothing of a unit it cannot build); one of a unit that rendered is.
+func TestBesideASOFailedUnit(t *testing.T) {
+	g := build(t, map[string]string{"a.yaml": rgManifest("a", "", "x")})
+	p, err := g.Plan(planner.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Units = []record.Unit{
+		{Kind: "Kustomization", Namespace: "flux-system", Name: "broken", Ready: record.Condition{Type: "Ready", Status: "False", Reason: "BuildFailed"}},
+		{Kind: "Kustomization", Namespace: "flux-system", Name: "apps", Ready: record.Condition{Type: "Ready", Status: "True"}},
+	}
+	broken, apps := rgObject("of-broken", "", rgID("of-broken")), rgObject("of-apps", "", rgID("of-apps"))
+	broken.Unit, apps.Unit = "Kustomization/flux-system/broken", "Kustomization/flux-system/apps"
+	planner.BesideASO(p, []planner.ASOObject{broken, apps}, nil)
+	if r := p.Get(planner.Key("ops", "resources.azure.com", "ResourceGroup", "of-broken")); r != nil {
+		t.Errorf("an object of the failed unit is planned: %s (%s)", r.Action, r.Reason)
+	}
+	if r := p.Get(planner.Key("ops", "resources.azure.com", "ResourceGroup", "of-apps")); r == nil || r.Action != planner.Delete {
+		t.Errorf("the object of the unit that rendered: %+v, want a delete", r)
+	}
+}

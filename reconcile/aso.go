@@ -26,7 +26,7 @@ func (r *Reconciler) readASO(ctx context.Context) ([]planner.ASOObject, error) {
 	for _, o := range objs {
 		po := planner.ASOObject{
 			Namespace: o.Namespace, Group: o.Group, Version: o.Version, Kind: o.Kind, Name: o.Name,
-			ARMID: o.ARMID, Policy: o.Policy, PolicySet: o.PolicySet, Generation: o.Generation(),
+			ARMID: o.ARMID, Policy: o.Policy, PolicySet: o.PolicySet, Generation: o.Generation(), Unit: o.Unit,
 			Ready: record.Condition{Type: record.ConditionReady, Status: o.Ready.Status, Severity: o.Ready.Severity,
 				Reason: o.Ready.Reason, Message: o.Ready.Message, ObservedGeneration: o.Ready.ObservedGeneration},
 		}

@@ -42,7 +42,10 @@ func handoverCmd(stdout, stderr io.Writer) *cobra.Command {
      apply under gitaso's field manager, never forced: an object whose policy another field manager sets
      (Flux or kubectl applying it from ASO's repository) is refused, naming it and the manager; the
      objects already set stay set;
-  4. check: each object is read back with skip.
+  4. check: each object is read back with skip;
+  5. exports: the ConfigMaps and Secrets ASO wrote for the namespace's operatorSpec exports get gitaso's
+     labels (server-side apply, never forced), so that gitaso's runs update them instead of reporting a
+     conflict; their data stays as ASO wrote it.
 
 From step 3 on, each resource is ASO's or gitaso's, never both and never neither: before its object says
 skip, gitaso's runs refuse to write it (an ASO object there still manages it); once it says skip, gitaso's
@@ -90,7 +93,8 @@ deletes nothing in Azure when the object is deleted. Stop gitaso serve first (th
 				return fmt.Errorf("%w: %v: import them first ('gitaso import --namespace %s'), or delete them from the cluster", ErrNotInRepository, missing, namespace)
 			}
 			// 2. Adopt without a write.
-			if err := adoptNoWrite(cmd, s, stdout, stderr, "handover"); err != nil {
+			rep, err := adoptNoWrite(cmd, s, stdout, stderr, "handover")
+			if err != nil {
 				return err
 			}
 			if err := heldInState(s.stateFile, refs); err != nil {
@@ -103,12 +107,47 @@ deletes nothing in Azure when the object is deleted. Stop gitaso serve first (th
 				return &ExitError{Code: 1, Err: fmt.Errorf("%w (the %d set stay set and are gitaso's; the others stay ASO's; run handover again once fixed)", err, set)}
 			}
 			fmt.Fprintf(stdout, "gitaso manages namespace %s from its next run; ASO only reads it.\n", namespace)
+			// 5. ASO's exports become gitaso's.
+			taken, err := cluster.TakeOverExports(ctx, cl, s.kube.instance, exportsIn(rep, namespace))
+			if len(taken) > 0 {
+				fmt.Fprintf(stdout, "%d export(s) ASO wrote are gitaso's now: %s.\n", len(taken), strings.Join(taken, ", "))
+			}
+			if err != nil {
+				return &ExitError{Code: 1, Err: fmt.Errorf("the hand-over is done, but an export ASO wrote is not gitaso's: %w", err)}
+			}
 			return nil
 		},
 	}
 	s.register(cmd.Flags(), true)
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "the namespace to hand over")
 	return cmd
+}
+
+// exportsIn lists the exports (ConfigMaps and Secrets of operatorSpec) of
+// the run's resources in namespace, once each.
+func exportsIn(rep *reconcile.Report, namespace string) []cluster.Export {
+	last := rep
+	for last != nil && last.Then != nil {
+		last = last.Then
+	}
+	if last == nil || last.Graph == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []cluster.Export
+	for _, n := range last.Graph.Nodes {
+		if n.Namespace != namespace {
+			continue
+		}
+		for _, ex := range n.Exports {
+			e := cluster.Export{Owner: n.Key(), ARMID: n.ARMID, Namespace: n.Namespace, Name: ex.Name, Secret: ex.Secret}
+			if !seen[e.ID()] {
+				seen[e.ID()] = true
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 // heldInState checks that the state holds a resource for each ASO object

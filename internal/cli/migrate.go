@@ -111,7 +111,8 @@ that reads a cluster). See docs/migration.md.`,
 				return nil
 			}
 			s.dir = out
-			return adoptNoWrite(cmd, s, stdout, stderr, "import")
+			_, err = adoptNoWrite(cmd, s, stdout, stderr, "import")
+			return err
 		},
 	}
 	s.register(cmd.Flags(), true)
@@ -176,15 +177,15 @@ func importTree(ctx context.Context, cl *cluster.Cluster, f migrateFlags) (*migr
 
 // adoptNoWrite marks the state for an import and runs once on s's
 // repository with nothing written to Azure or to the cluster.
-func adoptNoWrite(cmd *cobra.Command, s *settings, stdout, stderr io.Writer, why string) error {
+func adoptNoWrite(cmd *cobra.Command, s *settings, stdout, stderr io.Writer, why string) (*reconcile.Report, error) {
 	if _, err := state.MarkImportFromASO(s.stateFile, time.Now()); err != nil {
-		return err
+		return nil, err
 	}
 	s.kube.exports = false // ASO writes its objects' exports until the hand-over
 	s.reach, s.ctx = true, cmd.Context()
 	e, err := s.build(stderr, false, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer e.close()
 	// A run that writes nothing needs no refusal of what ASO manages: it
@@ -209,14 +210,14 @@ func adoptNoWrite(cmd *cobra.Command, s *settings, stdout, stderr io.Writer, why
 		}
 	}
 	if errors.Is(err, reconcile.ErrWouldWrite) {
-		return &ExitError{Code: 1, Err: fmt.Errorf("%s adopts only what Azure holds as declared, and writes nothing: %w", why, err)}
+		return nil, &ExitError{Code: 1, Err: fmt.Errorf("%s adopts only what Azure holds as declared, and writes nothing: %w", why, err)}
 	}
 	if err != nil {
-		return reportInputErrors(stderr, err, "nothing was adopted")
+		return nil, reportInputErrors(stderr, err, "nothing was adopted")
 	}
 	for cur := rep; cur != nil; cur = cur.Then {
 		if cur.Result != nil && cur.Result.Failed() {
-			return &ExitError{Code: 1, Err: errors.New(cur.Run.Error)}
+			return nil, &ExitError{Code: 1, Err: errors.New(cur.Run.Error)}
 		}
 	}
 	if rep != nil && rep.Graph != nil {
@@ -225,9 +226,9 @@ func adoptNoWrite(cmd *cobra.Command, s *settings, stdout, stderr io.Writer, why
 			last = last.Then
 		}
 		if n := len(last.Graph.Deferred); n > 0 {
-			return &ExitError{Code: 1, Err: fmt.Errorf("%d objects are still known after apply: their values were not exported", n)}
+			return nil, &ExitError{Code: 1, Err: fmt.Errorf("%d objects are still known after apply: their values were not exported", n)}
 		}
 	}
 	fmt.Fprintf(stdout, "Adopted into %s without a write to Azure: %d adopted, %d already in the state (%d phase(s)).\n", s.stateFile, adopted, unchanged, phases)
-	return nil
+	return rep, nil
 }

@@ -344,6 +344,26 @@ func TestMigrateOnboarding(t *testing.T) {
 		}
 		c.asoReconciled(t, u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName(), r.ARMID)
 	}
+	// ASO's export of the storage account's blob endpoint, as ASO writes
+	// it: its field manager, an owner reference to the ASO object.
+	saKey := record.ResourceKey("team-a", "storage.azure.com", "StorageAccount", "teamastorage01")
+	saBody, err := emu.Client.Get(ctx, created[saKey].ARMID, "2023-01-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sa struct {
+		Properties struct{ PrimaryEndpoints struct{ Blob string } }
+	}
+	if err := json.Unmarshal(saBody, &sa); err != nil || sa.Properties.PrimaryEndpoints.Blob == "" {
+		t.Fatalf("storage account: %s (%v)", saBody, err)
+	}
+	saObj := c.get(t, "storage.azure.com/v20230101", "StorageAccount", "team-a", "teamastorage01")
+	asoExport := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "teamastorage01-settings", Namespace: "team-a",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: saObj.GetAPIVersion(), Kind: "StorageAccount", Name: saObj.GetName(), UID: saObj.GetUID()}}},
+		Data: map[string]string{"blobEndpoint": sa.Properties.PrimaryEndpoints.Blob}}
+	if _, err := cs.CoreV1().ConfigMaps("team-a").Create(ctx, asoExport, metav1.CreateOptions{FieldManager: "aso-controller"}); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Remove(asoState); err != nil {
 		t.Fatal(err)
 	}
@@ -519,6 +539,19 @@ func TestMigrateOnboarding(t *testing.T) {
 		if p, m := policyOf(o); p != string(aso.ReconcilePolicySkip) || len(m) != 1 || m[0] != "gitaso" {
 			t.Errorf("%s after handover: policy %q set by %v, want skip by gitaso", u.GetName(), p, m)
 		}
+	}
+	// ASO's export is gitaso's now: its exporter updates it, no conflict.
+	if !strings.Contains(out, "1 export(s) ASO wrote are gitaso's now: ConfigMap team-a/teamastorage01-settings.") {
+		t.Errorf("handover output lacks the export taken over:\n%s", out)
+	}
+	x, err := cluster.NewExporter(mustCluster(t, kube), cluster.ExporterOptions{ListNamespaces: []string{"team-a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sync, err := x.Sync(ctx, []cluster.Export{{Owner: saKey, ARMID: created[saKey].ARMID, Namespace: "team-a", Name: "teamastorage01-settings",
+		Data: map[string]string{"blobEndpoint": sa.Properties.PrimaryEndpoints.Blob}}})
+	if err != nil || len(sync.Errors) > 0 {
+		t.Errorf("gitaso's exporter on ASO's export after the hand-over: %v, %v", err, sync.Errors)
 	}
 	if !strings.Contains(out, fmt.Sprintf("%d of %d ASO objects of namespace team-a now say", teamA, teamA)) {
 		t.Errorf("handover output:\n%s", out)
