@@ -38,6 +38,13 @@ type Input struct {
 	// every field its manifest sets is adopted without a PUT
 	// (Resource.NoWrite). "" adopts with a PUT, as ASO does.
 	AdoptWithoutWrite string
+	// TrustSecretReferences, with AdoptWithoutWrite, takes the write-only
+	// values a manifest reads from Secrets (SecretReference: an
+	// administrator password), which Azure never returns, as what Azure
+	// holds: set while taking over from ASO (gitaso import, handover),
+	// which sent exactly them, read from the same Secrets. Otherwise such a
+	// resource is adopted with a PUT.
+	TrustSecretReferences bool
 	// HeldUnits are the IDs of the units that did not render at this
 	// revision (or wait for a dependency): a resource of the state whose
 	// Unit is one of them is never planned for deletion for being absent
@@ -363,7 +370,7 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 				sensitiveDrift(od, body.JSON, r.Sensitive, &r.Changes)
 			}
 			if in.AdoptWithoutWrite != "" {
-				r.adoptWithoutWrite(in.AdoptWithoutWrite, noWriteBlocker(od, err, r, body))
+				r.adoptWithoutWrite(in.AdoptWithoutWrite, noWriteBlocker(od, err, r, body, in.TrustSecretReferences))
 			}
 		default:
 			r.Action, r.Reason = Create, ""
@@ -483,7 +490,7 @@ func (r *Resource) adoptWithoutWrite(why, blocker string) {
 // manifest sets write-only secret values ARM does not return. "" when
 // nothing does. Values known after apply are compared by the executor, once
 // it knows them.
-func noWriteBlocker(observed any, err error, r *Resource, body *aso.Body) string {
+func noWriteBlocker(observed any, err error, r *Resource, body *aso.Body, trustSecretRefs bool) string {
 	switch {
 	case err != nil:
 		return "Azure's object could not be read (" + err.Error() + ")"
@@ -496,7 +503,7 @@ func noWriteBlocker(observed any, err error, r *Resource, body *aso.Body) string
 		return "Azure's provisioningState is " + st
 	}
 	for _, s := range body.Secrets {
-		if _, fromSecret := r.Sensitive[s]; !fromSecret {
+		if _, fromSecret := r.Sensitive[s]; !fromSecret && !trustSecretRefs {
 			return "the manifest sets a write-only secret value Azure does not return (" + s + ")"
 		}
 	}

@@ -14,10 +14,20 @@ import (
 type ClusterSecrets func(ctx context.Context, keys []string) (map[string]map[string]string, error)
 
 // credentialKeys lists the Secrets ASO would read for the snapshot's
-// resources: every namespace's aso-credential and the Secrets named by
-// serviceoperator.azure.com/credential-from, in the resource's namespace.
+// resources: every namespace's aso-credential, the Secrets named by
+// serviceoperator.azure.com/credential-from, and the Secrets the specs
+// reference (SecretReference, SecretMapReference: an administrator
+// password) and the repository does not declare, each in the resource's
+// namespace: an imported repository holds none of them (gitaso import
+// copies no Secret), and ASO read them from the cluster.
 func credentialKeys(snap *manifest.Snapshot) []string {
 	set := map[string]bool{}
+	declared := map[string]bool{}
+	for _, o := range snap.Objects {
+		if o.IsSecret() {
+			declared[o.Namespace()+"/"+o.Name()] = true
+		}
+	}
 	for _, o := range snap.Objects {
 		if !aso.IsASOGroup(o.Group()) {
 			continue
@@ -26,6 +36,16 @@ func credentialKeys(snap *manifest.Snapshot) []string {
 		set[ns+"/"+aso.NamespaceCredentialSecret] = true
 		if name := o.Annotations()[aso.AnnotationCredentialFrom]; name != "" {
 			set[ns+"/"+name] = true
+		}
+		k, ok := aso.LookupAPIVersion(o.APIVersion(), o.Kind())
+		if !ok {
+			continue
+		}
+		deps, _ := aso.Dependencies(k, o.Spec()) // errors are the planner's to report
+		for _, d := range deps {
+			if (d.Type == aso.DepSecret || d.Type == aso.DepSecretMap) && !declared[ns+"/"+d.Name] {
+				set[ns+"/"+d.Name] = true
+			}
 		}
 	}
 	out := make([]string, 0, len(set))

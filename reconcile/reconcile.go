@@ -166,6 +166,11 @@ type Options struct {
 	// guard and the unmanaged-children check (gitaso apply
 	// --approve-deletions).
 	ApproveDeletions bool
+	// WriteNothing refuses, applying nothing (ErrWouldWrite), a phase
+	// whose plan would write to Azure: only adoptions without a write
+	// (the state's import mark), no-ops, observations and detaches go
+	// through. gitaso import and handover adopt so.
+	WriteNothing bool
 
 	// expect is the saved plan ApplySaved applies: the run refuses with
 	// ErrStalePlan unless its plan is that one.
@@ -554,7 +559,7 @@ func (r *Reconciler) applyGraph(ctx context.Context, ru *run, g *planner.Graph) 
 	if ru.rebuilt, err = r.rebuiltMark(); err != nil {
 		return err
 	}
-	p, observed, err := r.plan(ctx, ru, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: ru.rebuilt.Why(), HeldUnits: rep.units.heldIDs()})
+	p, observed, err := r.plan(ctx, ru, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: ru.rebuilt.Why(), TrustSecretReferences: ru.rebuilt != nil && ru.rebuilt.FromASO, HeldUnits: rep.units.heldIDs()})
 	if err != nil {
 		rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 		return fmt.Errorf("%w: %w", ErrRefused, err)
@@ -571,6 +576,12 @@ func (r *Reconciler) applyGraph(ctx context.Context, ru *run, g *planner.Graph) 
 	}
 	if opts.deferredOf != nil {
 		if err := onlyDeferred(opts.deferredOf, p); err != nil {
+			rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
+			return err
+		}
+	}
+	if opts.WriteNothing {
+		if err := checkWritesNothing(p); err != nil {
 			rep.Run.Outcome, rep.Run.Error = record.OutcomeRefused, err.Error()
 			return err
 		}

@@ -25,6 +25,11 @@ type RebuiltMark struct {
 	// Import says that `gitaso state import` set the marker, to take over
 	// an estate that exists in Azure, rather than a rebuild.
 	Import bool `json:"import,omitempty"`
+	// FromASO says that `gitaso import` or `gitaso handover` set the
+	// marker, taking over from ASO running in a cluster: values a manifest
+	// takes from a Secret (SecretReference) that Azure never returns are
+	// taken as what Azure holds, since ASO sent them from the same Secret.
+	FromASO bool `json:"fromASO,omitempty"`
 }
 
 // Why is what the marker is for, as plans and logs say it: "state rebuilt"
@@ -33,6 +38,8 @@ func (m *RebuiltMark) Why() string {
 	switch {
 	case m == nil:
 		return ""
+	case m.FromASO:
+		return "import from ASO"
 	case m.Import:
 		return "import"
 	}
@@ -45,16 +52,27 @@ func (m *RebuiltMark) Why() string {
 // write. It returns the marker the file carries now (an existing one is
 // kept: a rebuilt state stays rebuilt).
 func MarkImport(path string, now time.Time, opts ...Option) (*RebuiltMark, error) {
+	return markImport(path, RebuiltMark{At: now.UTC(), Import: true}, opts)
+}
+
+// MarkImportFromASO is MarkImport for taking over from ASO running in a
+// cluster (RebuiltMark.FromASO); an import mark already there becomes one
+// from ASO, a rebuilt state stays rebuilt.
+func MarkImportFromASO(path string, now time.Time, opts ...Option) (*RebuiltMark, error) {
+	return markImport(path, RebuiltMark{At: now.UTC(), Import: true, FromASO: true}, opts)
+}
+
+func markImport(path string, want RebuiltMark, opts []Option) (*RebuiltMark, error) {
 	db, err := Open(path, opts...)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
 	m, err := db.Rebuilt()
-	if err != nil || m != nil {
+	if err != nil || (m != nil && (!m.Import || m.FromASO || !want.FromASO)) {
 		return m, err
 	}
-	m = &RebuiltMark{At: now.UTC(), Import: true}
+	m = &want
 	if err := db.Update(func(w *Writer) error { return w.SetRebuilt(*m) }); err != nil {
 		return nil, err
 	}

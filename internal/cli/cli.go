@@ -631,7 +631,8 @@ from an ` + aso.NamespaceCredentialSecret + ` Secret per namespace, or per resou
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(validateCmd(stdout, stderr), planCmd(stdout, stderr), applyCmd(stdout, stderr),
-		serveCmd(stdout, stderr), emulatorCmd(stdout, stderr), versionCmd(stdout), commentCmd(stdout, stderr), stateCmd(stdout))
+		serveCmd(stdout, stderr), emulatorCmd(stdout, stderr), versionCmd(stdout), commentCmd(stdout, stderr), stateCmd(stdout),
+		importCmd(stdout, stderr), handoverCmd(stdout, stderr), exportCmd(stdout, stderr))
 	return root.ExecuteContext(ctx)
 }
 
