@@ -50,10 +50,12 @@ const (
 
 // HandoverStep is one command or action of a phase.
 type HandoverStep struct {
-	Name    string  `json:"name"`
-	Seconds float64 `json:"seconds"`
-	Error   string  `json:"error,omitempty"`
-	Output  string  `json:"output,omitempty"` // the command's stdout, cut short
+	Name    string              `json:"name"`
+	Seconds float64             `json:"seconds"`
+	Start   time.Time           `json:"start"`
+	Traffic map[string]*Traffic `json:"traffic"` // the ARM requests sent while it ran, by side
+	Error   string              `json:"error,omitempty"`
+	Output  string              `json:"output,omitempty"` // the command's stdout, cut short
 }
 
 // HandoverPhase is one phase's figures.
@@ -183,6 +185,7 @@ func RunHandover(ctx context.Context, o Options) (*HandoverResult, error) {
 		h.res.Error = err.Error()
 	}
 	h.res.Writes = checkWrites(h.wl.records(), h.phases, h.sideOf)
+	h.writeChecks()
 	if werr := writeJSON(filepath.Join(dir, "handover.json"), h.res); werr != nil {
 		err = errors.Join(err, werr)
 	}
@@ -274,7 +277,19 @@ func (h *handover) phase(ctx context.Context, name, writer string, fn func(conte
 		err = werr
 	}
 	h.cur.End = time.Now()
-	h.cur.Traffic = countTraffic(h.emu.RequestLog(), h.sideOf)
+	log := h.emu.RequestLog()
+	h.cur.Traffic = countTraffic(log, h.sideOf)
+	for i := range h.cur.Steps {
+		st := &h.cur.Steps[i]
+		end := st.Start.Add(time.Duration(st.Seconds * float64(time.Second)))
+		var in []emulator.LogEntry
+		for _, e := range log {
+			if !e.Time.Before(st.Start) && e.Time.Before(end) {
+				in = append(in, e)
+			}
+		}
+		st.Traffic = countTraffic(in, h.sideOf)
+	}
 	h.phases = append(h.phases, h.cur.PhaseWindow)
 	h.o.Logger.Info("hand-over phase done", "phase", name, "seconds", fmt.Sprintf("%.1f", h.cur.Seconds), "err", err)
 	if err != nil {
@@ -351,7 +366,7 @@ func (h *handover) stateIDs() (map[string]bool, error) {
 func (h *handover) step(name string, fn func() (string, error)) error {
 	start := time.Now()
 	out, err := fn()
-	s := HandoverStep{Name: name, Seconds: time.Since(start).Seconds(), Output: cut(out, 2000)}
+	s := HandoverStep{Name: name, Start: start, Seconds: time.Since(start).Seconds(), Output: cut(out, 2000)}
 	if err != nil {
 		s.Error = err.Error()
 	}
@@ -381,6 +396,20 @@ func (h *handover) gitaso(ctx context.Context, name string, args ...string) (str
 		return out, nil
 	})
 	return out, err
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " (" + err.Error() + ")"
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(s, "; ")
 }
 
 func cut(s string, n int) string {
@@ -429,7 +458,7 @@ func (h *handover) imports(ctx context.Context) error {
 		return err
 	}
 	out, err := h.gitaso(ctx, "gitaso plan", "plan", "--dir", h.repo, "--state", h.stateFile, "--cloud-config", h.cloud, "--kubeconfig", h.cl.kubeconfig)
-	h.check(err == nil && strings.Contains(strings.ToLower(out), "no changes"), "the plan right after the import says no changes (%v)", err)
+	h.check(err == nil && strings.Contains(strings.ToLower(out), "no changes"), "the plan right after the import says no changes%s", errText(err))
 	return nil
 }
 
@@ -542,10 +571,16 @@ func (h *handover) exports(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The policy each object should end with is its manifest's in gitaso's repository (the import kept the
+	// one ASO's repository set: the blob service's detach-on-delete).
+	snap, err := source.NewDir(h.repo, "").Fetch(ctx)
+	if err != nil {
+		return fmt.Errorf("anchor: gitaso's repository: %w", err)
+	}
 	want := map[string]string{}
-	for _, k := range h.kobjs {
-		if k.aso {
-			want[fmt.Sprintf("%s %s/%s", k.obj.GetKind(), k.obj.GetNamespace(), k.obj.GetName())] = k.obj.GetAnnotations()[aso.AnnotationReconcilePolicy]
+	for _, o := range snap.Objects {
+		if isASO(o) {
+			want[fmt.Sprintf("%s %s/%s", o.Kind(), o.Namespace(), o.Name())] = o.Annotations()[aso.AnnotationReconcilePolicy]
 		}
 	}
 	var wrong []string
@@ -554,7 +589,8 @@ func (h *handover) exports(ctx context.Context) error {
 			wrong = append(wrong, fmt.Sprintf("%s %q (want %q)", v.Ref, v.Policy, want[v.Ref]))
 		}
 	}
-	h.check(len(wrong) == 0, "after the export every ASO object has the policy its manifest says (%d wrong: %v)", len(wrong), wrong)
+	h.check(len(wrong) == 0 && len(views) == len(want), "after the export each of the %d ASO objects has the policy its manifest in gitaso's repository says (%d wrong%s)",
+		len(views), len(wrong), list(wrong))
 	// ASO reacts to the policy given back: wait until its objects are Ready at their generation again (the
 	// queue's changed while it said skip).
 	return h.step("ASO: every object Ready after the way back", func() (string, error) {
@@ -674,4 +710,27 @@ func (h *handover) commit(ctx context.Context, msg string) error {
 		return err
 	}
 	return h.git(ctx, "commit", "-q", "-m", msg)
+}
+
+// writeChecks are the write log's checks of each phase's own change.
+func (h *handover) writeChecks() {
+	recs := h.wl.records()
+	for _, ph := range h.phases {
+		switch ph.Name {
+		case "import", "handover":
+			n := writesIn(recs, ph, func(string) bool { return true }, h.sideOf)
+			h.check(len(n) == 0, "%s: no write to Azure by anyone (%v)", ph.Name, n)
+		case "gitaso":
+			n := writesIn(recs, ph, hasSuffix("/queues/"+gitasoChangeName), h.sideOf)
+			h.check(n[sideGitaso] > 0 && n[sideASO] == 0, "gitaso: the queue's change written by gitaso (%d writes) and not by ASO (%d), whose object says skip and holds the same change",
+				n[sideGitaso], n[sideASO])
+		case "aso-again":
+			n := writesIn(recs, ph, hasSuffix("/storageaccounts/"+asoChangeName), h.sideOf)
+			h.check(n[sideASO] > 0 && n[sideGitaso] == 0, "aso-again: the storage account's change written by ASO (%d writes) and not by gitaso (%d)", n[sideASO], n[sideGitaso])
+		}
+	}
+}
+
+func hasSuffix(suffix string) func(string) bool {
+	return func(p string) bool { return strings.HasSuffix(strings.ToLower(p), suffix) }
 }

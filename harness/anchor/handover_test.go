@@ -46,9 +46,9 @@ func TestCheckWritesAcceptsEachSideWritingInItsOwnPhases(t *testing.T) {
 		write(1, "mi", http.MethodPut, rgPath),
 		write(2, "mi", http.MethodPut, queuePath),
 		write(12, "sp", http.MethodPost, "/providers/Microsoft.ResourceGraph/resources"), // a query, not a write
-		write(21, "sp", http.MethodPut, strings.ToUpper(queuePath)),                       // gitaso's change
-		write(33, "mi", http.MethodPut, queuePath),                                        // ASO again, after the way back
-		write(40, "mi", http.MethodPut, rgPath),                                           // the last phase includes its end
+		write(21, "sp", http.MethodPut, strings.ToUpper(queuePath)),                      // gitaso's change
+		write(33, "mi", http.MethodPut, queuePath),                                       // ASO again, after the way back
+		write(40, "mi", http.MethodPut, rgPath),                                          // the last phase includes its end
 	}
 	c := checkWrites(recs, testPhases(), testSides)
 	if !c.OK() {
@@ -149,5 +149,18 @@ func TestCountTrafficBySide(t *testing.T) {
 	}
 	if o := tr[sideOther]; o == nil || o.Tokens != 1 {
 		t.Errorf("other = %+v", o)
+	}
+}
+
+func TestWritesInCountsOnePhasesWritesOfAResource(t *testing.T) {
+	recs := []emulator.WriteRecord{
+		write(21, "sp", http.MethodPut, queuePath),
+		write(22, "sp", http.MethodGet, queuePath), // not a write
+		write(23, "sp", http.MethodPut, rgPath),    // another resource
+		write(31, "mi", http.MethodPut, queuePath), // another phase
+	}
+	n := writesIn(recs, testPhases()[2], hasSuffix("/queues/q"), testSides)
+	if len(n) != 1 || n[sideGitaso] != 1 {
+		t.Errorf("writes = %v, want gitaso's one PUT of the queue", n)
 	}
 }

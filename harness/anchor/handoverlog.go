@@ -104,6 +104,17 @@ func checkWrites(recs []emulator.WriteRecord, phases []PhaseWindow, sideOf func(
 	return c
 }
 
+// writesIn counts by side the writes in the phase's window of the resources whose path match accepts.
+func writesIn(recs []emulator.WriteRecord, ph PhaseWindow, match func(path string) bool, sideOf func(string) string) map[string]int {
+	out := map[string]int{}
+	for _, r := range recs {
+		if isResourceWrite(r.Method) && !r.Time.Before(ph.Start) && !r.Time.After(ph.End) && match(r.Path) {
+			out[sideOf(r.Principal)]++
+		}
+	}
+	return out
+}
+
 func phaseAt(phases []PhaseWindow, t time.Time) (PhaseWindow, bool) {
 	for i, ph := range phases {
 		last := i == len(phases)-1

@@ -25,6 +25,13 @@ func WriteHandoverMarkdown(w io.Writer, r *HandoverResult) {
 		fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %s | %s | %d, %d |\n", p.Name, nameSide(p.Writer), p.Seconds, strings.Join(steps, "; "),
 			trafficCell(p.Traffic[sideASO]), trafficCell(p.Traffic[sideGitaso]), rw[sideASO], rw[sideGitaso])
 	}
+	fmt.Fprintf(&b, "\nBy step (ARM requests sent while the step ran; ASO's reactions to a step may come after it, within its phase):\n\n"+
+		"| phase | step | seconds | ASO reads / writes | gitaso reads / writes |\n|---|---|---|---|---|\n")
+	for _, p := range r.Phases {
+		for _, s := range p.Steps {
+			fmt.Fprintf(&b, "| %s | %s | %.2f | %s | %s |\n", p.Name, s.Name, s.Seconds, rwCell(s.Traffic[sideASO]), rwCell(s.Traffic[sideGitaso]))
+		}
+	}
 	fmt.Fprintf(&b, "\nWrite log: %d writes (PUT, PATCH, DELETE); resources written by both sides in one phase: %d; writes by a side that "+
 		"may not write in the phase: %d; outside every phase: %d.\n", r.Writes.Writes, len(r.Writes.Both), len(r.Writes.Unexpected), len(r.Writes.Outside))
 	for _, s := range append(append(append([]string(nil), r.Writes.Both...), r.Writes.Unexpected...), r.Writes.Outside...) {
@@ -58,4 +65,11 @@ func trafficCell(t *Traffic) string {
 		return "0 / 0 / 0"
 	}
 	return fmt.Sprintf("%d / %d / %d", t.Reads, t.Writes, t.Actions)
+}
+
+func rwCell(t *Traffic) string {
+	if t == nil {
+		return "0 / 0"
+	}
+	return fmt.Sprintf("%d / %d", t.Reads, t.Writes)
 }
