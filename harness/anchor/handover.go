@@ -317,6 +317,21 @@ func (h *handover) managers(ctx context.Context, phase string) error {
 	return nil
 }
 
+// managersNow checks, in the middle of a phase, that each resource has one manager (expected "" accepts
+// either).
+func (h *handover) managersNow(ctx context.Context, label, expected string) error {
+	views, err := h.views(ctx)
+	if err != nil {
+		return err
+	}
+	held, err := h.stateIDs()
+	if err != nil {
+		return err
+	}
+	h.res.Managers = append(h.res.Managers, classifyManagers(label, expected, views, held, false))
+	return nil
+}
+
 // views reads every ASO object of the workload from the cluster.
 func (h *handover) views(ctx context.Context) ([]ObjectView, error) {
 	var out []ObjectView
@@ -477,6 +492,11 @@ func (h *handover) handsOver(ctx context.Context) error {
 			return err
 		}
 		h.check(strings.Contains(err.Error(), owned[0].obj.GetName()), "handover of %s refused while ASO's repository sets %s's reconcile policy, naming it", ns, owned[0].obj.GetName())
+		// The interrupted hand-over leaves each resource with one manager: the objects set are gitaso's, the
+		// others ASO's.
+		if err := h.managersNow(ctx, "handover of "+ns+" refused", ""); err != nil {
+			return err
+		}
 		if err := h.step("ASO's repository applied without the reconcile-policy annotations of "+ns, func() (string, error) {
 			for _, k := range owned {
 				u := k.obj.DeepCopy()
@@ -719,7 +739,7 @@ func (h *handover) writeChecks() {
 		switch ph.Name {
 		case "import", "handover":
 			n := writesIn(recs, ph, func(string) bool { return true }, h.sideOf)
-			h.check(len(n) == 0, "%s: no write to Azure by anyone (%v)", ph.Name, n)
+			h.check(len(n) == 0, "%s: no write to Azure by anyone (ASO %d, gitaso %d, other %d)", ph.Name, n[sideASO], n[sideGitaso], n[sideOther])
 		case "gitaso":
 			n := writesIn(recs, ph, hasSuffix("/queues/"+gitasoChangeName), h.sideOf)
 			h.check(n[sideGitaso] > 0 && n[sideASO] == 0, "gitaso: the queue's change written by gitaso (%d writes) and not by ASO (%d), whose object says skip and holds the same change",

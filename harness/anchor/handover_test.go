@@ -164,3 +164,17 @@ func TestWritesInCountsOnePhasesWritesOfAResource(t *testing.T) {
 		t.Errorf("writes = %v, want gitaso's one PUT of the queue", n)
 	}
 }
+
+func TestClassifyManagersMidwayAcceptsEitherButNotNeither(t *testing.T) {
+	objs := []ObjectView{
+		{Ref: "ResourceGroup team-a/rg", ARMID: rgPath, Policy: "skip"},
+		{Ref: "StorageAccountsBlobService team-a/blob", ARMID: rgPath + "/blob", Policy: "detach-on-delete"},
+	}
+	held := map[string]bool{strings.ToLower(rgPath): true}
+	if c := classifyManagers("handover refused", "", objs, held, false); !c.OK() || c.ASO != 1 || c.Gitaso != 1 {
+		t.Errorf("midway = %+v, want one resource each, OK", c)
+	}
+	if c := classifyManagers("handover refused", "", objs, map[string]bool{}, false); c.OK() || len(c.Neither) != 1 {
+		t.Errorf("midway with the state empty = %+v, want the skipped group managed by no one", c)
+	}
+}

@@ -156,7 +156,7 @@ func (v ObjectView) asoManages() bool { return !v.Gone && v.Policy != "skip" }
 // ManagerCheck is who manages each ASO object's resource at the end of a phase.
 type ManagerCheck struct {
 	Phase    string `json:"phase"`
-	Expected string `json:"expected"` // the side that should manage every resource
+	Expected string `json:"expected"` // the side that should manage every resource ("" either, one each)
 	Objects  int    `json:"objects"`
 	ASO      int    `json:"aso"`    // ASO manages (policy not skip)
 	Gitaso   int    `json:"gitaso"` // the object says skip and gitaso's state holds the resource
@@ -197,7 +197,7 @@ func classifyManagers(phase, expected string, objs []ObjectView, held map[string
 			c.Neither = append(c.Neither, o.Ref)
 			continue
 		}
-		if by != expected {
+		if expected != "" && by != expected {
 			c.Wrong = append(c.Wrong, fmt.Sprintf("%s (%s)", o.Ref, by))
 		}
 	}

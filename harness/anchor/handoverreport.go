@@ -43,7 +43,11 @@ func WriteHandoverMarkdown(w io.Writer, r *HandoverResult) {
 		if m.AllowHeld && len(m.Held) > 0 {
 			held += " (import: gitaso refuses to write them while ASO manages)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s |\n", m.Phase, m.Expected, m.ASO, m.Gitaso, len(m.Neither), held)
+		exp := m.Expected
+		if exp == "" {
+			exp = "either, one each"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s |\n", m.Phase, exp, m.ASO, m.Gitaso, len(m.Neither), held)
 	}
 	fmt.Fprintf(&b, "\nChecks:\n\n")
 	for _, c := range r.Checks {
