@@ -9,8 +9,12 @@ import (
 // WriteHandoverMarkdown renders a hand-over run as the tables of docs/aso-anchor.md's "Hand-over" section.
 func WriteHandoverMarkdown(w io.Writer, r *HandoverResult) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Hand-over: %s (%s)\n\n%d objects, %d ASO resources in namespaces %s; one emulator, one kube-apiserver.\n\n",
-		r.Workload, r.Date, r.Objects, r.ASOObjects, strings.Join(r.Namespaces, ", "))
+	stale := ""
+	if r.Stale {
+		stale = ", ASO's object left stale (-handover-stale)"
+	}
+	fmt.Fprintf(&b, "### Hand-over: %s%s (%s)\n\n%d objects, %d ASO resources in namespaces %s; one emulator, one kube-apiserver.\n\n",
+		r.Workload, stale, r.Date, r.Objects, r.ASOObjects, strings.Join(r.Namespaces, ", "))
 	fmt.Fprintf(&b, "| phase | may write | seconds | steps (seconds) | ASO reads / writes / actions | gitaso reads / writes / actions | resources written (ASO, gitaso) |\n|---|---|---|---|---|---|---|\n")
 	for _, p := range r.Phases {
 		var steps []string
@@ -56,6 +60,9 @@ func WriteHandoverMarkdown(w io.Writer, r *HandoverResult) {
 	if r.Error != "" {
 		fmt.Fprintf(&b, "- FAILED: %s\n", r.Error)
 	}
+	for _, d := range first2(r.WayBackDiffs, 10) {
+		fmt.Fprintf(&b, "  - way back: %s %s: %s → %s\n", d.Resource, d.Field, d.ASO, d.Gitaso)
+	}
 	verdict := "all checks held"
 	if !r.OK() {
 		verdict = "SOME CHECKS FAILED"
@@ -76,4 +83,11 @@ func rwCell(t *Traffic) string {
 		return "0 / 0"
 	}
 	return fmt.Sprintf("%d / %d", t.Reads, t.Writes)
+}
+
+func first2(d []Diff, n int) []Diff {
+	if len(d) > n {
+		return d[:n]
+	}
+	return d
 }

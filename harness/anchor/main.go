@@ -40,6 +40,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	minimal := fs.String("minimal-dir", "", "directory of minimal manifests, one or more per kind (workload minimal)")
 	md := fs.String("markdown", "", "also write the markdown tables to this file")
 	handover := fs.Bool("handover", false, "run the hand-over instead (one emulator and one cluster: ASO, then gitaso import, handover, a change, export, ASO again; workload onboarding unless -workloads says otherwise)")
+	fs.BoolVar(&o.HandoverStale, "handover-stale", false, "with -handover: leave ASO's object with its old spec while gitaso changes the resource (what the way back then does)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
