@@ -45,7 +45,7 @@ func WriteHandoverMarkdown(w io.Writer, r *HandoverResult) {
 	for _, m := range r.Managers {
 		held := fmt.Sprint(len(m.Held))
 		if m.AllowHeld && len(m.Held) > 0 {
-			held += " (import: gitaso refuses to write them while ASO manages)"
+			held += " (adopted, not yet handed over: gitaso refuses to write them while ASO manages)"
 		}
 		exp := m.Expected
 		if exp == "" {
