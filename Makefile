@@ -54,7 +54,8 @@ fuzz:
 ## catalog: regenerate the embedded ASO catalog from ../shared/aso-schema; the removed versions (aso/catalog/removed.json)
 ## are read from ASO's release tags: make catalog ASO_SRC=<ASO git dir or clone> (see aso-catalog)
 catalog:
-	$(GO) run ./aso/gen -schema $(SHARED)/aso-schema -out aso/catalog/catalog.json.gz $(if $(ASO_SRC),-releases-git '$(ASO_SRC)')
+	@test -n '$(ASO_SRC)' || { echo "make catalog ASO_SRC=<ASO git dir>: the removed versions are read at ASO's release tags (or use make aso-catalog, which reads everything from ASO's source)"; exit 2; }
+	$(GO) run ./aso/gen -schema $(SHARED)/aso-schema -out aso/catalog/catalog.json.gz -releases-git '$(ASO_SRC)'
 
 ## aso-catalog: regenerate the embedded ASO catalog from ASO's own source, without ../shared (docs/aso-upgrade.md):
 ## make aso-catalog ASO_SRC=<ASO git dir or clone> [ASO_REF=<commit or tag>] reads ASO_REF (a clone: its work tree at ASO_REF); a plain

@@ -2,8 +2,9 @@
 // docs/internal-contracts.md: which packages may depend on which, for every
 // package of the module, and that ASO's own names (its annotations and
 // Secret names) are written in package aso only, and that the product
-// carries no value in a context.Context but a logger. It lives at the
-// repository root because the rules are about the whole module.
+// carries no value in a context.Context but a logger and the caller's
+// identity. It lives at the repository root because the rules are about
+// the whole module.
 package architecture_test
 
 import (
@@ -275,10 +276,11 @@ func TestLayoutIsListed(t *testing.T) {
 }
 
 // contextValues are the product packages allowed to carry a value in a
-// context.Context, and why: only what a call logs with. Semaphores,
-// callbacks and side results are parameters and return values (a
-// client's azure.CallOptions, a render's pass), so that a reader of the
-// caller sees what a call waits on and what it reports.
+// context.Context, and why: only request-scoped data a call logs or
+// checks, never what it waits on or reports back. Semaphores, callbacks
+// and side results are parameters and return values (a client's
+// azure.CallOptions, a render's pass), so that a reader of the caller sees
+// what a call waits on and what it reports.
 var contextValues = map[string]string{
 	"aso":    "the logger ASO's rules report to (aso.WithLogger)",
 	"access": "the caller of one HTTP request (access.WithIdentity), set by the API's authentication and read by its handlers: request-scoped data, no control flow",

@@ -295,7 +295,7 @@ func TestCatalogUpToDate(t *testing.T) {
 	p := CatalogProvenance()
 	if got := hex.EncodeToString(h.Sum(nil)); got != p.FactsSHA256 {
 		t.Errorf("embedded catalog was generated from facts %s, ../shared/aso-schema is now %s: regenerate it with\n"+
-			"  go run ./aso/gen -schema ../shared/aso-schema -out aso/catalog/catalog.json.gz", p.FactsSHA256, got)
+			"  make aso-catalog ASO_SRC=<ASO git dir> (docs/aso-upgrade.md)", p.FactsSHA256, got)
 	}
 	if p.Commit == "" || p.Generator == "" || p.GeneratedAt == "" || p.Kinds != len(Kinds()) {
 		t.Errorf("incomplete provenance: %+v", p)

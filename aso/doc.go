@@ -3,16 +3,22 @@
 // ARM, what they depend on, and how their spec becomes the exact JSON body that
 // ASO sends to ARM.
 //
-// Nothing here is a hand-written table per kind. The facts come from
-// ../shared/aso-schema (read from ASO's generated code, see its README) and are
-// compiled by the generator in ./gen into catalog/catalog.json.gz (provenance
-// and the kinds table) and catalog/packages.bin (one gzip member per API
-// package), both embedded in the binary and decoded lazily: the kinds table on
-// first use (about 13 ms), each API package the first time one of its kinds is
-// used (about 2 ms). TestCatalogUpToDate fails when ../shared/aso-schema has
-// changed since. Regenerate with
+// Nothing here is a hand-written table per kind. The facts are read from
+// ASO's own source, its generated code and reference docs (package
+// ./gen/asosrc, which parses them and never runs them), and compiled by the
+// generator in ./gen into catalog/catalog.json.gz (provenance: ASO's
+// repository, licence, commit and commit date; and the kinds table) and
+// catalog/packages.bin (one gzip member per API package), both embedded in
+// the binary and decoded lazily: the kinds table on first use (about 13 ms),
+// each API package the first time one of its kinds is used (about 2 ms).
+// Regenerate from ASO's Git directory at a commit or tag
+// (docs/aso-upgrade.md):
 //
-//	go run ./aso/gen -schema ../shared/aso-schema -out aso/catalog/catalog.json.gz
+//	make aso-catalog ASO_SRC=<ASO git dir> ASO_REF=<commit or tag>
+//
+// The same facts, extracted earlier by a tool outside this repository, are in
+// ../shared/aso-schema; `make catalog` builds the same catalog byte for byte
+// from them, and TestCatalogUpToDate fails when they have changed since.
 //
 // Versions that an ASO release since v2.0.0 shipped and the catalog's commit no
 // longer has are listed in catalog/removed.json (generated from ASO's release

@@ -26,9 +26,10 @@ type Removed struct {
 	Replacements []string `json:"replacements"` // CRD versions of the same group and kind in the catalog, newest first
 	// SchemaOf, on a removed kind of the catalog (Kind.Removed), is the CRD
 	// version of the same group whose package the conversion uses because
-	// it was the same schema in LastIn (ASO's v1beta… versions and the
-	// v1api… versions of the same Azure API version); "" when the catalog
-	// holds the package as LastIn had it.
+	// it converts every manifest of this version as LastIn did (checked by
+	// the generator: mostly ASO's v1beta… versions and the v1api… versions
+	// of the same Azure API version); "" when the catalog holds the package
+	// as LastIn had it.
 	SchemaOf string `json:"schemaOf,omitempty"`
 }
 
@@ -56,7 +57,7 @@ func (r Removed) Message() string {
 func (r Removed) Warning() string {
 	from := "ASO " + r.LastIn + "'s conversion"
 	if r.SchemaOf != "" && r.SchemaOf != r.Version {
-		from += " (the schema of " + r.Group + "/" + r.SchemaOf + ", the same in " + r.LastIn + ")"
+		from += ", which " + r.Group + "/" + r.SchemaOf + " reproduces"
 	}
 	return r.Message() + "; planned with " + from
 }

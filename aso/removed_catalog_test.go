@@ -101,7 +101,7 @@ func TestRemovedKindAliasUsesTheSamePackage(t *testing.T) {
 	if want := `{"location":"westeurope","name":"w2","properties":{"capacity":2}}`; string(b.JSON) != want {
 		t.Errorf("body %s, want %s", b.JSON, want)
 	}
-	if w := k.Removed.Warning(); !strings.HasSuffix(w, "; planned with ASO v2.6.0's conversion (the schema of widgets.azure.com/v1api20240101, the same in v2.6.0)") {
+	if w := k.Removed.Warning(); !strings.HasSuffix(w, "; planned with ASO v2.6.0's conversion, which widgets.azure.com/v1api20240101 reproduces") {
 		t.Errorf("warning %s", w)
 	}
 }

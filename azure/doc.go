@@ -44,7 +44,10 @@
 // buckets and drained by the x-ms-ratelimit-remaining-subscription-* headers
 // ARM returns. Provider auto-registration is off, api-version is set on each
 // request, retries honour Retry-After, and long-running operations are
-// polled to completion.
+// polled to completion. [Client.With] gives one caller's calls their
+// [CallOptions]: the share of concurrency they give back while an operation
+// waits ([Slot]) and the function told where a started operation is polled
+// (to resume it after a crash); they are arguments, never context values.
 //
 // Example:
 //

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gitaso/gitaso/aso"
 	"github.com/gitaso/gitaso/azure"
+	"github.com/gitaso/gitaso/planner"
 	"github.com/gitaso/gitaso/record"
 )
 
@@ -141,4 +142,15 @@ func scrubString(s string, secrets []string) string {
 		}
 	}
 	return s
+}
+
+// ReasonManagedByASO is the Ready reason of a resource gitaso refuses to
+// write or delete because an ASO object in the cluster manages it.
+const ReasonManagedByASO = "ManagedByASO"
+
+// managedByASO is the failure of a resource an ASO object manages: a
+// Warning, so the loop tries again once ASO lets go (reconcile-policy
+// skip on the object, or the object gone).
+func managedByASO(r *planner.Resource) error {
+	return &statusError{reason: ReasonManagedByASO, severity: record.SeverityWarning, msg: r.ManagedByASOMessage()}
 }

@@ -503,6 +503,11 @@ func (w *walk) runDeletes(ctx context.Context, rs []*planner.Resource) {
 func (w *walk) delete(ctx context.Context, r *planner.Resource, s azure.Slot) *ResourceResult {
 	rr := &ResourceResult{Key: r.Key(), Resource: r, StartedAt: w.e.opts.Now()}
 	defer func() { rr.Duration = w.e.opts.Now().Sub(rr.StartedAt) }()
+	if r.ManagedByASO {
+		err := managedByASO(r)
+		rr.Outcome, rr.Err, rr.Ready = Failed, err, failedCondition(err)
+		return rr
+	}
 	if r.Action == planner.Detach || r.DeletedWith != "" {
 		rr.Outcome = Detached
 		if r.DeletedWith != "" {
@@ -559,6 +564,9 @@ func (w *walk) apply(ctx context.Context, r *planner.Resource, s azure.Slot) *Re
 	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
+	}
+	if r.ManagedByASO {
+		return fail(managedByASO(r))
 	}
 	if r.Action == planner.NoOp {
 		rr.Outcome = Unchanged

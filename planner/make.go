@@ -130,6 +130,25 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 	}
 	sort.Slice(dels, func(i, j int) bool { return dels[i].Key() < dels[j].Key() })
 	sort.Slice(p.Deferred, func(i, j int) bool { return p.Deferred[i].Key() < p.Deferred[j].Key() })
+	markCascade(dels)
+	// Kinds ARM offers no DELETE for (a storage account's blobServices, a
+	// server's configurations, throughput settings): ASO refuses to delete
+	// them and asks for detach-on-delete; gitaso forgets them, leaving them
+	// in Azure, instead of sending a DELETE ARM rejects on every run.
+	for _, r := range dels {
+		if r.Action == Delete && r.DeletedWith == "" && !deletable(r) {
+			r.Action, r.Request = Detach, nil
+			r.Reason = "removed from Git; ARM offers no DELETE for a " + r.Kind + ": forgotten, left in Azure"
+		}
+	}
+	orderDeletes(dels, in.Prior)
+	p.Resources = append(p.Resources, dels...)
+	return p, nil
+}
+
+// markCascade marks the deletions whose parent is deleted too (ARM
+// cascades nested and extension resources): no DELETE of their own.
+func markCascade(dels []*Resource) {
 	// Children of a resource being deleted go with it (ARM cascades nested
 	// and extension resources), unless the parent is only detached.
 	// The parent is the deletion whose ARM ID is the shortest one above
@@ -158,19 +177,6 @@ func (g *Graph) Plan(in Input) (*Plan, error) {
 			r.Request = nil
 		}
 	}
-	// Kinds ARM offers no DELETE for (a storage account's blobServices, a
-	// server's configurations, throughput settings): ASO refuses to delete
-	// them and asks for detach-on-delete; gitaso forgets them, leaving them
-	// in Azure, instead of sending a DELETE ARM rejects on every run.
-	for _, r := range dels {
-		if r.Action == Delete && r.DeletedWith == "" && !deletable(r) {
-			r.Action, r.Request = Detach, nil
-			r.Reason = "removed from Git; ARM offers no DELETE for a " + r.Kind + ": forgotten, left in Azure"
-		}
-	}
-	orderDeletes(dels, in.Prior)
-	p.Resources = append(p.Resources, dels...)
-	return p, nil
 }
 
 // planNodes plans every node of the graph on all CPUs: the nodes read the

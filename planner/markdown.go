@@ -2,7 +2,7 @@ package planner
 
 import (
 	"bytes"
-
+	"fmt"
 	"io"
 	"strings"
 )
@@ -13,7 +13,11 @@ import (
 func RenderMarkdown(w io.Writer, p *Plan) error {
 	bw := &errWriter{w: w}
 	s := p.Summary()
-	bw.printf("### gitaso plan for `%s`\n\n", ShortRevision(p.Revision))
+	if p.Beside != nil {
+		bw.printf("### gitaso plan beside ASO for `%s`\n\n%s.\n\n", ShortRevision(p.Revision), besideLine(p.Beside))
+	} else {
+		bw.printf("### gitaso plan for `%s`\n\n", ShortRevision(p.Revision))
+	}
 	for _, e := range p.External {
 		if e.Kind == "HelmChart" || e.Kind == "" {
 			bw.printf("Chart `%s@%s` for HelmRelease `%s`\n\n", e.Name, e.Version, e.User)
@@ -21,7 +25,7 @@ func RenderMarkdown(w io.Writer, p *Plan) error {
 	}
 	renderUnitsMarkdown(bw, p)
 	renderWarningsMarkdown(bw, p)
-	if !p.HasChanges() {
+	if !p.HasChanges() && p.refusedASO() == 0 {
 		bw.printf("No changes. Azure matches the manifests (%d resources).\n", s[NoOp]+s[Observe])
 		return bw.err
 	}
@@ -36,10 +40,22 @@ func RenderMarkdown(w io.Writer, p *Plan) error {
 		}
 		bw.printf("\n")
 	}
-	bw.printf("**%s** (%d unchanged)\n\n", summaryLine(s), s[NoOp])
-	bw.printf("| action | resource | ARM ID | changes |\n|---|---|---|---|\n")
+	head := ""
+	if p.Beside != nil {
+		head = "ASO would do: "
+	}
+	bw.printf("**%s%s** (%d unchanged)\n\n", head, summaryLine(s), s[NoOp])
+	if n := p.refusedASO(); n > 0 {
+		bw.printf("> [!CAUTION]\n> **Refused:** %d resources are managed by ASO objects in the cluster; gitaso does not write them.\n\n", n)
+	}
+	withASO := p.Beside != nil || p.refusedASO() > 0
+	if withASO {
+		bw.printf("| action | resource | ARM ID | changes | ASO object |\n|---|---|---|---|---|\n")
+	} else {
+		bw.printf("| action | resource | ARM ID | changes |\n|---|---|---|---|\n")
+	}
 	for _, r := range p.Resources {
-		if r.Action == NoOp || r.Action == Observe {
+		if (r.Action == NoOp || r.Action == Observe) && !r.ManagedByASO {
 			continue
 		}
 		changes := ""
@@ -54,7 +70,19 @@ func RenderMarkdown(w io.Writer, p *Plan) error {
 			}
 			changes = strings.Join(paths, ", ")
 		}
-		bw.printf("| %s %s | `%s` | `%s` | %s |\n", symbols[r.Action], r.Action, r.ID(), r.ARMID, mdEscape(changes))
+		if !withASO {
+			bw.printf("| %s %s | `%s` | `%s` | %s |\n", symbols[r.Action], r.Action, r.ID(), r.ARMID, mdEscape(changes))
+			continue
+		}
+		object := ""
+		if r.ASO != nil {
+			object = asoLine(r.ASO)
+		}
+		action := fmt.Sprintf("%s %s", symbols[r.Action], r.Action)
+		if r.ManagedByASO {
+			action = "⛔ refused (" + r.Action.String() + ")"
+		}
+		bw.printf("| %s | `%s` | `%s` | %s | %s |\n", action, r.ID(), r.ARMID, mdEscape(changes), mdEscape(object))
 	}
 	for _, d := range p.Deferred {
 		bw.printf("| ~ known after apply | `%s` | | %s |\n", d.ID(), mdEscape(d.Reason))

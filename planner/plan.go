@@ -109,6 +109,10 @@ type Plan struct {
 	// objects are kept as last applied (planned as they were, never
 	// deleted) and the plan is partial.
 	Units []record.Unit `json:"units,omitempty"`
+	// Beside, when set, says the plan was made beside ASO (gitaso plan
+	// --beside-aso): its actions are what ASO would do once the revision
+	// reaches the cluster, and gitaso applies none of them (BesideASO).
+	Beside *Beside `json:"besideASO,omitempty"`
 }
 
 // FailedUnits returns the plan's units that did not render or wait.
@@ -276,6 +280,15 @@ type Resource struct {
 	// show those values masked, so a resource read back from JSON cannot
 	// be applied (Resolve: ErrMaskedSecrets).
 	SecretSources []string `json:"secretSources,omitempty"`
+
+	// ASO is the cluster's ASO object for the resource: in a plan beside
+	// ASO the object of the same key, in a managing plan the object that
+	// manages its ARM ID (ManagedByASO).
+	ASO *ASOObject `json:"aso,omitempty"`
+	// ManagedByASO says an ASO object of the cluster manages the
+	// resource's ARM ID: gitaso refuses to write or delete it (the
+	// executor fails it, reason ManagedByASO, naming the object).
+	ManagedByASO bool `json:"managedByASO,omitempty"`
 
 	// Hash is the sha256 of the full request (secrets included); empty while
 	// values are known only after apply.

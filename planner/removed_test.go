@@ -83,7 +83,7 @@ spec:
 		t.Fatalf("planned %+v, want a PUT with api-version 2021-04-01", r)
 	}
 	if len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "was removed in ASO v2.4.0 (last in v2.3.0)") ||
-		!strings.HasSuffix(r.Warnings[0], "planned with ASO v2.3.0's conversion (the schema of storage.azure.com/v1api20210401, the same in v2.3.0)") {
+		!strings.HasSuffix(r.Warnings[0], "planned with ASO v2.3.0's conversion, which storage.azure.com/v1api20210401 reproduces") {
 		t.Errorf("warnings %q", r.Warnings)
 	}
 }

@@ -44,6 +44,41 @@ var verbs = map[Action]string{
 	Move:    "is moved here and keeps its Azure resource",
 }
 
+// besideVerbs are the verbs of a plan beside ASO: what ASO would do.
+var besideVerbs = map[Action]string{
+	NoOp:    "is up to date (ASO manages it)",
+	Create:  "would be created by ASO",
+	Adopt:   "exists in Azure and would be adopted by ASO",
+	Update:  "would be updated in place by ASO",
+	Drift:   "has drifted in Azure and would be corrected by ASO",
+	Delete:  "would be deleted by ASO",
+	Detach:  "would be left in Azure by ASO",
+	Observe: "would be read only by ASO (reconcile-policy skip)",
+	Move:    "would be moved by ASO",
+}
+
+// verb is what the plan says of r's action.
+func (p *Plan) verb(a Action) string {
+	if p.Beside != nil {
+		return besideVerbs[a]
+	}
+	return verbs[a]
+}
+
+// besideLine is the head of a plan beside ASO.
+func besideLine(b *Beside) string {
+	line := "Beside ASO: gitaso writes nothing; these are the actions ASO would take once this revision reaches the cluster"
+	switch {
+	case b.Cluster:
+		line += fmt.Sprintf(" (%d ASO objects in the cluster)", b.Objects)
+	case b.Error != "":
+		line += " (the cluster's ASO objects were not read: " + b.Error + "; planned against Azure alone)"
+	default:
+		line += " (no cluster configured: planned against Azure alone)"
+	}
+	return line
+}
+
 // TextOptions tune the text rendering.
 type TextOptions struct {
 	// ShowUnchanged lists no-op resources too.
@@ -60,11 +95,14 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 			bw.printf("  %s\n", line)
 		}
 	}
+	if p.Beside != nil {
+		bw.printf("  %s\n", besideLine(p.Beside))
+	}
 	renderUnits(bw, p)
 	renderHeld(bw, p, "")
 	changed := len(p.Deferred)
 	for _, r := range p.Resources {
-		if r.Action == NoOp && !opts.ShowUnchanged {
+		if r.Action == NoOp && !opts.ShowUnchanged && !r.ManagedByASO {
 			if len(r.Warnings) > 0 {
 				// Unchanged, but what it warns of is still true.
 				bw.printf("\n  # %s %s\n", r.ID(), verbs[r.Action])
@@ -73,7 +111,7 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 			continue
 		}
 		changed++
-		bw.printf("\n  # %s %s", r.ID(), verbs[r.Action])
+		bw.printf("\n  # %s %s", r.ID(), p.verb(r.Action))
 		if r.Reason != "" {
 			bw.printf(" (%s)", r.Reason)
 		}
@@ -96,6 +134,12 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 		}
 		if r.MovedFrom != "" {
 			bw.printf("      movedFrom  = %q\n", r.MovedFrom)
+		}
+		if r.ASO != nil {
+			bw.printf("      aso        = %q\n", asoLine(r.ASO))
+		}
+		if r.ManagedByASO {
+			bw.printf("      # refused: %s\n", r.ManagedByASOMessage())
 		}
 		if r.DeletedWith != "" {
 			bw.printf("      # deleted together with %s\n", r.DeletedWith)
@@ -161,7 +205,14 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 	if len(p.Deferred) > 0 {
 		deferred = fmt.Sprintf(", %d known after apply (planned in this run once their values exist)", len(p.Deferred))
 	}
-	bw.printf("\nPlan: %s; %d unchanged, %d observed%s.\n", summaryLine(s), s[NoOp], s[Observe], deferred)
+	head := "Plan"
+	if p.Beside != nil {
+		head = "ASO would do"
+	}
+	bw.printf("\n%s: %s; %d unchanged, %d observed%s.\n", head, summaryLine(s), s[NoOp], s[Observe], deferred)
+	if n := p.refusedASO(); n > 0 {
+		bw.printf("Refused: %d resources are managed by ASO objects in the cluster; gitaso does not write them.\n", n)
+	}
 	if p.Held != nil {
 		bw.printf("Held: nothing of this revision is applied until its deletions are approved.\n")
 	}

@@ -87,6 +87,15 @@ type Config struct {
 	// Metrics, when set, is told about every plan and every resource the
 	// executor finishes (metrics.go).
 	Metrics Metrics
+	// ASO, when set, reads the ASO objects of the cluster gitaso runs
+	// beside (aso.go): a managing run refuses the resources whose ARM ID
+	// one of them manages; a plan beside ASO shows what ASO would do.
+	ASO ASOReader
+	// BesideASO plans beside ASO, which applies the repository (gitaso
+	// plan/serve --beside-aso): every run is a plan against live Azure and
+	// the cluster's ASO objects with no state of gitaso's; nothing is
+	// applied, and the clients should be read-only (azure.ReadOnly).
+	BesideASO bool
 }
 
 // DefaultConfig returns the defaults.
@@ -379,6 +388,9 @@ const maxPhases = 8
 func (r *Reconciler) Once(ctx context.Context, opts Options) (*Report, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.cfg.BesideASO {
+		return r.besideOnce(ctx, opts) // aso.go
+	}
 	rep, err := r.once(ctx, opts)
 	if err == nil && !opts.DryRun {
 		err = r.laterPhases(ctx, rep, opts)
@@ -551,13 +563,18 @@ func (r *Reconciler) clearRefused(ctx context.Context, rev string) {
 func (r *Reconciler) applyGraph(ctx context.Context, ru *run, g *planner.Graph) error {
 	rep, opts := ru.rep, ru.opts
 	rep.Graph = g
-	prior, outputs, err := r.prior(ctx, g, opts)
-	if err != nil {
-		return err
-	}
-	r.observeOtherWriters(prior) // state's marks, from the first run on (activity.go)
-	if ru.rebuilt, err = r.rebuiltMark(); err != nil {
-		return err
+	// Beside ASO gitaso has applied nothing: no state of its own is planned
+	// against, whatever the state file holds.
+	prior, outputs := map[string]record.Resource{}, planner.Outputs{}
+	var err error
+	if !r.cfg.BesideASO {
+		if prior, outputs, err = r.prior(ctx, g, opts); err != nil {
+			return err
+		}
+		r.observeOtherWriters(prior) // state's marks, from the first run on (activity.go)
+		if ru.rebuilt, err = r.rebuiltMark(); err != nil {
+			return err
+		}
 	}
 	p, observed, err := r.plan(ctx, ru, g, planner.Input{Prior: prior, Outputs: outputs, AdoptWithoutWrite: ru.rebuilt.Why(), TrustSecretReferences: ru.rebuilt != nil && ru.rebuilt.FromASO, HeldUnits: rep.units.heldIDs()})
 	if err != nil {
@@ -566,7 +583,11 @@ func (r *Reconciler) applyGraph(ctx context.Context, ru *run, g *planner.Graph) 
 	}
 	p.Units = rep.units.planUnits(time.Now().UTC())
 	rep.Plan, rep.observed = p, observed
+	r.withASO(ctx, p) // aso.go
 	r.observePlan(opts, p)
+	if r.cfg.BesideASO {
+		return nil // never applied, never held: the deletions are ASO's
+	}
 	p.Held = r.hold(ctx, ru, g, p, prior)
 	if opts.expect != nil {
 		if err := r.checkSaved(opts.expect, p, prior, rep.observed); err != nil {

@@ -94,6 +94,13 @@ func extract(src, ref, gitDir string, prov asosrc.Provenance) (*asosrc.Facts, er
 	}
 	if gitDir == "" {
 		gitDir = src
+		if prov.Commit == "" && !isToplevel(src) {
+			// git -C would answer for an enclosing repository (this one,
+			// for a copy under it): only a checkout's own Git counts.
+			return nil, fmt.Errorf("the commit of -aso-src %s is unknown: it is not a Git checkout; for a plain copy of ASO's tree name the Git directory it came from "+
+				"(-aso-git, make ASO_GIT=) or its commit and date (-aso-commit, -aso-commit-date; make ASO_COMMIT= ASO_COMMIT_DATE=), "+
+				"or give the Git directory itself as -aso-src", src)
+		}
 	}
 	if prov.Commit == "" {
 		c, err := gitOut(gitDir, "rev-parse", "--verify", ref+"^{commit}")

@@ -1,19 +1,28 @@
-// Command gen turns the ASO conversion facts in ../shared/aso-schema into the
-// catalog that package aso embeds (aso/catalog/catalog.json.gz).
+// Command gen builds the catalog that package aso embeds
+// (aso/catalog/catalog.json.gz and packages.bin) from the ASO conversion
+// facts: read from ASO's source tree by package asosrc (-aso-src), or from a
+// directory of facts files in the layout of ../shared/aso-schema (-schema).
 //
-// Usage (from the repository root):
+// Usage (from the repository root; docs/aso-upgrade.md):
 //
-//	go run ./aso/gen -schema ../shared/aso-schema -out aso/catalog/catalog.json.gz
+//	go run ./aso/gen -aso-src <ASO git dir> -aso-ref <commit or tag>   # make aso-catalog ASO_SRC=... ASO_REF=...
+//	go run ./aso/gen -schema ../shared/aso-schema                      # make catalog
 //
-// The generator reads kinds.json, schema/<group>/<version>.json, exceptions.json
-// and provenance.json, checks that every fact is consistent (every referenced
-// type exists, every ARM pointer resolves through the ARM payload types, every
-// generated kind has its spec type) and writes one gzip-compressed JSON
-// document: provenance, the kinds table and one entry per API package.
-// The output is deterministic for a given input and -date. Two files are
-// written: catalog.json.gz (provenance, kinds, and an index into
-// packages.bin) and packages.bin (one gzip member per API package, decoded by
-// the runtime only when one of its kinds is used).
+// -aso-src may also be a checkout (its HEAD must be -aso-ref) or a plain copy
+// of the tree, whose commit and date then come from -aso-git or
+// -aso-commit/-aso-commit-date. -facts-out writes the extracted facts files,
+// byte for byte those of ../shared/aso-schema at the same commit.
+//
+// Either way the generator reads kinds.json, schema/<group>/<version>.json,
+// exceptions.json and provenance.json, checks that every fact is consistent
+// (every referenced type exists, every ARM pointer resolves through the ARM
+// payload types, every generated kind has its spec type) and writes two
+// files: catalog.json.gz (provenance, kinds, and an index into packages.bin)
+// and packages.bin (one gzip member per API package, decoded by the runtime
+// only when one of its kinds is used). The provenance's factsSha256 is the
+// hash of the facts files, the same for both inputs. The output is
+// deterministic for given facts and -date; without -date a catalog made from
+// unchanged facts keeps the date it has.
 package main
 
 import (
@@ -176,10 +185,18 @@ func run(args []string) error {
 	date := fset.String("date", "", "generation date recorded in the provenance (default: the date -out records if its facts are unchanged, else today)")
 	releasesGit := fset.String("releases-git", "", "ASO Git repository holding the release tags: add the versions of -removed, each read at the tag that last had it "+
 		"(default: -aso-src when it is a Git repository, else -aso-git; none: the removed versions are left out)")
-	removedList := fset.String("removed", "aso/catalog/removed.json", "the removed versions (go run ./aso/gen/removed); \"\" leaves them out")
-	removedReport := fset.String("removed-report", "aso/catalog/removed-schemas.json", "where to write, per removed package, the release read and the alias chosen")
+	removedList := fset.String("removed", "", "the removed versions (go run ./aso/gen/removed) (default: removed.json beside -out, when there is one)")
+	removedReport := fset.String("removed-report", "", "where to write, per removed package, the release read and the alias chosen (default: removed-schemas.json beside -out)")
 	if err := fset.Parse(args); err != nil {
 		return err
+	}
+	if *removedList == "" {
+		if beside := filepath.Join(filepath.Dir(*out), "removed.json"); fileExists(beside) {
+			*removedList = beside
+		}
+	}
+	if *removedReport == "" {
+		*removedReport = filepath.Join(filepath.Dir(*out), "removed-schemas.json")
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
@@ -343,7 +360,7 @@ func run(args []string) error {
 		outKinds = append(outKinds, rem.kinds...)
 		problems = append(problems, rem.problems...)
 	} else if *removedList != "" {
-		log.Warn("the removed versions are left out of the catalog: name ASO's Git repository (-releases-git, or -aso-src as a Git repository)")
+		log.Warn("the removed versions are left out of the catalog: name ASO's Git repository (-releases-git, or -aso-src as a Git repository)", "removed", *removedList)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("inconsistent facts:\n%w", errors.Join(problems...))

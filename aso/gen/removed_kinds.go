@@ -99,6 +99,11 @@ func releaseKey(s string) string {
 	return fmt.Sprintf("%04d.%04d", minor, patch)
 }
 
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 // releasesRepo is the Git repository holding ASO's release tags:
 // -releases-git, else -aso-src when it is one (a Git directory or a clone),
 // else -aso-git.
@@ -225,8 +230,9 @@ func addRemoved(log *slog.Logger, gitDir, removedList string, kinds []kindIn, ra
 			Layout   string   `json:"layout"`
 			SchemaOf string   `json:"schemaOf,omitempty"`
 			Differs  []string `json:"differs,omitempty"`
+			Empty    []string `json:"explicitEmptyFromSpec,omitempty"`
 			Kinds    int      `json:"kinds"`
-		}{key, p.LastIn, p.Commit, layoutName(p.Legacy), p.SchemaOf, p.Differs, len(p.Kinds)})
+		}{key, p.LastIn, p.Commit, layoutName(p.Legacy), p.SchemaOf, p.Differs, p.ExplicitEmpty, len(p.Kinds)})
 		if err != nil {
 			return nil, err
 		}

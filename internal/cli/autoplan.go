@@ -102,6 +102,12 @@ func (s *settings) startAutoplan(ctx context.Context, e *env) (func(), error) {
 		},
 		Comment: func(p *planner.Plan, refused error) []string { return forge.Comment(p, refused, limit, a.marker) },
 		Applied: func() string {
+			if s.beside.enabled {
+				// Beside ASO nothing is applied: the branch's newest
+				// revision is the base a pull request merges into.
+				rev, _ := e.db.LatestRevision()
+				return rev
+			}
 			rev, _ := e.db.LastGoodRevision()
 			return rev
 		},

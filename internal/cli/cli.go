@@ -56,6 +56,7 @@ type settings struct {
 	lookups                           reconcile.Lookup // Helm's lookup of ASO objects (DB and Get set once open)
 	kube                              clusterSettings  // --kubeconfig, --in-cluster (cluster.go)
 	autoplan                          autoplanSettings // serve --autoplan (autoplan.go)
+	beside                            besideSettings   // plan/serve --beside-aso, --aso-namespace (beside.go)
 	ref                               string           // a full Git reference instead of --branch (autoplan: a pull request)
 	repo, branch, path, dir, cacheDir string
 	gitUser, gitPasswordFile, gitCA   string
@@ -116,7 +117,8 @@ func (s *settings) register(fs *pflag.FlagSet, withAzure bool) {
 	s.registerCharts(fs) // charts.go
 	// Input limits (source.Limits, see source/doc.go).
 	fs.Var(&s.sourceLimits, "source-limit", "change an input limit, NAME=VALUE (repeatable or comma-separated): file-size (32MiB), total-size (128MiB), yaml-nodes (4000000), total-yaml-nodes (16000000), yaml-depth (128), kustomize-objects (10000); per revision total-kustomize-objects (10000), kustomize-nodes (750000), rendered-size (64MiB), render-timeout (5m); per HelmRelease helm-bytes (256MiB), helm-steps (10000000); -1 for none")
-	s.kube.register(fs) // cluster.go
+	s.kube.register(fs)        // cluster.go
+	s.beside.registerScope(fs) // beside.go
 	fs.StringVar(&s.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&s.logFormat, "log-format", "text", "text or json")
 	if !withAzure {
@@ -509,6 +511,9 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 	if err := s.wireInputs(e); err != nil { // cluster.go
 		return nil, err
 	}
+	if err := s.wireASO(e); err != nil { // beside.go
+		return nil, err
+	}
 	if _, err = s.localSecrets(); err != nil {
 		return nil, err // a bad directory fails at once, then every run reads it again
 	}
@@ -566,6 +571,13 @@ func (s *settings) build(stderr io.Writer, offline, needState bool) (*env, error
 	opts.Logger = e.log
 	opts.Metrics = e.metrics
 	e.clients = azure.NewClients(cloud, opts)
+	if s.beside.enabled {
+		// Beside ASO nothing is written: ARM refuses no write this client
+		// could send, it sends none (Reader suffices).
+		if e.clients, err = azure.ReadOnly(cloud, opts); err != nil {
+			return nil, err
+		}
+	}
 	if needState {
 		if err := s.openState(e); err != nil {
 			return nil, err

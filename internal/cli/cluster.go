@@ -62,7 +62,7 @@ func (c *clusterSettings) connect() (*cluster.Cluster, error) {
 // wireExports gives the reconciler the cluster as the sink of exports (serve
 // and apply; plans write nothing).
 func (s *settings) wireExports(e *env) error {
-	if !s.kube.exports {
+	if !s.kube.exports || s.beside.enabled { // beside ASO, ASO writes them
 		return nil
 	}
 	cl, err := s.kube.connect()

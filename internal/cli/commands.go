@@ -139,6 +139,9 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 				return reportInputErrors(stderr, err, "no plan")
 			}
 			if outFile != "" {
+				if s.beside.enabled {
+					return errors.New("--out: a plan beside ASO is ASO's to apply, not gitaso's")
+				}
 				if offline {
 					return errors.New("--out: an offline plan cannot be applied; plan with Azure and the state")
 				}
@@ -173,6 +176,7 @@ Exit codes: 0 no changes, 2 changes pending, 1 error.`,
 	cmd.Flags().BoolVar(&offline, "offline", false, "plan without Azure or state: everything is a create")
 	cmd.Flags().StringVar(&outFile, "out", "", "save the plan to `FILE` for 'gitaso apply FILE' (mode 0600; no secret values)")
 	cmd.Flags().BoolVar(&refresh, "refresh", true, "read Azure to find drift and resources to adopt")
+	s.beside.register(cmd.Flags()) // beside.go
 	return cmd
 }
 
@@ -392,6 +396,9 @@ and --state. See docs/ha.md.`,
 			if err := ha.validate(); err != nil {
 				return err
 			}
+			if err := s.checkBeside(ha.leaderElect); err != nil { // beside.go
+				return err
+			}
 			// With --leader-elect only the leader opens the state (ha.go).
 			e, err := s.build(stderr, false, !ha.leaderElect)
 			if err != nil {
@@ -484,6 +491,7 @@ and --state. See docs/ha.md.`,
 	s.register(cmd.Flags(), true)
 	ha.register(cmd.Flags())
 	s.autoplan.register(cmd.Flags())
+	s.beside.register(cmd.Flags()) // beside.go
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address of the HTTP API")
 	cmd.Flags().StringVar(&tokenFile, "api-token-file", "", "file with a bearer token required by POST /api/v1/sync and /api/v1/approve (required when --listen is not loopback)")
 	cmd.Flags().StringSliceVar(&allowedHosts, "api-allowed-hosts", nil, "further Host names the API answers besides loopback, localhost and the --listen address, e.g. a reverse proxy's gitaso.example.com; .example.com for a domain and its subdomains, * for any (repeatable)")

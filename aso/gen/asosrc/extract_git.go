@@ -126,7 +126,7 @@ func (g *gitFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	out := make([]fs.DirEntry, 0, len(t.Entries))
 	for i := range t.Entries {
-		out = append(out, gitInfo{e: &t.Entries[i], size: -1})
+		out = append(out, gitInfo{e: &t.Entries[i], tree: t})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out, nil
@@ -140,7 +140,7 @@ func (g *gitFS) Stat(name string) (fs.FileInfo, error) {
 	if e == nil { // the root
 		return gitInfo{e: &object.TreeEntry{Name: ".", Mode: filemode.Dir}}, nil
 	}
-	return gitInfo{e: e, size: -1}, nil
+	return gitInfo{e: e, tree: g.tree}, nil
 }
 
 func (g *gitFS) Open(name string) (fs.File, error) {
@@ -160,18 +160,27 @@ func (g *gitFS) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &gitFile{info: gitInfo{e: e, size: int64(len(b))}, r: bytes.NewReader(b)}, nil
+	return &gitFile{info: gitInfo{e: e, tree: g.tree}, r: bytes.NewReader(b)}, nil
 }
 
-// gitInfo is a tree entry as fs.FileInfo and fs.DirEntry. Sizes are known
-// only for opened files.
+// gitInfo is a tree entry as fs.FileInfo and fs.DirEntry. A blob's size is
+// looked up only when asked for.
 type gitInfo struct {
 	e    *object.TreeEntry
-	size int64
+	tree *object.Tree // the entry's tree, to look its blob up
 }
 
-func (i gitInfo) Name() string       { return i.e.Name }
-func (i gitInfo) Size() int64        { return i.size }
+func (i gitInfo) Name() string { return i.e.Name }
+func (i gitInfo) Size() int64 {
+	if i.IsDir() || i.tree == nil {
+		return 0
+	}
+	f, err := i.tree.TreeEntryFile(i.e)
+	if err != nil {
+		return 0
+	}
+	return f.Size
+}
 func (i gitInfo) IsDir() bool        { return i.e.Mode == filemode.Dir }
 func (i gitInfo) ModTime() time.Time { return time.Time{} }
 func (i gitInfo) Sys() any           { return nil }

@@ -85,9 +85,12 @@ func KindsFS(fsys fs.FS) (*KindsResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	pkgDirs, err := fs.Glob(fsys, "v2/api/*/*")
+	// The generated API packages are those with ARM payload types, the
+	// packages the schema side reads (storage versions, which releases
+	// before v2.1 kept beside the API versions, have none).
+	pkgList, err := PackagesFS(fsys)
 	if err != nil {
-		return nil, fmt.Errorf("list v2/api: %w", err)
+		return nil, err
 	}
 	res := &KindsResult{}
 	type pkgKinds struct {
@@ -97,11 +100,9 @@ func KindsFS(fsys fs.FS) (*KindsResult, error) {
 	}
 	pkgs := map[[2]string]*pkgKinds{} // (group, version)
 	hooks := map[string]map[string][]string{}
-	for _, pd := range pkgDirs {
-		dir, version := path.Base(path.Dir(pd)), path.Base(pd)
-		if fi, err := fs.Stat(fsys, pd); err != nil || !fi.IsDir() || version == "customizations" {
-			continue
-		}
+	for _, gv := range pkgList {
+		dir, version := strings.TrimSuffix(gv[0], ".azure.com"), gv[1]
+		pd := path.Join("v2/api", dir, version)
 		p, err := parseKindPkg(fsys, pd, func(n string) bool {
 			return strings.HasSuffix(n, "_types_gen.go") && !strings.HasSuffix(n, "_arm_types_gen.go")
 		})
@@ -113,7 +114,7 @@ func KindsFS(fsys fs.FS) (*KindsResult, error) {
 			return nil, err
 		}
 		if len(rs) == 0 {
-			continue // hand-written (v1) or not an API package
+			return nil, fmt.Errorf("%s: ARM payload types but no resource (no type with a GetType method in *_types_gen.go)", pd)
 		}
 		defs, err := readNameDefaults(fsys, dir, version)
 		if err != nil {
@@ -198,6 +199,9 @@ func fill(k *Kind, r *resource, hooks []string, def *AzureNameDefault) {
 	k.APIVersion, k.ARMType, k.Scope = r.apiVersion, r.armType, r.scope
 	k.ARMURITemplate = r.armURI
 	k.ARMIDTemplate, k.URINotes = idTemplate(r.scope, r.armURI)
+	if r.uriBuilt {
+		k.URINotes = append(k.URINotes, uriBuiltNote)
+	}
 	k.Owner, k.Singleton, k.AzureNameField = r.owner, r.singleton, r.azureName
 	k.AzureNameDef, k.Hooks, k.Operations = def, hooks, r.operations
 	k.SpecType, k.GeneratedFrom = r.specType, r.generatedFrom

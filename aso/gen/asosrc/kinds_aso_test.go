@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -100,5 +101,38 @@ func checkProvenance(t *testing.T, shared string, res *KindsResult) {
 	got := ProvenanceJSON(Provenance{p.Source, p.License, p.Commit, p.CommitDate}, len(res.Kinds), p.SchemaFiles, res.Unlisted)
 	if !bytes.Equal(got, want) {
 		t.Errorf("provenance.json differs:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestExtractAtReleases is a development check for older ASO releases: with
+// GITASO_ASO_GIT set to ASO's Git directory and GITASO_ASO_TAGS to a list of
+// tags (e.g. "v2.0.0 v2.11.0"), it extracts every fact of each tag's tree
+// straight from Git and logs the kinds per status.
+func TestExtractAtReleases(t *testing.T) {
+	dir, tags := os.Getenv("GITASO_ASO_GIT"), strings.Fields(os.Getenv("GITASO_ASO_TAGS"))
+	if dir == "" || len(tags) == 0 {
+		t.Skip("GITASO_ASO_GIT and GITASO_ASO_TAGS not set (development check against ASO's releases)")
+	}
+	for _, tag := range tags {
+		start := time.Now()
+		fsys, commit, date, err := GitTree(dir, tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := ExtractFS(fsys, Provenance{Source: "aso", License: "MIT", Commit: commit, CommitDate: date})
+		if err != nil {
+			t.Errorf("%s: %v", tag, err)
+			continue
+		}
+		var kinds []map[string]any
+		if err := json.Unmarshal(f.Files["kinds.json"], &kinds); err != nil {
+			t.Fatal(err)
+		}
+		status := map[string]int{}
+		for _, k := range kinds {
+			status[k["status"].(string)]++
+		}
+		t.Logf("%s (%.8s, %s): %d files, %d kinds %v, %d warnings, %s", tag, commit, date, len(f.Files), len(kinds), status,
+			len(f.Warnings), time.Since(start).Round(time.Millisecond))
 	}
 }

@@ -24,6 +24,9 @@ var hookMethods = map[string]string{
 	"PreReconcileCheck":          "preReconcileCheck",      // extensions.PreReconciliationChecker
 	"PreReconcileOwnerCheck":     "preReconcileOwnerCheck", // extensions.PreReconciliationOwnerChecker
 	"Success":                    "successHandler",         // extensions.SuccessfulCreationHandler
+	// Before v2.11 one interface, genruntime.KubernetesExporter, exported
+	// both the secrets and the config maps made from Azure's answers.
+	"ExportKubernetesResources": "azureGeneratedSecrets",
 }
 
 // notHooks are exported methods of extension types that are not hooks.

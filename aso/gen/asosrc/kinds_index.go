@@ -35,8 +35,9 @@ type indexRow struct {
 	line                 int
 }
 
-// indexLink matches the Resource cell of a row: [Kind]({{< relref "..." >}}).
-var indexLink = regexp.MustCompile(`^\[([A-Za-z0-9]+)\]\(\{\{<\s*relref\s+"[^"]*"\s*>\}\}\)$`)
+// indexLink matches the Resource cell of a row: [Kind]({{< relref "..." >}}),
+// or before v2.11 [Kind](https://azure.github.io/...).
+var indexLink = regexp.MustCompile(`^\[([A-Za-z0-9]+)\]\(.+\)$`)
 
 // viewLink matches the Sample cell: [View](URL).
 var viewLink = regexp.MustCompile(`^\[View\]\(([^)]*)\)$`)

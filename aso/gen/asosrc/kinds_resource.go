@@ -29,6 +29,34 @@ type resource struct {
 	specType      string
 	azureName     bool   // the spec has azureName
 	owner         *Owner // nil when the spec has no owner
+	uriBuilt      bool   // armURI was built by uriFromType
+}
+
+// uriBuiltNote is the URI note of a resource without an ARM URI comment.
+const uriBuiltNote = "no ARM URI in the generated code: built from the scope and the ARM type"
+
+// uriFromType builds an ARM URI from the scope and the ARM type, with a
+// {<type>Name} placeholder per type segment, for resources whose generated
+// code has no ARM URI comment.
+func uriFromType(scope, armType string) string {
+	segs := strings.Split(armType, "/")
+	if len(segs) < 2 {
+		return ""
+	}
+	var b strings.Builder
+	switch scope {
+	case "location":
+		return "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}"
+	case "resourceGroup":
+		b.WriteString("/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}")
+	case "extension":
+		b.WriteString("/{scope}")
+	}
+	b.WriteString("/providers/" + segs[0])
+	for _, t := range segs[1:] {
+		b.WriteString("/" + t + "/{" + t + "Name}")
+	}
+	return b.String()
 }
 
 // kindPkg is the parsed Go source of one package: its struct types, their
@@ -40,6 +68,7 @@ type kindPkg struct {
 	files   map[string]string // type name → file it is declared in
 	methods map[string]map[string]*ast.FuncDecl
 	mfiles  map[*ast.FuncDecl]string
+	consts  map[string]string // string constants: const X = "v" or const X = T("v")
 }
 
 // parseKindPkg parses the files of dir whose names keep returns true.
@@ -49,7 +78,7 @@ func parseKindPkg(fsys fs.FS, dir string, keep func(name string) bool) (*kindPkg
 		return nil, fmt.Errorf("read %s: %w", dir, err)
 	}
 	p := &kindPkg{dir: dir, structs: map[string]*ast.StructType{}, docs: map[string]string{},
-		files: map[string]string{}, methods: map[string]map[string]*ast.FuncDecl{}, mfiles: map[*ast.FuncDecl]string{}}
+		files: map[string]string{}, methods: map[string]map[string]*ast.FuncDecl{}, mfiles: map[*ast.FuncDecl]string{}, consts: map[string]string{}}
 	fset := token.NewFileSet()
 	for _, e := range ents {
 		n := e.Name()
@@ -74,6 +103,10 @@ func (p *kindPkg) add(f *ast.File, fn string) {
 	for _, d := range f.Decls {
 		switch d := d.(type) {
 		case *ast.GenDecl:
+			if d.Tok == token.CONST {
+				p.addConsts(d)
+				continue
+			}
 			if d.Tok != token.TYPE {
 				continue
 			}
@@ -108,6 +141,42 @@ func (p *kindPkg) add(f *ast.File, fn string) {
 			p.mfiles[d] = fn
 		}
 	}
+}
+
+// addConsts records the string constants of a const declaration.
+func (p *kindPkg) addConsts(d *ast.GenDecl) {
+	for _, s := range d.Specs {
+		vs, ok := s.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != len(vs.Values) {
+			continue
+		}
+		for i, v := range vs.Values {
+			if str, ok := stringValue(v, nil); ok {
+				p.consts[vs.Names[i].Name] = str
+			}
+		}
+	}
+}
+
+// stringValue is the value of "v", T("v") or, given consts, a constant's name.
+func stringValue(e ast.Expr, consts map[string]string) (string, bool) {
+	if c, ok := e.(*ast.CallExpr); ok && len(c.Args) == 1 {
+		if _, ok := c.Fun.(*ast.Ident); ok {
+			e = c.Args[0]
+		}
+	}
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(e.Value)
+		return s, err == nil
+	case *ast.Ident:
+		s, ok := consts[e.Name]
+		return s, ok
+	}
+	return "", false
 }
 
 // recvTypeName is T for receivers T and *T.
@@ -152,10 +221,10 @@ func (p *kindPkg) resource(kind string) (resource, error) {
 	}
 	ms := p.methods[kind]
 	var err error
-	if r.armType, err = returnedString(ms["GetType"]); err != nil {
+	if r.armType, err = p.returnedString(ms["GetType"]); err != nil {
 		return r, bad("GetType: %v", err)
 	}
-	if r.apiVersion, err = returnedString(ms["GetAPIVersion"]); err != nil {
+	if r.apiVersion, err = p.returnedString(ms["GetAPIVersion"]); err != nil {
 		return r, bad("GetAPIVersion: %v", err)
 	}
 	sel, err := returnedSelector(ms["GetResourceScope"])
@@ -169,11 +238,15 @@ func (p *kindPkg) resource(kind string) (resource, error) {
 	if r.scope = scopes[sel]; r.scope == "" {
 		return r, bad("GetResourceScope returns genruntime.%s, not one of ResourceScopeResourceGroup, ResourceScopeExtension, ResourceScopeLocation, ResourceScopeTenant", sel)
 	}
-	if r.operations, err = supportedOperations(ms["GetSupportedOperations"]); err != nil {
+	if ms["GetSupportedOperations"] == nil {
+		// Before v2.4 resources had no such method: ASO sent PUT, GET and
+		// DELETE to every resource.
+		r.operations = []string{"DELETE", "GET", "PUT"}
+	} else if r.operations, err = supportedOperations(ms["GetSupportedOperations"]); err != nil {
 		return r, bad("GetSupportedOperations: %v", err)
 	}
 	// AzureName returns a constant for a singleton, else the spec's field.
-	if s, err := returnedString(ms["AzureName"]); err == nil {
+	if s, err := p.returnedString(ms["AzureName"]); err == nil {
 		r.singleton = &s
 	} else if ms["AzureName"] == nil {
 		return r, bad("no AzureName method")
@@ -188,7 +261,12 @@ func (p *kindPkg) resource(kind string) (resource, error) {
 		}
 	}
 	if r.armURI == "" {
-		return r, bad(`no "- ARM URI:" line in its Generator information comment`)
+		// Some releases (containerservice ManagedCluster in v2.11 to v2.17)
+		// generated no Generator information comment for a resource.
+		if r.armURI = uriFromType(r.scope, r.armType); r.armURI == "" {
+			return r, bad(`no "- ARM URI:" line in its Generator information comment, and ARM type %q is not namespace/type[/type...]`, r.armType)
+		}
+		r.uriBuilt = true
 	}
 	if err := p.readSpec(&r); err != nil {
 		return r, bad("%v", err)
@@ -270,23 +348,18 @@ func onlyReturn(fn *ast.FuncDecl) (ast.Expr, error) {
 	return ret.Results[0], nil
 }
 
-// returnedString is the string constant a method returns.
-func returnedString(fn *ast.FuncDecl) (string, error) {
+// returnedString is the string constant a method returns: a literal, or
+// (releases before v2.11) string(APIVersion_Value), a constant of the package.
+func (p *kindPkg) returnedString(fn *ast.FuncDecl) (string, error) {
 	e, err := onlyReturn(fn)
 	if err != nil {
 		return "", err
 	}
-	// Releases before v2.11 wrote string(APIVersion_Value).
-	if c, ok := e.(*ast.CallExpr); ok && len(c.Args) == 1 {
-		if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "string" {
-			e = c.Args[0]
-		}
-	}
-	lit, ok := e.(*ast.BasicLit)
-	if !ok || lit.Kind != token.STRING {
+	s, ok := stringValue(e, p.consts)
+	if !ok {
 		return "", fmt.Errorf("does not return a string constant")
 	}
-	return strconv.Unquote(lit.Value)
+	return s, nil
 }
 
 // returnedSelector is X in a method whose body is return pkg.X.

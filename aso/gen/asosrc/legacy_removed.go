@@ -2,7 +2,6 @@ package asosrc
 
 import (
 	"fmt"
-	"go/ast"
 	"os"
 	"path"
 	"path/filepath"
@@ -66,6 +65,9 @@ type RemovedPackage struct {
 	Differs []string
 	Kinds   []KindRow
 	Entries []RemovedEntry
+	// ExplicitEmpty are the ARM fields sent empty when unset because the
+	// release marked them on the spec side (SpecExplicitEmpty).
+	ExplicitEmpty []string
 }
 
 // Current is what the generator knows of the pinned commit: its packages
@@ -150,6 +152,9 @@ func (p *RemovedPackage) read(repo *Repo, work string) error {
 	if err != nil {
 		return fmt.Errorf("%s at %s: %w", p.LastIn, p.Group+"/"+p.Version, err)
 	}
+	if p.ExplicitEmpty, err = SpecExplicitEmpty(root, s); err != nil {
+		return fmt.Errorf("%s: %w", p.LastIn, err)
+	}
 	p.Schema = s
 	return nil
 }
@@ -233,16 +238,17 @@ func (p *RemovedPackage) kindRows(cur *Current, kept map[string]*SchemaFile, wor
 		}
 		r := KindRow{Group: p.Group, CRDVersion: p.Version, Kind: e.Kind, Status: "removed", APIVersion: s.APIVersion,
 			ARMType: ks.ARMType, SpecType: ks.Spec, SupportedFrom: docs[p.Version+"/"+e.Kind]}
-		ms := k8s.methods[e.Kind]
-		if r.Scope, err = scopeOf(ms["GetResourceScope"]); err != nil {
-			return fmt.Errorf("%s/%s %s: %w", p.Group, p.Version, e.Kind, err)
+		// The resource methods of the release (the kinds side's reader, which
+		// knows the older shapes: no GetSupportedOperations before v2.4, no
+		// ARM URI comment in some releases).
+		res, err := k8s.resource(e.Kind)
+		if err != nil {
+			return fmt.Errorf("%s/%s at %s: %w", p.Group, p.Version, p.LastIn, err)
 		}
-		if v, err := returnedString(ms["AzureName"]); err == nil {
-			r.Singleton = &v
-		}
-		if r.Operations, err = operationsOf(ms["GetSupportedOperations"]); err != nil {
-			return fmt.Errorf("%s/%s %s: GetSupportedOperations: %w", p.Group, p.Version, e.Kind, err)
-		}
+		r.Scope, r.Singleton = res.scope, res.singleton
+		r.Operations = append([]string(nil), res.operations...)
+		sort.Strings(r.Operations)
+		r.ARMIDTemplate, _ = idTemplate(res.scope, res.armURI)
 		spec := types[ks.Spec]
 		for _, f := range spec.Fields {
 			switch {
@@ -263,12 +269,11 @@ func (p *RemovedPackage) kindRows(cur *Current, kept map[string]*SchemaFile, wor
 		if r.Scope == "location" {
 			r.OwnerGroup, r.OwnerKind = "", "" // ResourceGroup: no owner
 		}
+		// The hooks are gitaso's, per group and kind: those of the kind the
+		// pinned commit ships.
 		like := sameKind(cur.Kinds, r)
 		if like != nil {
 			r.Hooks = like.Hooks
-			if strings.EqualFold(like.ARMType, r.ARMType) {
-				r.ARMIDTemplate = like.ARMIDTemplate
-			}
 		}
 		if strings.Contains(defaults[e.Kind], "MakeUUIDName(") {
 			r.UUIDv5 = "ownerScopedLegacy"
@@ -301,37 +306,6 @@ func sameKind(rows []KindRow, r KindRow) *KindRow {
 		}
 	}
 	return best
-}
-
-var scopes = map[string]string{
-	"ResourceScopeResourceGroup": "resourceGroup",
-	"ResourceScopeExtension":     "extension",
-	"ResourceScopeLocation":      "location",
-	"ResourceScopeTenant":        "tenant",
-}
-
-// scopeOf reads `return genruntime.ResourceScopeX`.
-func scopeOf(fd *ast.FuncDecl) (string, error) {
-	sel, err := returnedSelector(fd)
-	if err != nil {
-		return "", fmt.Errorf("GetResourceScope: %w", err)
-	}
-	s, ok := scopes[sel]
-	if !ok {
-		return "", fmt.Errorf("GetResourceScope returns %s", sel)
-	}
-	return s, nil
-}
-
-// operationsOf reads GetSupportedOperations, sorted; before ASO had it
-// (v2.5.0) every resource supported DELETE, GET and PUT.
-func operationsOf(fd *ast.FuncDecl) ([]string, error) {
-	if fd == nil {
-		return []string{"DELETE", "GET", "PUT"}, nil
-	}
-	ops, err := supportedOperations(fd)
-	sort.Strings(ops)
-	return ops, err
 }
 
 // defaultsSource returns, per kind, the hand-written defaulting code of the

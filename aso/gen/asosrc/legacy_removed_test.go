@@ -72,6 +72,7 @@ func TestRemovedPackageAliased(t *testing.T) {
 	repo := releaseRepo(t)
 	cur := widgetFacts(t)
 	cur.CRDVersion = "v1api20200101"
+	explicitEmpty(cur, "WidgetProperties", "labels") // as the current layout marks it, on the ARM field
 	current := &Current{Packages: map[string]*SchemaFile{"widget.azure.com/v1api20200101": cur},
 		Kinds: []KindRow{{Group: "widget.azure.com", CRDVersion: "v1api20200101", Kind: "Widget", APIVersion: "2020-01-01",
 			ARMType: "Microsoft.Widgets/widgets", Hooks: []string{"errorClassifier"}, ARMIDTemplate: "/subscriptions/{subscriptionId}/…/widgets/{name}"}}}
@@ -87,8 +88,9 @@ func TestRemovedPackageAliased(t *testing.T) {
 		t.Errorf("package %+v: want an alias to v1api20200101, read in the legacy layout at v2.3.0", p)
 	}
 	want := KindRow{Group: "widget.azure.com", CRDVersion: "v1beta20200101", Kind: "Widget", Status: "removed", SupportedFrom: "v2.0.0-beta.0",
-		APIVersion: "2020-01-01", ARMType: "Microsoft.Widgets/widgets", ARMIDTemplate: "/subscriptions/{subscriptionId}/…/widgets/{name}",
-		Scope: "resourceGroup", OwnerGroup: "resources.azure.com", OwnerKind: "ResourceGroup", AzureNameField: true,
+		APIVersion: "2020-01-01", ARMType: "Microsoft.Widgets/widgets",
+		ARMIDTemplate: "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/providers/Microsoft.Widgets/widgets/{widgetsName}", // built from the scope and ARM type: the release wrote no ARM URI comment
+		Scope:         "resourceGroup", OwnerGroup: "resources.azure.com", OwnerKind: "ResourceGroup", AzureNameField: true,
 		Hooks: []string{"errorClassifier"}, Operations: []string{"DELETE", "GET", "PUT"}, SpecType: "Widget_Spec"}
 	if len(p.Kinds) != 1 || !kindRowEqual(p.Kinds[0], want) {
 		t.Errorf("kind rows %+v\nwant %+v", p.Kinds, want)
@@ -102,6 +104,7 @@ func TestRemovedPackageKeptWithItsFacts(t *testing.T) {
 	cur := widgetFacts(t)
 	cur.CRDVersion = "v1api20200101"
 	cur.Types[0].EmptyIfNil = nil // a later release stopped sending zones as []
+	explicitEmpty(cur, "WidgetProperties", "labels")
 	current := &Current{Packages: map[string]*SchemaFile{"widget.azure.com/v1api20200101": cur}}
 	ps, err := RemovedPackages(repo, []RemovedEntry{widgetEntry}, current, t.TempDir())
 	if err != nil {
@@ -111,8 +114,21 @@ func TestRemovedPackageKeptWithItsFacts(t *testing.T) {
 	if p.SchemaOf != "" || p.Schema == nil || !slices.Equal(p.Differs, []string{"v1api20200101: Widget_Spec: emptyIfNil [/properties/zones] vs []"}) {
 		t.Errorf("package schemaOf %q, differs %q: want its own facts", p.SchemaOf, p.Differs)
 	}
+	if !slices.Equal(p.ExplicitEmpty, []string{"WidgetProperties.labels"}) {
+		t.Errorf("explicit empty %v, want the spec-side labels", p.ExplicitEmpty)
+	}
 	if len(p.Kinds) != 1 || p.Kinds[0].SpecType != "Widget_Spec" || p.Kinds[0].Hooks != nil {
 		t.Errorf("kind rows %+v", p.Kinds)
+	}
+}
+
+func explicitEmpty(s *SchemaFile, arm, field string) {
+	for _, at := range s.ARMTypes {
+		for i := range at.Fields {
+			if at.Name == arm && at.Fields[i].JSON == field {
+				at.Fields[i].Flags += "e"
+			}
+		}
 	}
 }
 

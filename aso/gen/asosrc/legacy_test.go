@@ -92,7 +92,7 @@ func TestSameConversion(t *testing.T) {
 		{"ARM field order", func(c *SchemaFile) {
 			f := c.ARMTypes[1].Fields
 			f[0], f[1] = f[1], f[0]
-		}, "ARM WidgetProperties: field size out of order"},
+		}, "ARM WidgetProperties: field password out of order"},
 		{"field gone", func(c *SchemaFile) { c.Types[0].Fields = c.Types[0].Fields[1:] }, "Widget_Spec: field azureName missing"},
 	}
 	for _, c := range cases {
@@ -123,4 +123,29 @@ func field(s *SchemaFile, name string) *Field {
 		}
 	}
 	panic("no field " + name)
+}
+
+// A collection a release before v2.10.0 marked explicitEmptyCollection on
+// the spec side only is sent empty when unset (ARM flag e): what ASO v2.8.0
+// sent for a ManagedCluster's nodeLabels, nodeTaints and tags.
+func TestSpecExplicitEmpty(t *testing.T) {
+	root := filepath.Join("testdata", "releases", "legacy")
+	s, err := Schema(root, "widget.azure.com", "v1beta20200101")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, err := SpecExplicitEmpty(root, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(marked, []string{"WidgetProperties.labels"}) {
+		t.Errorf("marked %v, want [WidgetProperties.labels]", marked)
+	}
+	for _, at := range s.ARMTypes {
+		for _, f := range at.Fields {
+			if want := at.Name == "WidgetProperties" && f.JSON == "labels"; strings.Contains(f.Flags, "e") != want {
+				t.Errorf("%s.%s flags %q", at.Name, f.JSON, f.Flags)
+			}
+		}
+	}
 }

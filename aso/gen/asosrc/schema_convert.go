@@ -36,8 +36,8 @@ func (x *schemaExtractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[strin
 	byPtr := map[string]*target{}
 	temps := map[string][]string{}
 	var ctrs []Prec // container path → the fields whose presence creates it
-	for _, convUnit := range splitElseIf(fd.Body.List) {
-		st := convUnit.st
+	for _, u := range splitElseIf(fd.Body.List) {
+		st := u.st
 		if arm, ok := resultInit(st); ok {
 			t.ARM = arm
 			continue
@@ -117,7 +117,7 @@ func (x *schemaExtractor) convertToARM(t *Type, fd *ast.FuncDecl, byGo map[strin
 			}
 			// A later statement overwrites an earlier one; in an
 			// if/else-if chain the first branch taken wins.
-			rank := convUnit.index*1000 - convUnit.branch
+			rank := u.index*1000 - u.branch
 			known := false
 			for _, wr := range tg.writers {
 				known = known || wr.field == owner.JSON

@@ -12,6 +12,7 @@ func (widget Widget_Spec_ARM) GetType() string {
 }
 
 type WidgetProperties_ARM struct {
+	Labels   map[string]string `json:"labels"`
 	Password string            `json:"password,omitempty"`
 	Size     *Widget_Size_Spec `json:"size,omitempty"`
 	Zones    []string          `json:"zones"`

@@ -36,6 +36,8 @@ const APIVersion_Value = APIVersion("2020-01-01")
 type Widget_Spec struct {
 	AzureName string `json:"azureName,omitempty"`
 
+	Labels map[string]string `json:"labels,omitempty" serializationType:"explicitEmptyCollection"`
+
 	// +kubebuilder:validation:Required
 	Location *string `json:"location,omitempty"`
 
@@ -65,9 +67,16 @@ func (widget *Widget_Spec) ConvertToARM(resolved genruntime.ConvertToARMResolved
 	result.Name = resolved.Name
 
 	// Set property "Properties":
-	if widget.Size != nil ||
+	if widget.Labels != nil ||
+		widget.Size != nil ||
 		widget.Zones != nil {
 		result.Properties = &WidgetProperties_ARM{}
+	}
+	if widget.Labels != nil {
+		result.Properties.Labels = make(map[string]string, len(widget.Labels))
+		for key, value := range widget.Labels {
+			result.Properties.Labels[key] = value
+		}
 	}
 
 	// Set property "Password":
