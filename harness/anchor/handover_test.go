@@ -178,3 +178,16 @@ func TestClassifyManagersMidwayAcceptsEitherButNotNeither(t *testing.T) {
 		t.Errorf("midway with the state empty = %+v, want the skipped group managed by no one", c)
 	}
 }
+
+func TestPlanSaysNoChanges(t *testing.T) {
+	for out, want := range map[string]bool{
+		"No changes. Azure matches the repository.": true,
+		"Plan: 0 to create, 0 to adopt, 0 to update, 0 drifted to correct, 0 to delete, 0 to detach; 18 unchanged, 0 observed.": true,
+		"Plan: 0 to create, 0 to adopt, 1 to update, 0 drifted to correct, 0 to delete, 0 to detach; 17 unchanged, 0 observed.": false,
+		"gitaso: something failed": false,
+	} {
+		if got := planSaysNoChanges(out); got != want {
+			t.Errorf("planSaysNoChanges(%q) = %v, want %v", out, got, want)
+		}
+	}
+}
