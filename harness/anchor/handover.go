@@ -522,8 +522,13 @@ func (h *handover) refusedWhileASOManages(ctx context.Context) error {
 		text += err.Error()
 		h.cur.Steps[len(h.cur.Steps)-1].Error = "" // expected: the apply reports the resource it refused
 	}
+	exit := "exit 0"
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		exit = fmt.Sprintf("exit %d", ee.ExitCode())
+	}
 	h.check(strings.Contains(text, "ManagedByASO") || strings.Contains(text, "gitaso does not write it while ASO does"),
-		"gitaso apply of a change to %s while ASO manages it: refused, naming ASO's object (exit: %v)", gitasoChangeName, err)
+		"gitaso apply of a change to %s while ASO manages it: refused (ManagedByASO), naming ASO's object (%s)", gitasoChangeName, exit)
 	return h.git(ctx, "revert", "--no-edit", "HEAD")
 }
 
