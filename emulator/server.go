@@ -379,7 +379,7 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		e.stats.record(r, status, info, start)
 		if wrec != nil {
-			wrec.Status = status
+			wrec.Status, wrec.Principal = status, info.principal
 			e.opts.writeLog(*wrec)
 		}
 		if v != nil {

@@ -22,6 +22,10 @@ type WriteRecord struct {
 	Path       string    `json:"path"` // as sent (not lower-cased)
 	APIVersion string    `json:"apiVersion,omitempty"`
 	Status     int       `json:"status"` // 0: the connection was reset
+	// Principal is the object ID of the caller its token names ("" when the request had no valid token), and
+	// UserAgent its User-Agent header: who wrote, for a log of two clients sharing one emulator.
+	Principal string `json:"principal,omitempty"`
+	UserAgent string `json:"userAgent,omitempty"`
 	// Body is the request body as received (nil for none). It may hold secrets a client sends (passwords,
 	// keys): the log is for tests and the side-by-side harness against an emulator, never for real Azure.
 	Body      json.RawMessage `json:"body,omitempty"`
@@ -49,7 +53,7 @@ func (e *Emulator) captureWrite(r *http.Request) *WriteRecord {
 	if !strings.HasPrefix(p, "/subscriptions") && !strings.HasPrefix(p, "/providers") {
 		return nil
 	}
-	rec := &WriteRecord{Time: time.Now().UTC(), Method: r.Method, Path: r.URL.Path, APIVersion: r.URL.Query().Get("api-version")}
+	rec := &WriteRecord{Time: time.Now().UTC(), Method: r.Method, Path: r.URL.Path, APIVersion: r.URL.Query().Get("api-version"), UserAgent: r.UserAgent()}
 	if r.Body == nil {
 		return rec
 	}

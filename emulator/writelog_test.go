@@ -18,7 +18,7 @@ func TestWriteLogRecordsWritesWithBodies(t *testing.T) {
 		got = append(got, w)
 		mu.Unlock()
 	}))
-	c, _ := ownerClient(t, e)
+	c, sp := ownerClient(t, e)
 	rg := rgPath(e, "anchor-rg")
 	if r := c.do(http.MethodPut, rg, rgAPI, map[string]any{"location": "westeurope", "tags": map[string]any{"a": "b"}}); r.status != http.StatusCreated {
 		t.Fatalf("PUT resource group: %d %s", r.status, r.raw)
@@ -37,6 +37,9 @@ func TestWriteLogRecordsWritesWithBodies(t *testing.T) {
 	first := got[0]
 	if first.Method != http.MethodPut || first.Path != rg || first.APIVersion != rgAPI || first.Status != http.StatusCreated {
 		t.Errorf("first record = %s %s api-version %s status %d", first.Method, first.Path, first.APIVersion, first.Status)
+	}
+	if first.Principal != sp.ObjectID || first.UserAgent == "" {
+		t.Errorf("first record written by principal %q user agent %q, want %q and the client's User-Agent", first.Principal, first.UserAgent, sp.ObjectID)
 	}
 	var body map[string]any
 	if err := json.Unmarshal(first.Body, &body); err != nil {

@@ -40,6 +40,10 @@ type Options struct {
 	// Restart, when set, restarts each side's controller once everything is Ready (and after the idle
 	// period) and measures the ARM requests and the time until ARM is quiet for 10 s.
 	Restart bool
+	// HandoverStale, in a hand-over run, leaves ASO's object with its old spec while gitaso changes the
+	// resource (by default the change is applied to ASO's object too, as ASO's repository would be updated
+	// before the way back): what the way back does when ASO's objects are stale.
+	HandoverStale bool
 	// Sides limits the run to "aso" or "gitaso" ("" both).
 	Sides  string
 	Logger *slog.Logger

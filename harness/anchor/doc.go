@@ -8,6 +8,12 @@
 //   - fidelity by oracle: every PUT body each emulator received and every resource body it ended with,
 //     compared resource by resource (WithWriteLog and Resources of package emulator).
 //
+// RunHandover (-handover, issue 28) is the migration instead: one emulator and one kube-apiserver, ASO's
+// controller creating the workload, then gitaso's CLI importing, handing over, changing and exporting it, and ASO
+// managing it again; the emulator's write log, with the principal of each write, proves that no resource is
+// written by both in a phase and, with the objects' reconcile policies and gitaso's state, that none is left
+// without a manager (handoverlog.go, tested without a cluster).
+//
 // The harness builds nothing of ASO. Its controller binary and the CRDs (controller-gen output for the groups
 // a workload needs, plus the webhook configurations) are built by hand outside this repository and passed in
 // (ASO_CONTROLLER, ASO_CRDS): the tool library's rule forbids committing a fetched repository's code, a binary

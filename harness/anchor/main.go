@@ -39,8 +39,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	workloads := fs.String("workloads", "conformance,onboarding", "comma-separated: conformance, onboarding, tree (1,000 resources), tree-N, minimal (every kind of -minimal-dir)")
 	minimal := fs.String("minimal-dir", "", "directory of minimal manifests, one or more per kind (workload minimal)")
 	md := fs.String("markdown", "", "also write the markdown tables to this file")
+	handover := fs.Bool("handover", false, "run the hand-over instead (one emulator and one cluster: ASO, then gitaso import, handover, a change, export, ASO again; workload onboarding unless -workloads says otherwise)")
+	fs.BoolVar(&o.HandoverStale, "handover-stale", false, "with -handover: leave ASO's object with its old spec while gitaso changes the resource (what the way back then does)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *handover {
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "workloads" })
+		if !set {
+			*workloads = "onboarding"
+		}
 	}
 	o.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime's logger
@@ -73,6 +82,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		default:
 			return fmt.Errorf("anchor: unknown workload %q", w)
 		}
+	}
+	if *handover {
+		return mainHandover(ctx, o, ws, stdout, *md)
 	}
 	var results []*Result
 	var errs []error
@@ -119,4 +131,40 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// mainHandover runs the hand-over of each workload and writes its markdown.
+func mainHandover(ctx context.Context, o Options, ws []Workload, stdout io.Writer, md string) error {
+	var errs []error
+	var results []*HandoverResult
+	for _, w := range ws {
+		o.Workload = w
+		o.Logger.Info("hand-over", "workload", w.Name)
+		r, err := RunHandover(ctx, o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", w.Name, err))
+		}
+		if r != nil {
+			results = append(results, r)
+			if !r.OK() {
+				errs = append(errs, fmt.Errorf("%s: the hand-over's checks failed (see the markdown)", w.Name))
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	var b strings.Builder
+	for _, r := range results {
+		WriteHandoverMarkdown(&b, r)
+	}
+	if _, err := io.WriteString(stdout, b.String()); err != nil {
+		return err
+	}
+	if md != "" {
+		if err := os.WriteFile(md, []byte(b.String()), 0o644); err != nil {
+			return fmt.Errorf("anchor: %w", err)
+		}
+	}
+	return errors.Join(errs...)
 }
