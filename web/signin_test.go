@@ -13,9 +13,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/gitaso/gitaso/access"
 	"github.com/gitaso/gitaso/api"
 	"github.com/gitaso/gitaso/emulator"
 	"github.com/gitaso/gitaso/internal/syncbuf"
+	"github.com/gitaso/gitaso/record"
 	"github.com/gitaso/gitaso/state"
 	"github.com/gitaso/gitaso/web"
 )
@@ -53,12 +55,39 @@ func TestBrowserSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	// Resources of two namespaces, and the demo's policy: the platform
+	// admins may do everything, team-a reads, syncs and approves in team-a.
+	if err := db.Update(func(w *state.Writer) error {
+		for _, r := range []record.Resource{
+			{Namespace: "team-a", Group: "storage.azure.com", Kind: "StorageAccount", Name: "teamastorage"},
+			{Namespace: "team-a", Group: "servicebus.azure.com", Kind: "Namespace", Name: "team-a-sb"},
+			{Namespace: "platform", Group: "resources.azure.com", Kind: "ResourceGroup", Name: "rg-platform"},
+		} {
+			r.Ready = record.Condition{Type: "Ready", Status: "True"}
+			if err := w.PutResource(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	policyText, err := os.ReadFile("../examples/access/policy.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := access.ParsePolicy("examples/access/policy.csv", policyText)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var syncs atomic.Int64
 	logs := &syncbuf.Buffer{}
 	h := api.New(db, api.Options{
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Sync:   func(context.Context) error { syncs.Add(1); return nil },
 		UI:     web.Handler(),
+		Policy: func() *access.Policy { return pol },
+		Audit:  api.NewAuditor(db, slog.New(slog.NewJSONHandler(logs, nil)), 0),
 		SignIn: &api.SignIn{Issuer: e.SignInIssuer(), ClientID: app.ClientID, ClientSecret: app.Secret,
 			RedirectURL: base + "/auth/callback", HTTPClient: e.HTTPClient(), SessionKey: []byte(strings.Repeat("k", 32))},
 	})
@@ -113,6 +142,15 @@ func TestBrowserSignIn(t *testing.T) {
 	if n := syncs.Load(); n != 1 {
 		t.Fatalf("%d syncs after alice's click, want 1", n)
 	}
+	// The policy: alice sees team-a's resources only, and not the audit trail.
+	rowKeys := `return Array.from(document.querySelectorAll('#resources-body tr[data-key]')).map(r => r.dataset.key).sort().join(' ')`
+	wd.open(base + "/#resources")
+	wd.waitFor("alice's resources", `return document.querySelectorAll('#resources-body tr[data-key]').length > 0`)
+	if got := wd.str(rowKeys); !strings.HasPrefix(got, "team-a/") || strings.Contains(got, "platform/") || strings.Count(got, "team-a/") != 2 {
+		t.Errorf("alice sees %q, want team-a's two resources only", got)
+	}
+	wd.open(base + "/#audit")
+	wd.waitFor("alice's audit refusal", `const e = document.getElementById('audit-refused'); return !!e && e.textContent.includes('lacks the right admin')`)
 
 	// Another site's form posts, with alice's cookie in the browser.
 	for _, to := range []string{"/api/v1/sync", "/auth/logout"} {
@@ -138,6 +176,15 @@ func TestBrowserSignIn(t *testing.T) {
 	if got := wd.str(whoText); got != "Signed in as admin@gitaso.local (platform-admins)" {
 		t.Errorf("admin: %q", got)
 	}
+	// The admin sees every namespace, and in the audit trail alice's sign-in
+	// and her refused read of it.
+	wd.open(base + "/#resources")
+	wd.waitFor("the admin's resources", `return document.querySelectorAll('#resources-body tr[data-key]').length === 3`)
+	if got := wd.str(rowKeys); !strings.Contains(got, "platform/") || strings.Count(got, "team-a/") != 2 {
+		t.Errorf("the admin sees %q, want all three resources", got)
+	}
+	wd.open(base + "/#audit")
+	wd.waitFor("the audit trail", `const b = document.getElementById('audit-body'); return !!b && b.textContent.includes('sign-in') && b.textContent.includes('alice@gitaso.local') && b.textContent.includes('refused')`)
 	if strings.Contains(logs.String(), app.Secret) {
 		t.Error("the log holds the client secret")
 	}
