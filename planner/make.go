@@ -365,7 +365,31 @@ func (g *Graph) planNode(n *Node, in Input, movedFrom string) (*Resource, error)
 		return desired
 	}
 
+	// While the state adopts what Azure holds (Input.AdoptWithoutWrite: an
+	// import, a rebuild), a resource whose last run did not succeed with the
+	// same request (refused or skipped before anything was sent, e.g. a run
+	// while ASO managed it) is adopted without a write when Azure holds what
+	// its manifest sets, rather than sent again.
+	retryAdopted := false
+	if in.AdoptWithoutWrite != "" && hasPrior && strings.EqualFold(prior.ARMID, n.ARMID) && observedRead && observed != nil &&
+		r.Hash != "" && r.Hash == prior.AppliedHash && prior.APIVersion == n.Kind.APIVersion && !isReady(prior) {
+		od, err := decode(observed)
+		var adoptDiff []Change
+		if err == nil {
+			diffSubset(od, desiredDoc(), "", skip, &adoptDiff)
+			sensitiveDrift(od, body.JSON, r.Sensitive, &adoptDiff)
+		}
+		saved := r.Changes
+		r.Changes = adoptDiff
+		if retryAdopted = noWriteBlocker(od, err, r, body, in.TrustSecretReferences) == ""; !retryAdopted {
+			r.Changes = saved
+		}
+	}
+
 	switch {
+	case retryAdopted:
+		r.Action = Adopt
+		r.adoptWithoutWrite(in.AdoptWithoutWrite, "")
 	case !hasPrior || !strings.EqualFold(prior.ARMID, n.ARMID):
 		switch {
 		case observedRead && observed != nil:

@@ -556,3 +556,42 @@ func TestRefusedForASOIsNoFailedApply(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryAdoptedWithoutWrite: while the state adopts what Azure holds (an
+// import), a resource whose last run did not succeed with the same request
+// (skipped while ASO managed its owner) is adopted without a write when
+// Azure holds its manifest; without the mark it is sent again.
+func TestRetryAdoptedWithoutWrite(t *testing.T) {
+	g := build(t, map[string]string{"platform/team-a.yaml": onboarding})
+	p, _ := g.Plan(planner.Input{})
+	rg := g.Node(planner.Key("platform", "resources.azure.com", "ResourceGroup", "team-a-rg"))
+	observed := planner.Observed{strings.ToLower(rg.ARMID): json.RawMessage(`{"id":"` + rg.ARMID +
+		`","name":"team-a-rg","location":"westeurope","properties":{"provisioningState":"Succeeded"}}`)}
+	prior := applied(t, p)
+	rec := prior[rg.Key()]
+	rec.Ready = record.Condition{Type: "Ready", Status: "False", Reason: "WaitingForOwner"}
+	prior[rg.Key()] = rec
+	for _, why := range []string{"", "import"} {
+		got, err := g.Plan(planner.Input{Prior: prior, Observed: observed, AdoptWithoutWrite: why})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := got.Get(rg.Key())
+		adopted := r.Action == planner.Adopt && r.NoWrite && r.Request == nil
+		if adopted != (why != "") {
+			t.Errorf("mark %q: planned %s (noWrite %v, %s)", why, r.Action, r.NoWrite, r.Reason)
+		}
+		if why == "" && (r.Action != planner.Update || r.Reason != "last apply did not succeed: retry") {
+			t.Errorf("without the mark: %s %q, want the retry", r.Action, r.Reason)
+		}
+	}
+	// Azure differing from the manifest keeps the retry's PUT.
+	observed[strings.ToLower(rg.ARMID)] = json.RawMessage(`{"id":"` + rg.ARMID + `","name":"team-a-rg","location":"northeurope","properties":{"provisioningState":"Succeeded"}}`)
+	got, err := g.Plan(planner.Input{Prior: prior, Observed: observed, AdoptWithoutWrite: "import"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got.Get(rg.Key()); r.Action != planner.Update || r.NoWrite {
+		t.Errorf("Azure differs: planned %s (noWrite %v, %s), want the retry's PUT", r.Action, r.NoWrite, r.Reason)
+	}
+}

@@ -50,12 +50,6 @@ const (
 	asoChangeKind, asoChangeNS, asoChangeName          = "StorageAccount", "team-a", "teamastorage01"
 )
 
-// noASOScope is a namespace with no ASO object, given as --aso-namespace to import and handover: their
-// adoption run (which writes nothing) is otherwise refused for every resource ASO manages (ManagedByASO, which
-// main's guard sets on every resource an ASO object manages, adoptions without a write included). A work-around
-// in the harness until the adoption is exempt; gitaso apply gets the guard.
-const noASOScope = "aso-anchor-no-aso-objects"
-
 // HandoverStep is one command or action of a phase.
 type HandoverStep struct {
 	Name    string              `json:"name"`
@@ -477,7 +471,7 @@ func (h *handover) nsArgs() []string {
 // imports runs gitaso import of every namespace, commits its output as gitaso's repository and plans it.
 func (h *handover) imports(ctx context.Context) error {
 	args := append([]string{"import", "--kubeconfig", h.cl.kubeconfig}, h.nsArgs()...)
-	args = append(args, "--out", h.repo, "--state", h.stateFile, "--cloud-config", h.cloud, "--aso-namespace", noASOScope)
+	args = append(args, "--out", h.repo, "--state", h.stateFile, "--cloud-config", h.cloud)
 	if _, err := h.gitaso(ctx, "gitaso import", args...); err != nil {
 		return err
 	}
@@ -509,13 +503,9 @@ func (h *handover) refusedWhileASOManages(ctx context.Context) error {
 	if err := h.commit(ctx, "team-a-orders: maxDeliveryCount 8 (while ASO manages it)"); err != nil {
 		return err
 	}
-	// On a copy of the state: the refused resources are recorded as failed, and the hand-over's adoption would
-	// then want to write them again ("last apply did not succeed: retry") and refuse (seen 2026-11-28 10:58).
-	scratch := filepath.Join(h.dir, "gitaso-refused.db")
-	if err := copyFile(h.stateFile, scratch); err != nil {
-		return err
-	}
-	out, err := h.gitaso(ctx, "gitaso apply of a change while ASO manages the resource", "apply", "--dir", h.repo, "--state", scratch,
+	// On gitaso's own state: a resource refused because ASO manages it is no failed apply to retry, so the
+	// hand-over's adoption afterwards still writes nothing (before that fix, 2026-11-28 10:58, it would).
+	out, err := h.gitaso(ctx, "gitaso apply of a change while ASO manages the resource", "apply", "--dir", h.repo, "--state", h.stateFile,
 		"--cloud-config", h.cloud, "--kubeconfig", h.cl.kubeconfig)
 	text := out
 	if err != nil {
@@ -537,8 +527,7 @@ func (h *handover) refusedWhileASOManages(ctx context.Context) error {
 // applies ASO's repository without the annotation, as its owner would, and runs handover again.
 func (h *handover) handsOver(ctx context.Context) error {
 	for _, ns := range h.res.Namespaces {
-		args := []string{"handover", "--namespace", ns, "--dir", h.repo, "--state", h.stateFile, "--cloud-config", h.cloud, "--kubeconfig", h.cl.kubeconfig,
-			"--aso-namespace", noASOScope}
+		args := []string{"handover", "--namespace", ns, "--dir", h.repo, "--state", h.stateFile, "--cloud-config", h.cloud, "--kubeconfig", h.cl.kubeconfig}
 		_, err := h.gitaso(ctx, "gitaso handover "+ns, args...)
 		if err == nil {
 			continue
@@ -833,15 +822,4 @@ func planSaysNoChanges(out string) bool {
 		}
 	}
 	return len(ms) > 0
-}
-
-func copyFile(src, dst string) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return fmt.Errorf("anchor: %w", err)
-	}
-	if err := os.WriteFile(dst, b, 0o600); err != nil {
-		return fmt.Errorf("anchor: %w", err)
-	}
-	return nil
 }
