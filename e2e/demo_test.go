@@ -279,7 +279,10 @@ func TestDemoSecondStartKeepsTheFirst(t *testing.T) {
 	rev := git("rev-parse", "HEAD")
 	deadline := time.Now().Add(time.Minute)
 	for {
-		body, _ := exec.Command("curl", "-fsS", "http://127.0.0.1:"+aport+"/api/v1/runs").Output()
+		// Reading needs a caller: the demo's own token (demo-token, named "demo").
+		token, _ := os.ReadFile(filepath.Join(work, "demo-token"))
+		body, _ := exec.Command("curl", "-fsS", "-H", "Authorization: Bearer "+strings.TrimSpace(string(token)),
+			"http://127.0.0.1:"+aport+"/api/v1/runs").Output()
 		// A run's revision is the commit and, after a "+", the values it read.
 		if strings.Contains(between(string(body), `"revision":"`+rev, "}"), `"outcome":"succeeded"`) {
 			break
